@@ -1,0 +1,44 @@
+# Sluice: `make run` starts the gateway on the embedded default; `make test` runs every test.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+
+.PHONY: all build deps run test unit integration e2e asan bench fuzz tidy format clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/build.ninja $(BUILD)/Makefile:
+	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	./$(BUILD)/sluice serve $(if $(CONFIG),-c $(CONFIG))
+
+test: build
+	bash tests/run.sh $(BUILD)
+
+asan: deps
+	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON -DSLUICE_BENCH=OFF
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	SLUICE_SANITIZED=1 bash tests/run.sh $(ASAN_BUILD)
+
+bench: build
+	SLUICE_BENCH_DEPS=1 bash scripts/install-deps.sh
+	bash bench/run.sh
+
+# clang-tidy cannot read gcc's precompiled headers: give it a compile database without them.
+tidy: deps
+	cmake -S . -B build-tidy $(CMAKE_GEN) -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON -DSLUICE_BENCH=OFF >/dev/null
+	run-clang-tidy -quiet -p build-tidy -j $(JOBS) '$(or $(FILES),src/.*[^l]\.cpp$$)' 2>&1 | grep -E 'warning:|error:' | grep -v _impl.cpp || echo "clang-tidy: no findings"
+
+format:
+	clang-format -i $(shell git ls-files 'src/*.cpp' 'src/*.hpp' 'tests/*.cpp')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

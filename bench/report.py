@@ -1,0 +1,399 @@
+#!/usr/bin/env python3
+"""Turn the records collected by bench/run.sh into a markdown section of
+bench/BENCHMARKS.md (stdlib only).
+
+    report.py --work DIR --out bench/BENCHMARKS.md [--set key=value ...] [--strict]
+
+DIR/runs/*.json each hold one load-generator run:
+    {"scenario", "target", "round", "wall_s", "proxy_cpu_s", "mock_cpu_s",
+     "proxy_hwm_kb", "proxy_rss_kb", "result": <sluice_loadgen JSON or null>}
+The section between the BEGIN/END markers is replaced; the rest of the file is kept.
+"""
+import argparse
+import datetime
+import glob
+import json
+import math
+import os
+import platform
+import sys
+
+BEGIN = "<!-- bench:begin (written by bench/report.py; edit outside the markers) -->"
+END = "<!-- bench:end -->"
+
+HEADER = """# Benchmarks
+
+Figures from `make bench` (`bash bench/run.sh`): the mock provider reached
+directly, through nginx (`proxy_pass` with upstream keep-alive and buffering off:
+the floor for a proxy hop) and through Sluice, all on the same machine in one run.
+The load generator is `build/sluice_loadgen` (bench/loadgen.cpp: one thread,
+keep-alive connections). TTFB is the time to the first byte of the response body
+(the first SSE chunk); close is the time to the end of the response; tail is
+close minus TTFB. On a small machine the client, the mock and the proxy compete
+for the same cores, so their CPU seconds are listed beside the figures.
+
+"""
+
+
+# ----------------------------------------------------------------- helpers
+
+def pct(values, p):
+    """Nearest-rank percentile (the same definition as the load generator)."""
+    if not values:
+        return None
+    v = sorted(values)
+    k = max(1, min(len(v), math.ceil(p / 100.0 * len(v))))
+    return v[k - 1]
+
+
+def fmt(x, nd=3, unit=""):
+    if x is None:
+        return "n/a"
+    return f"{x:.{nd}f}{unit}"
+
+
+def ratio(a, b, nd=2):
+    if a is None or b is None or b == 0:
+        return "n/a"
+    return f"{a / b:.{nd}f}x"
+
+
+def delta(a, b, nd=3):
+    if a is None or b is None:
+        return "n/a"
+    return f"{a - b:+.{nd}f}"
+
+
+def table(headers, rows):
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(str(c) for c in r) + " |")
+    return "\n".join(out)
+
+
+class Agg:
+    """Several runs of one scenario against one target, merged."""
+
+    def __init__(self, runs):
+        self.runs = runs
+        res = [r["result"] for r in runs if r.get("result")]
+        self.present = bool(res)
+        self.requests = sum(r["requests"] for r in res)
+        self.ok = sum(r["ok"] for r in res)
+        self.failed = sum(r["failed"] for r in res)
+        self.elapsed = sum(r["elapsed_s"] for r in res)
+        self.body_bytes = sum(r.get("body_bytes", 0) for r in res)
+        self.by_status = {}
+        self.errors = {}
+        for r in res:
+            for k, v in r.get("by_status", {}).items():
+                self.by_status[k] = self.by_status.get(k, 0) + v
+            for k, v in r.get("errors", {}).items():
+                self.errors[k] = self.errors.get(k, 0) + v
+        self.ttfb, self.close, self.tail = [], [], []
+        for r in res:
+            s = r.get("samples") or {}
+            t, c = s.get("ttfb_ms", []), s.get("close_ms", [])
+            self.ttfb += t
+            self.close += c
+            self.tail += [b - a for a, b in zip(t, c)]
+        self.client_cpu = sum(r.get("client_cpu_s", 0) for r in res) if res else None
+        self.mock_cpu = sum(r["mock_cpu_s"] for r in runs if r.get("mock_cpu_s") is not None) if runs else None
+        pc = [r["proxy_cpu_s"] for r in runs if r.get("proxy_cpu_s") is not None]
+        self.proxy_cpu = sum(pc) if pc else None
+        hw = [r["proxy_hwm_kb"] for r in runs if r.get("proxy_hwm_kb")]
+        self.hwm_kb = max(hw) if hw else None
+
+    @property
+    def rps(self):
+        return self.requests / self.elapsed if self.elapsed else None
+
+    def p(self, which, q):
+        return pct(getattr(self, which), q)
+
+    @property
+    def success(self):
+        return self.ok / self.requests if self.requests else None
+
+    @property
+    def cpu_per_10k(self):
+        if self.proxy_cpu is None or not self.requests:
+            return None
+        return self.proxy_cpu / self.requests * 10000
+
+    @property
+    def bytes_per_req(self):
+        return self.body_bytes / self.ok if self.ok else None
+
+    def statuses(self):
+        return ", ".join(f"{k}: {v}" for k, v in sorted(self.by_status.items())) or "-"
+
+
+def load(work):
+    runs = []
+    for f in sorted(glob.glob(os.path.join(work, "runs", "*.json"))):
+        with open(f) as fh:
+            try:
+                runs.append(json.load(fh))
+            except json.JSONDecodeError as e:
+                print(f"report.py: skipping {f}: {e}", file=sys.stderr)
+    return runs
+
+
+def machine():
+    model = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal"):
+                    mem = f", {int(line.split()[1]) / 1024 / 1024:.1f} GiB RAM"
+                    break
+    except OSError:
+        pass
+    return f"nproc {os.cpu_count()}, {model}{mem}, Linux {platform.release()}"
+
+
+# ----------------------------------------------------------------- report
+
+def build(runs, meta):
+    by = {}
+    for r in runs:
+        by.setdefault((r["scenario"], r["target"]), []).append(r)
+
+    def agg(s, t):
+        rs = by.get((s, t))
+        return Agg(rs) if rs else None
+
+    targets = [t for t in ("direct", "nginx", "sluice") if ("ping", t) in by or ("throughput", t) in by]
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    m = meta.get
+    L = []
+    L.append(f"## Latest run: {now}\n")
+    L.append(f"- Machine: {machine()}")
+    L.append(f"- Command: `{m('command', 'make bench')}` (runs `bash bench/run.sh`)")
+    nw = m("nginx_workers", "auto")
+    nwn = m("nginx_workers_n")
+    L.append(f"- nginx {m('nginx_version', '?')}: `worker_processes {nw}`"
+             + (f" (= {nwn} workers)" if nwn else "")
+             + ", upstream `keepalive 64`, `proxy_buffering off`, `proxy_request_buffering off`")
+    sw = m("sluice_workers", "0")
+    L.append(f"- Sluice (`sluice version`: {m('sluice_version', '?')}): `server.workers: {sw}`"
+             + (" (one per core)" if sw == "0" else ""))
+    L.append(f"- Mock: `{m('mock_cmd', 'sluice mock')}`; every request asks for model "
+             f"`{m('model', '?')}`, `stream: true`, with `x-mock-chunks: {m('chunks', '?')}`")
+    if m("loadavg_start"):
+        L.append(f"- Load average (1/5/15 min) before the run: {m('loadavg_start')}, after: "
+                 f"{m('loadavg_end', '?')} (anything else running on the machine distorts the figures)")
+    L.append("- Latencies in milliseconds. Ratios are target / direct and target / nginx. "
+             "CPU seconds are utime+stime from /proc over the scenario (client: getrusage).")
+    L.append("")
+
+    ping = {t: agg("ping", t) for t in targets}
+    thr = {t: agg("throughput", t) for t in targets}
+    fo = {t: agg("failover", t) for t in ("direct_healthy", "direct_failing", "sluice_failover")}
+    fo = {k: v for k, v in fo.items() if v}
+
+    # --- targets
+    checks = []
+    s_thr, n_thr = thr.get("sluice"), thr.get("nginx")
+    s_png, n_png, d_png = ping.get("sluice"), ping.get("nginx"), ping.get("direct")
+
+    def check(name, limit, measured, ok):
+        checks.append((name, limit, measured, "n/a (not run)" if ok is None else ("**met**" if ok else "**missed**")))
+
+    if s_thr and n_thr and s_thr.rps and n_thr.rps:
+        r = s_thr.rps / n_thr.rps
+        check("throughput vs nginx", ">= 0.90x", f"{r:.2f}x ({s_thr.rps:.0f} vs {n_thr.rps:.0f} req/s)", r >= 0.9)
+    else:
+        check("throughput vs nginx", ">= 0.90x", "n/a", None)
+    if s_thr and n_thr and s_thr.cpu_per_10k and n_thr.cpu_per_10k:
+        r = s_thr.cpu_per_10k / n_thr.cpu_per_10k
+        check("proxy CPU per request vs nginx", "<= 1.5x",
+              f"{r:.2f}x ({s_thr.cpu_per_10k:.2f} vs {n_thr.cpu_per_10k:.2f} CPU s / 10k req)", r <= 1.5)
+    else:
+        check("proxy CPU per request vs nginx", "<= 1.5x", "n/a", None)
+    if s_png and n_png and d_png and s_png.close and n_png.close and d_png.close:
+        s_add = s_png.p("close", 50) - d_png.p("close", 50)
+        n_add = n_png.p("close", 50) - d_png.p("close", 50)
+        check("ping: close p50 added over direct", "<= nginx's + 0.1 ms",
+              f"{s_add:+.3f} ms (nginx {n_add:+.3f} ms)", s_add <= n_add + 0.1)
+        s_tail = s_png.p("tail", 50) - d_png.p("tail", 50)
+        n_tail = n_png.p("tail", 50) - d_png.p("tail", 50)
+        check("ping: tail p50 added over direct", "<= 0.2 ms",
+              f"{s_tail:+.3f} ms (nginx {n_tail:+.3f} ms)", s_tail <= 0.2)
+    else:
+        check("ping: close p50 added over direct", "<= nginx's + 0.1 ms", "n/a", None)
+        check("ping: tail p50 added over direct", "<= 0.2 ms", "n/a", None)
+    if s_thr and s_thr.hwm_kb:
+        mb = s_thr.hwm_kb / 1024
+        check(f"Sluice peak RSS at {m('concurrency', '50')} streams", "<= 30 MB", f"{mb:.1f} MB", mb <= 30)
+    else:
+        check(f"Sluice peak RSS at {m('concurrency', '50')} streams", "<= 30 MB", "n/a", None)
+    sf, dh = fo.get("sluice_failover"), fo.get("direct_healthy")
+    if sf and dh and sf.requests:
+        want = int(m("failover_count", sf.requests))
+        check("failover successes", f"{want}/{want}", f"{sf.ok}/{sf.requests}", sf.ok == want and sf.requests == want)
+        sp, dp = sf.p("close", 95), dh.p("close", 95)
+        if sp is not None and dp is not None:
+            check("failover close p95 vs healthy direct p95", "<= +5 ms",
+                  f"{sp - dp:+.3f} ms ({sp:.3f} vs {dp:.3f})", sp - dp <= 5)
+        else:
+            check("failover close p95 vs healthy direct p95", "<= +5 ms", "n/a", False)
+    else:
+        check("failover successes", f"{m('failover_count', '2000')}/{m('failover_count', '2000')}", "n/a", None)
+        check("failover close p95 vs healthy direct p95", "<= +5 ms", "n/a", None)
+
+    L.append("### Targets\n")
+    L.append(table(["target", "limit", "measured", "result"], checks))
+    L.append("")
+
+    # --- 1. ping
+    L.append(f"### 1. Ping: {m('ping_rounds', '?')} rounds x ({m('ping_warmup', '?')} warm-up + "
+             f"{m('ping_count', '?')} sequential streams on one connection), rounds interleaved, samples merged\n")
+    d = ping.get("direct")
+    n = ping.get("nginx")
+    rows = []
+    for t in targets:
+        a = ping.get(t)
+        if not a:
+            continue
+        rows.append([
+            t, f"{a.ok}/{a.requests}",
+            fmt(a.p("ttfb", 50)), fmt(a.p("ttfb", 95)), fmt(a.p("close", 50)), fmt(a.p("close", 95)),
+            fmt(a.p("tail", 50)),
+            delta(a.p("close", 50), d.p("close", 50)) if d else "n/a",
+            delta(a.p("tail", 50), d.p("tail", 50)) if d else "n/a",
+            ratio(a.p("close", 50), d.p("close", 50)) if d else "n/a",
+            ratio(a.p("close", 50), n.p("close", 50)) if n else "n/a",
+            fmt(a.client_cpu, 3), fmt(a.mock_cpu, 2), fmt(a.proxy_cpu, 2),
+        ])
+    L.append(table(["target", "ok", "TTFB p50", "TTFB p95", "close p50", "close p95", "tail p50",
+                    "close p50 added", "tail p50 added", "close p50 / direct", "close p50 / nginx",
+                    "client CPU s", "mock CPU s", "proxy CPU s"], rows))
+    L.append("")
+
+    # --- 2. throughput
+    L.append(f"### 2. Throughput: {m('concurrency', '?')} concurrent streams, {m('chunks', '?')} chunks each, "
+             f"no upstream delay, {m('throughput_seconds', '?')} s per target "
+             f"({m('throughput_segments', '?')} interleaved segments)\n")
+    d, n = thr.get("direct"), thr.get("nginx")
+    rows = []
+    for t in targets:
+        a = thr.get(t)
+        if not a:
+            continue
+        rows.append([
+            t, a.requests, a.failed, fmt(a.rps, 0),
+            ratio(a.rps, d.rps) if d else "n/a", ratio(a.rps, n.rps) if n else "n/a",
+            fmt(a.p("ttfb", 50)), fmt(a.p("close", 50)), fmt(a.p("close", 99)),
+            ratio(a.p("close", 50), d.p("close", 50)) if d else "n/a",
+            ratio(a.p("close", 50), n.p("close", 50)) if n else "n/a",
+            fmt(a.client_cpu, 2), fmt(a.mock_cpu, 2), fmt(a.proxy_cpu, 2),
+        ])
+    L.append(table(["target", "requests", "failed", "req/s", "/ direct", "/ nginx", "TTFB p50",
+                    "close p50", "close p99", "close p50 / direct", "close p50 / nginx",
+                    "client CPU s", "mock CPU s", "proxy CPU s"], rows))
+    L.append("")
+
+    # --- 3. resources
+    L.append("### 3. Proxy resources (from the throughput runs)\n")
+    rows = []
+    for t in targets:
+        a = thr.get(t)
+        if not a or t == "direct":
+            continue
+        rows.append([
+            t, fmt(a.hwm_kb / 1024 if a.hwm_kb else None, 1), fmt(a.proxy_cpu, 2), fmt(a.cpu_per_10k, 3),
+            ratio(a.cpu_per_10k, n.cpu_per_10k) if n else "n/a",
+            fmt(a.bytes_per_req, 0),
+        ])
+    if d:
+        rows.append(["(direct: body bytes per stream)", "", "", "", "", fmt(d.bytes_per_req, 0)])
+    L.append(table(["proxy", "peak RSS MB (VmHWM)", "CPU s", "CPU s / 10k req", "/ nginx",
+                    "body bytes / stream"], rows))
+    L.append("")
+    L.append("nginx's RSS and CPU are master + workers summed. Peak RSS is the process's VmHWM "
+             "after the throughput segments (its peak since start).")
+    L.append("")
+
+    # --- 4. failover
+    L.append(f"### 4. Failover: {m('failover_count', '?')} requests at concurrency "
+             f"{m('failover_concurrency', '?')}; Sluice with two equal-priority channels, one mock at "
+             f"`--fail-rate {m('fail_rate', '?')} --fail-status {m('fail_status', '?')}`, "
+             f"`routing.max_retries: 2`\n")
+    rows = []
+    names = {"direct_healthy": "direct, healthy mock (reference)",
+             "direct_failing": "direct, failing mock",
+             "sluice_failover": "sluice, healthy + failing"}
+    for k in ("direct_healthy", "direct_failing", "sluice_failover"):
+        a = fo.get(k)
+        if not a:
+            continue
+        rows.append([
+            names[k], a.requests, a.ok, fmt(100 * a.success if a.success is not None else None, 2, " %"),
+            a.statuses(), fmt(a.p("ttfb", 95)), fmt(a.p("close", 50)), fmt(a.p("close", 95)),
+            delta(a.p("close", 95), dh.p("close", 95)) if dh else "n/a",
+            fmt(a.client_cpu, 2), fmt(a.mock_cpu, 2), fmt(a.proxy_cpu, 2),
+        ])
+    L.append(table(["run", "requests", "ok", "success", "statuses", "TTFB p95", "close p50", "close p95",
+                    "close p95 - healthy direct", "client CPU s", "mock CPU s (both)", "proxy CPU s"], rows))
+    L.append("")
+    errs = {k: a.errors for k, a in list(ping.items()) + list(thr.items()) + list(fo.items()) if a and a.errors}
+    if errs:
+        L.append("Errors seen: " + "; ".join(f"{k}: " + ", ".join(f"{e} x{c}" for e, c in v.items())
+                                              for k, v in errs.items()))
+        L.append("")
+    return "\n".join(L), checks
+
+
+def write(out, section):
+    block = BEGIN + "\n" + section.rstrip() + "\n" + END + "\n"
+    if os.path.exists(out):
+        with open(out) as fh:
+            text = fh.read()
+        b, e = text.find(BEGIN), text.find(END)
+        if b != -1 and e != -1 and e > b:
+            text = text[:b] + block + text[e + len(END):].lstrip("\n")
+        else:
+            text = text.rstrip("\n") + "\n\n" + block
+    else:
+        text = HEADER + block
+    tmp = out + ".tmp"
+    with open(tmp, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", required=True, help="run.sh work directory (holds runs/*.json)")
+    ap.add_argument("--out", required=True, help="markdown file to write or update")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="run metadata")
+    ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    a = ap.parse_args()
+    meta = dict(kv.split("=", 1) for kv in a.set if "=" in kv)
+    runs = load(a.work)
+    if not runs:
+        print("report.py: no runs found", file=sys.stderr)
+        return 1
+    section, checks = build(runs, meta)
+    write(a.out, section)
+    print(f"wrote {a.out}", file=sys.stderr)
+    for name, limit, measured, res in checks:
+        print(f"  {res.replace('**', ''):14s} {name}: {measured} (limit {limit})", file=sys.stderr)
+    if a.strict and any("missed" in c[3] for c in checks):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

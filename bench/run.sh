@@ -1,0 +1,356 @@
+#!/usr/bin/env bash
+# bench/run.sh — the Sluice benchmark harness (`make bench`).
+#
+# In one run on this machine it starts the mock provider, nginx in front of it
+# (the floor for a proxy hop) and Sluice in front of it, then measures, against
+# direct / nginx / sluice:
+#   1. ping:       3 warm-up + 30 sequential streaming requests, repeated in rounds
+#   2. throughput: 50 concurrent streams, 20 chunks each, no upstream delay, 15 s
+#   3. resources:  peak RSS (VmHWM) and CPU seconds per 10k requests of each proxy
+#   4. failover:   two mocks, one at --fail-rate 0.3, 2000 requests at concurrency 20
+# and writes the figures to bench/BENCHMARKS.md (via bench/report.py).
+#
+# Everything it starts listens on 127.0.0.1 and is killed on exit.
+# Knobs (environment): BUILD_DIR, SLUICE, LOADGEN, NGINX, NGINX_WORKERS (auto),
+# SLUICE_WORKERS (0 = one per core), MOCK_WORKERS (1), PING_ROUNDS (3), PING_WARMUP (3),
+# PING_COUNT (30), CONCURRENCY (50), CHUNKS (20), THROUGHPUT_SECONDS (15),
+# THROUGHPUT_SEGMENTS (3: the 15 s per target are split into interleaved
+# segments), FAILOVER_COUNT (2000), FAILOVER_CONCURRENCY (20), FAIL_RATE (0.3),
+# FAIL_STATUS (500), BENCH_OUT (bench/BENCHMARKS.md), BENCH_NO_BUILD=1 (skip
+# building), BENCH_STRICT=1 (exit 1 when a target is missed), MOCK_CMD (the
+# mock provider command; default "$SLUICE mock"; only for testing the harness).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+SLUICE=${SLUICE:-$BUILD_DIR/sluice}
+LOADGEN=${LOADGEN:-$BUILD_DIR/sluice_loadgen}
+NGINX=${NGINX:-/usr/sbin/nginx}
+if [[ -z ${PYTHON:-} ]]; then
+  if [[ -x /usr/bin/python3 ]]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
+fi
+NGINX_WORKERS=${NGINX_WORKERS:-auto}
+SLUICE_WORKERS=${SLUICE_WORKERS:-0}
+MOCK_WORKERS=${MOCK_WORKERS:-1}
+PING_ROUNDS=${PING_ROUNDS:-3}
+PING_WARMUP=${PING_WARMUP:-3}
+PING_COUNT=${PING_COUNT:-30}
+CONCURRENCY=${CONCURRENCY:-50}
+CHUNKS=${CHUNKS:-20}
+THROUGHPUT_SECONDS=${THROUGHPUT_SECONDS:-15}
+THROUGHPUT_SEGMENTS=${THROUGHPUT_SEGMENTS:-3}
+FAILOVER_COUNT=${FAILOVER_COUNT:-2000}
+FAILOVER_CONCURRENCY=${FAILOVER_CONCURRENCY:-20}
+FAIL_RATE=${FAIL_RATE:-0.3}
+FAIL_STATUS=${FAIL_STATUS:-500}
+BENCH_OUT=${BENCH_OUT:-$ROOT/bench/BENCHMARKS.md}
+MODEL=${MODEL:-gpt-4o-mini}
+MASTER_KEY=sk-bench-master
+REQ_TIMEOUT=10   # seconds per request in the load generator
+
+log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# ---------------------------------------------------------------- build
+if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
+  if [[ ! -f $BUILD_DIR/CMakeCache.txt ]]; then
+    gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+    cmake -S "$ROOT" -B "$BUILD_DIR" "${gen[@]}" >&2 || die "cmake configure failed"
+  fi
+  log "building sluice_loadgen and sluice"
+  cmake --build "$BUILD_DIR" --target sluice_loadgen -j"$(nproc)" >&2 || die "building sluice_loadgen failed"
+  cmake --build "$BUILD_DIR" --target sluice -j"$(nproc)" >&2 ||
+    log "warning: building sluice failed; using the existing binary if there is one"
+fi
+[[ -x $LOADGEN ]] || die "load generator not found at $LOADGEN"
+[[ -x $NGINX ]] || die "nginx not found at $NGINX (Debian: apt-get install nginx-light)"
+if [[ -z ${MOCK_CMD:-} ]]; then
+  [[ -x $SLUICE ]] || die "sluice binary not found at $SLUICE"
+  MOCK_CMD="$SLUICE mock"
+fi
+read -r -a MOCK <<<"$MOCK_CMD"
+
+# ---------------------------------------------------------------- processes
+WORK=$(mktemp -d /tmp/sluice-bench.XXXXXX)
+mkdir -p "$WORK/runs"
+PIDS=()
+cleanup() {
+  local rc=$? pid
+  trap - EXIT INT TERM
+  [[ -n ${LOADGEN_PID:-} ]] && kill -TERM "$LOADGEN_PID" 2>/dev/null
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for _ in $(seq 1 40); do
+    local alive=0
+    for pid in "${PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [[ $alive == 0 ]] && break
+    sleep 0.05
+  done
+  for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  if [[ ${BENCH_KEEP_WORK:-0} == 1 || $rc != 0 ]]; then
+    log "work dir kept: $WORK"
+  else
+    rm -rf "$WORK"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start NAME CMD...: starts CMD in the background, output to $WORK/NAME.log; sets PID
+start() {
+  local name=$1; shift
+  "$@" >"$WORK/$name.log" 2>&1 &
+  PID=$!
+  PIDS+=("$PID")
+}
+
+# wait_port NAME PID PORT [SECONDS]
+wait_port() {
+  local name=$1 pid=$2 port=$3 secs=${4:-20} i
+  for ((i = 0; i < secs * 20; i++)); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      log "$name exited before listening on $port; its log:"
+      tail -n 20 "$WORK/$name.log" >&2 || true
+      return 1
+    fi
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    sleep 0.05
+  done
+  log "$name did not listen on $port within ${secs}s; its log:"
+  tail -n 20 "$WORK/$name.log" >&2 || true
+  return 1
+}
+
+# free loopback ports, all distinct
+read -r -a PORTS <<<"$("$PYTHON" - <<'EOF'
+import socket
+socks = []
+for _ in range(8):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+EOF
+)"
+P_MOCK=${PORTS[0]} P_NGINX=${PORTS[1]} P_SLUICE=${PORTS[2]}
+P_MOCK_FAIL=${PORTS[3]} P_SLUICE_FO=${PORTS[4]}
+
+# ---------------------------------------------------------------- /proc sampling
+CLK_TCK=$(getconf CLK_TCK)
+# tree PID: the pid and its direct children (nginx master + workers)
+proc_tree() { echo "$1"; ps --ppid "$1" -o pid= 2>/dev/null | tr -d ' ' || true; }
+# cpu_s PID...: utime+stime of the given processes (all threads), in seconds
+cpu_s() {
+  local t=0 p v
+  for p in "$@"; do
+    [[ -r /proc/$p/stat ]] || continue
+    v=$(sed 's/^.*) //' "/proc/$p/stat" | awk '{print $12 + $13}') || v=0
+    t=$((t + ${v:-0}))
+  done
+  awk -v t="$t" -v hz="$CLK_TCK" 'BEGIN { printf "%.3f", t / hz }'
+}
+# hwm_kb PID...: summed VmHWM (peak resident set) in kB
+hwm_kb() {
+  local t=0 p v
+  for p in "$@"; do
+    v=$(awk '/^VmHWM:/ {print $2}' "/proc/$p/status" 2>/dev/null) || v=0
+    t=$((t + ${v:-0}))
+  done
+  echo "$t"
+}
+rss_kb() {
+  local t=0 p v
+  for p in "$@"; do
+    v=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null) || v=0
+    t=$((t + ${v:-0}))
+  done
+  echo "$t"
+}
+sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
+
+# ---------------------------------------------------------------- start the peers
+LOADAVG_START=$(cut -d' ' -f1-3 /proc/loadavg)
+MOCK_ARGS=(--workers "$MOCK_WORKERS" --chunks "$CHUNKS" --ttfb-ms 0 --chunk-interval-ms 0)
+log "work dir $WORK"
+log "starting mock on 127.0.0.1:$P_MOCK"
+start mock "${MOCK[@]}" --listen "127.0.0.1:$P_MOCK" "${MOCK_ARGS[@]}"
+MOCK_PID=$PID
+wait_port mock "$MOCK_PID" "$P_MOCK" || die "the mock provider did not start (${MOCK[*]})"
+
+log "starting nginx on 127.0.0.1:$P_NGINX (worker_processes $NGINX_WORKERS)"
+mkdir -p "$WORK/nginx"
+sed -e "s#@PREFIX@#$WORK/nginx#g" -e "s#@WORKERS@#$NGINX_WORKERS#g" \
+    -e "s#@LISTEN@#127.0.0.1:$P_NGINX#g" -e "s#@UPSTREAM@#127.0.0.1:$P_MOCK#g" \
+    "$ROOT/bench/nginx.conf.template" >"$WORK/nginx/nginx.conf"
+start nginx "$NGINX" -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log"
+NGINX_PID=$PID
+wait_port nginx "$NGINX_PID" "$P_NGINX" || die "nginx did not start (see $WORK/nginx/error.log)"
+
+# write_config FILE PORT UPSTREAM_PORT...: one openai channel per upstream, equal priority
+write_config() {
+  local file=$1 port=$2 i=0 up; shift 2
+  {
+    echo "server:"
+    echo "  listen: \"127.0.0.1:$port\""
+    echo "  workers: $SLUICE_WORKERS"
+    echo "auth:"
+    echo "  master_key: \"$MASTER_KEY\""
+    echo "store:"
+    echo "  url: \"sqlite://$WORK/sluice-$port.db\""
+    echo "routing:"
+    echo "  max_retries: 2"
+    echo "channels:"
+    for up in "$@"; do
+      i=$((i + 1))
+      echo "  - name: mock$i"
+      echo "    type: openai"
+      echo "    base_url: \"http://127.0.0.1:$up/v1\""
+      echo "    keys: [\"k1\"]"
+      echo "    models: [\"*\"]"
+      echo "    priority: 1"
+      echo "    weight: 1"
+    done
+  } >"$file"
+}
+
+SLUICE_PID=""
+if [[ -x $SLUICE ]]; then
+  write_config "$WORK/sluice.yaml" "$P_SLUICE" "$P_MOCK"
+  log "starting sluice on 127.0.0.1:$P_SLUICE (workers $SLUICE_WORKERS)"
+  start sluice "$SLUICE" serve -c "$WORK/sluice.yaml"
+  if wait_port sluice "$PID" "$P_SLUICE" 30; then
+    SLUICE_PID=$PID
+  else
+    log "warning: sluice did not start; its figures are left out"
+  fi
+else
+  log "warning: no sluice binary at $SLUICE; its figures are left out"
+fi
+
+declare -A URL=([direct]="http://127.0.0.1:$P_MOCK" [nginx]="http://127.0.0.1:$P_NGINX" [sluice]="http://127.0.0.1:$P_SLUICE")
+# the root process of each proxy; measure() samples it and its children (nginx workers)
+declare -A PROXY_ROOT=()
+PROXY_ROOT[nginx]=$NGINX_PID
+TARGETS=(direct nginx)
+if [[ -n $SLUICE_PID ]]; then
+  PROXY_ROOT[sluice]=$SLUICE_PID
+  TARGETS+=(sluice)
+fi
+HDRS=(-H "Authorization: Bearer $MASTER_KEY" -H "x-mock-chunks: $CHUNKS")
+
+# Quick sanity request through every target, so a broken peer shows up early.
+for t in "${TARGETS[@]}"; do
+  out=$("$LOADGEN" --url "${URL[$t]}/v1/chat/completions" --model "$MODEL" "${HDRS[@]}" \
+        --mode ping --count 1 --timeout "$REQ_TIMEOUT" || true)
+  if ! grep -q '"ok":1' <<<"$out"; then
+    log "warning: a request through $t failed: $out"
+  fi
+done
+
+# measure SCENARIO TARGET ROUND TIMEOUT LOADGEN_ARGS...: one loadgen run with
+# CPU/RSS deltas of the proxy and the mock(s); appends a record to $WORK/runs.
+SEQ=0
+measure() {
+  local scenario=$1 target=$2 round=$3 limit=$4; shift 4
+  local ppids="" mpids="$MOCK_PID ${EXTRA_MOCK_PIDS:-}"
+  local p0 m0 p1 m1 w0 w1 out
+  [[ -n ${PROXY_ROOT[$target]:-} ]] && ppids=$(proc_tree "${PROXY_ROOT[$target]}" | tr '\n' ' ')
+  # shellcheck disable=SC2086
+  p0=$(cpu_s $ppids); m0=$(cpu_s $mpids); w0=$(date +%s.%N)
+  # in the background + wait, so that a signal to this script is handled at once
+  timeout "$limit" "$LOADGEN" --label "$scenario/$target" --model "$MODEL" "$@" >"$WORK/loadgen.out" &
+  LOADGEN_PID=$!
+  wait "$LOADGEN_PID" || true
+  LOADGEN_PID=""
+  out=$(<"$WORK/loadgen.out")
+  # shellcheck disable=SC2086
+  p1=$(cpu_s $ppids); m1=$(cpu_s $mpids); w1=$(date +%s.%N)
+  [[ -n $out ]] || out=null
+  if [[ -n ${PROXY_ROOT[$target]:-} ]] && ! kill -0 "${PROXY_ROOT[$target]}" 2>/dev/null; then
+    log "warning: $target exited during $scenario (see $WORK/*.log)"
+  fi
+  SEQ=$((SEQ + 1))
+  # shellcheck disable=SC2086
+  printf '{"scenario":"%s","target":"%s","round":%s,"wall_s":%s,"proxy_cpu_s":%s,"mock_cpu_s":%s,"proxy_hwm_kb":%s,"proxy_rss_kb":%s,"result":%s}\n' \
+    "$scenario" "$target" "$round" "$(sub "$w1" "$w0")" \
+    "$([[ -n $ppids ]] && sub "$p1" "$p0" || echo null)" "$(sub "$m1" "$m0")" \
+    "$([[ -n $ppids ]] && hwm_kb $ppids || echo null)" "$([[ -n $ppids ]] && rss_kb $ppids || echo null)" \
+    "$out" >"$WORK/runs/$(printf %03d $SEQ).json"
+  if [[ $out == null ]]; then
+    log "  $scenario/$target: the load generator produced no output"
+  else
+    "$PYTHON" -c 'import json,sys; r=json.load(sys.stdin); print("  %-22s ok %5d/%-5d  %8.1f req/s  ttfb p50 %.3f ms  close p50 %.3f ms" % (r["label"], r["ok"], r["requests"], r["rps"], r["ttfb_ms"]["p50"], r["close_ms"]["p50"]))' <<<"$out" >&2 || true
+  fi
+}
+
+# rotate N: the targets rotated by N (fair interleaving across rounds)
+rotate() {
+  local n=$1 k=${#TARGETS[@]} i
+  for ((i = 0; i < k; i++)); do echo "${TARGETS[$(((i + n) % k))]}"; done
+}
+
+# ---------------------------------------------------------------- 1. ping
+log "1/4 ping: $PING_ROUNDS rounds of $PING_WARMUP warm-up + $PING_COUNT sequential streams"
+for ((r = 0; r < PING_ROUNDS; r++)); do
+  for t in $(rotate "$r"); do
+    measure ping "$t" "$((r + 1))" 60 --url "${URL[$t]}/v1/chat/completions" "${HDRS[@]}" \
+      --mode ping --warmup "$PING_WARMUP" --count "$PING_COUNT" --timeout "$REQ_TIMEOUT" --samples
+  done
+done
+
+# ---------------------------------------------------------------- 2. throughput
+seg=$(awk -v a="$THROUGHPUT_SECONDS" -v b="$THROUGHPUT_SEGMENTS" 'BEGIN { printf "%g", a / b }')
+log "2/4 throughput: $CONCURRENCY streams x $CHUNKS chunks, ${THROUGHPUT_SECONDS}s per target ($THROUGHPUT_SEGMENTS interleaved segments of ${seg}s)"
+for ((r = 0; r < THROUGHPUT_SEGMENTS; r++)); do
+  for t in $(rotate "$r"); do
+    measure throughput "$t" "$((r + 1))" "$(awk -v s="$seg" 'BEGIN { printf "%d", s + 60 }')" \
+      --url "${URL[$t]}/v1/chat/completions" "${HDRS[@]}" --mode load --warmup 10 \
+      --concurrency "$CONCURRENCY" --duration "$seg" --timeout "$REQ_TIMEOUT" --samples
+  done
+done
+
+# ---------------------------------------------------------------- 4. failover
+# (3. resources come out of the throughput records: VmHWM and CPU deltas.)
+log "4/4 failover: $FAILOVER_COUNT requests at concurrency $FAILOVER_CONCURRENCY, one mock at --fail-rate $FAIL_RATE"
+start mock_fail "${MOCK[@]}" --listen "127.0.0.1:$P_MOCK_FAIL" "${MOCK_ARGS[@]}" \
+  --fail-rate "$FAIL_RATE" --fail-status "$FAIL_STATUS"
+MOCK_FAIL_PID=$PID
+wait_port mock_fail "$MOCK_FAIL_PID" "$P_MOCK_FAIL" || die "the failing mock did not start"
+FO_ARGS=("${HDRS[@]}" --mode load --concurrency "$FAILOVER_CONCURRENCY" --count "$FAILOVER_COUNT"
+         --timeout "$REQ_TIMEOUT" --samples)
+measure failover direct_healthy 1 180 --url "${URL[direct]}/v1/chat/completions" "${FO_ARGS[@]}"
+EXTRA_MOCK_PIDS=$MOCK_FAIL_PID
+measure failover direct_failing 1 180 --url "http://127.0.0.1:$P_MOCK_FAIL/v1/chat/completions" "${FO_ARGS[@]}"
+if [[ -x $SLUICE && -n $SLUICE_PID ]]; then
+  write_config "$WORK/sluice-failover.yaml" "$P_SLUICE_FO" "$P_MOCK" "$P_MOCK_FAIL"
+  start sluice_failover "$SLUICE" serve -c "$WORK/sluice-failover.yaml"
+  if wait_port sluice_failover "$PID" "$P_SLUICE_FO" 30; then
+    PROXY_ROOT[sluice_failover]=$PID
+    "$LOADGEN" --url "http://127.0.0.1:$P_SLUICE_FO/v1/chat/completions" --model "$MODEL" "${HDRS[@]}" \
+      --mode ping --count 5 --timeout "$REQ_TIMEOUT" >/dev/null || true   # warm-up
+    measure failover sluice_failover 1 180 --url "http://127.0.0.1:$P_SLUICE_FO/v1/chat/completions" "${FO_ARGS[@]}"
+  else
+    log "warning: the failover sluice did not start"
+  fi
+fi
+EXTRA_MOCK_PIDS=""
+
+# ---------------------------------------------------------------- report
+log "writing $BENCH_OUT"
+CMD="make bench"
+overrides=$(env | grep -E '^(NGINX_WORKERS|SLUICE_WORKERS|MOCK_WORKERS|PING_ROUNDS|PING_WARMUP|PING_COUNT|CONCURRENCY|CHUNKS|THROUGHPUT_SECONDS|THROUGHPUT_SEGMENTS|FAILOVER_COUNT|FAILOVER_CONCURRENCY|FAIL_RATE|FAIL_STATUS|MOCK_CMD|SLUICE)=' | tr '\n' ' ' || true)
+[[ -n $overrides ]] && CMD="$overrides$CMD"
+nginx_version=$("$NGINX" -v 2>&1 | sed 's/^nginx version: nginx\///')
+sluice_version=$([[ -x $SLUICE ]] && "$SLUICE" version 2>/dev/null | head -n 1 || echo "n/a")
+nginx_workers_n=$(($(proc_tree "$NGINX_PID" | wc -l) - 1))
+report_args=(--work "$WORK" --out "$BENCH_OUT"
+  --set "command=$CMD" --set "nginx_version=$nginx_version" --set "sluice_version=$sluice_version"
+  --set "nginx_workers=$NGINX_WORKERS" --set "nginx_workers_n=$nginx_workers_n"
+  --set "sluice_workers=$SLUICE_WORKERS" --set "ping_rounds=$PING_ROUNDS"
+  --set "ping_warmup=$PING_WARMUP" --set "ping_count=$PING_COUNT" --set "concurrency=$CONCURRENCY"
+  --set "chunks=$CHUNKS" --set "throughput_seconds=$THROUGHPUT_SECONDS"
+  --set "throughput_segments=$THROUGHPUT_SEGMENTS" --set "failover_count=$FAILOVER_COUNT"
+  --set "failover_concurrency=$FAILOVER_CONCURRENCY" --set "fail_rate=$FAIL_RATE"
+  --set "fail_status=$FAIL_STATUS" --set "mock_cmd=${MOCK[*]##*/} ${MOCK_ARGS[*]}"
+  --set "model=$MODEL" --set "loadavg_start=$LOADAVG_START"
+  --set "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)")
+[[ ${BENCH_STRICT:-0} == 1 ]] && report_args+=(--strict)
+"$PYTHON" "$ROOT/bench/report.py" "${report_args[@]}"

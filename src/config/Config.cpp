@@ -1,0 +1,705 @@
+// YAML -> Config. The loader walks every mapping itself (never Node::operator[]) so that unknown
+// and duplicate keys are caught, and interpolates ${VAR} per scalar so marks stay exact.
+#include "config/Config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <span>
+#include <stdexcept>
+#include <string_view>
+#include <utility>
+
+#include "config/Scalars.hpp"
+
+namespace sluice::config {
+namespace {
+
+using Keys = std::span<const std::string_view>;
+
+constexpr std::array<std::string_view, 6> kTopKeys = {"server", "auth",    "store",
+                                                       "redis",  "routing", "channels"};
+constexpr std::array<std::string_view, 7> kServerKeys = {
+    "listen",         "workers",           "max_body_bytes", "max_header_bytes",
+    "header_timeout", "keepalive_timeout", "shutdown_grace"};
+constexpr std::array<std::string_view, 1> kAuthKeys = {"master_key"};
+constexpr std::array<std::string_view, 1> kUrlKeys = {"url"};
+constexpr std::array<std::string_view, 5> kRoutingKeys = {
+    "max_retries", "timeouts", "cooldown_default", "breaker_failures", "breaker_cooldown"};
+constexpr std::array<std::string_view, 4> kTimeoutKeys = {"connect", "first_byte", "idle", "total"};
+constexpr std::array<std::string_view, 8> kChannelKeys = {
+    "name", "type", "base_url", "keys", "models", "priority", "weight", "headers"};
+
+struct ChannelTypeEntry {
+  ChannelType type;
+  const char* name;
+};
+constexpr std::array<ChannelTypeEntry, 6> kChannelTypes = {{
+    {ChannelType::OpenAI, "openai"},
+    {ChannelType::Anthropic, "anthropic"},
+    {ChannelType::Gemini, "gemini"},
+    {ChannelType::Azure, "azure"},
+    {ChannelType::OpenAICompatible, "openai-compatible"},
+    {ChannelType::Mock, "mock"},
+}};
+
+constexpr std::size_t kMaxChannelName = 64;
+constexpr std::size_t kMaxConfigBytes = 16u << 20;
+
+std::string join(Keys keys) {
+  std::string out;
+  for (const auto k : keys) {
+    if (!out.empty()) out += ", ";
+    out += k;
+  }
+  return out;
+}
+
+std::string quote(std::string_view s) {
+  constexpr std::size_t kMax = 80;
+  std::string out = "\"";
+  for (const char c : s.substr(0, kMax)) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : "?";
+    } else {
+      out += c;
+    }
+  }
+  if (s.size() > kMax) out += "...";
+  return out + "\"";
+}
+
+std::size_t editDistance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string describeNode(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a mapping";
+    case YAML::NodeType::Null: return "null";
+    default: return quote(n.Scalar());
+  }
+}
+
+// host:port with a numeric port; IPv6 hosts in brackets.
+bool validListen(std::string_view s, std::string& why) {
+  std::string_view host;
+  std::string_view port;
+  if (!s.empty() && s.front() == '[') {
+    const auto close = s.find(']');
+    if (close == std::string_view::npos) {
+      why = "missing ']' after the IPv6 address";
+      return false;
+    }
+    host = s.substr(1, close - 1);
+    const auto rest = s.substr(close + 1);
+    if (rest.empty() || rest.front() != ':') {
+      why = "missing \":PORT\" after \"]\"";
+      return false;
+    }
+    port = rest.substr(1);
+    const bool ok = !host.empty() && host.find(':') != std::string_view::npos &&
+                    std::all_of(host.begin(), host.end(), [](char c) {
+                      return std::isxdigit(static_cast<unsigned char>(c)) != 0 || c == ':' ||
+                             c == '.' || c == '%' || std::isalnum(static_cast<unsigned char>(c)) != 0;
+                    });
+    if (!ok) {
+      why = "bad IPv6 address";
+      return false;
+    }
+  } else {
+    const auto colon = s.rfind(':');
+    if (colon == std::string_view::npos) {
+      why = "missing \":PORT\"";
+      return false;
+    }
+    host = s.substr(0, colon);
+    port = s.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) {
+      why = "an IPv6 address needs brackets, as in \"[::1]:8080\"";
+      return false;
+    }
+    if (host.empty()) {
+      why = "missing host (use 0.0.0.0 or [::] for every interface)";
+      return false;
+    }
+    const bool ok = std::all_of(host.begin(), host.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-' || c == '_';
+    });
+    if (!ok) {
+      why = "bad host name";
+      return false;
+    }
+  }
+  unsigned value = 0;
+  const auto* end = port.data() + port.size();
+  const auto [ptr, ec] = std::from_chars(port.data(), end, value);
+  if (port.empty() || port.size() > 5 || ec != std::errc() || ptr != end || value > 65535) {
+    why = "the port must be a number from 0 to 65535";
+    return false;
+  }
+  return true;
+}
+
+bool validChannelName(std::string_view s) {
+  return !s.empty() && s.size() <= kMaxChannelName &&
+         std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-';
+         });
+}
+
+// RFC 9110 token.
+bool validHeaderName(std::string_view s) {
+  static constexpr std::string_view kExtra = "!#$%&'*+-.^_`|~";
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || kExtra.find(c) != std::string_view::npos;
+  });
+}
+
+bool hasControlChar(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return (u < 0x20 && c != '\t') || u == 0x7f;
+  });
+}
+
+std::string_view schemeOf(std::string_view url) {
+  const auto pos = url.find("://");
+  return pos == std::string_view::npos ? std::string_view{} : url.substr(0, pos);
+}
+
+class Loader {
+ public:
+  explicit Loader(std::string name) : name_(std::move(name)) {}
+
+  Config load(const std::string& text) {
+    std::vector<YAML::Node> docs;
+    try {
+      docs = YAML::LoadAll(text);
+    } catch (const YAML::Exception& e) {
+      YAML::Mark mark = e.mark;
+      if (mark.is_null()) mark = endMark(text);
+      fail(mark, "invalid YAML: " + e.msg);
+    }
+    Config cfg;
+    if (docs.empty()) return cfg;
+    if (docs.size() > 1) {
+      fail(docs[1], "expected one YAML document, found " + std::to_string(docs.size()));
+    }
+    const YAML::Node& root = docs[0];
+    if (root.IsNull()) return cfg;
+    if (!root.IsMap()) fail(root, "the top level must be a mapping, got " + describeNode(root));
+    walk(root, "", kTopKeys, [&](const std::string& key, const YAML::Node& v) {
+      if (key == "server") {
+        server(v, cfg.server);
+      } else if (key == "auth") {
+        walk(v, "auth", kAuthKeys, [&](const std::string&, const YAML::Node& n) {
+          cfg.auth.master_key = str(n, "auth.master_key");
+        });
+      } else if (key == "store") {
+        walk(v, "store", kUrlKeys, [&](const std::string&, const YAML::Node& n) {
+          cfg.store.url = str(n, "store.url");
+          checkStoreUrl(n, cfg.store.url);
+        });
+      } else if (key == "redis") {
+        walk(v, "redis", kUrlKeys, [&](const std::string&, const YAML::Node& n) {
+          cfg.redis.url = str(n, "redis.url");
+          checkRedisUrl(n, cfg.redis.url);
+        });
+      } else if (key == "routing") {
+        routing(v, cfg.routing);
+      } else if (key == "channels") {
+        channels(v, cfg.channels);
+      }
+    });
+    return cfg;
+  }
+
+ private:
+  static YAML::Mark endMark(const std::string& text) {
+    YAML::Mark m;
+    m.pos = static_cast<int>(text.size());
+    m.line = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+    m.column = 0;
+    return m;
+  }
+
+  [[noreturn]] void fail(const YAML::Mark& mark, const std::string& msg) const {
+    const int line = mark.is_null() ? 1 : mark.line + 1;
+    const int column = mark.is_null() ? 1 : mark.column + 1;
+    throw ConfigError(name_ + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + msg,
+                      line, column);
+  }
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& msg) const {
+    fail(node.Mark(), msg);
+  }
+
+  static std::string child(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+
+  // Calls onKey(key, value) for each entry of a mapping, in order. A null node is an empty
+  // mapping ("server:" with nothing under it).
+  template <class F>
+  void walk(const YAML::Node& map, const std::string& path, Keys valid, F&& onKey) {
+    if (map.IsNull()) return;
+    if (!map.IsMap()) fail(map, path + ": expected a mapping, got " + describeNode(map));
+    std::map<std::string, int> seen;
+    for (const auto& kv : map) {
+      const YAML::Node& k = kv.first;
+      if (!k.IsScalar()) fail(k, (path.empty() ? "top level" : path) + ": keys must be plain strings");
+      const std::string& key = k.Scalar();
+      if (std::find(valid.begin(), valid.end(), key) == valid.end()) {
+        std::string msg = "unknown key " + quote(key) + (path.empty() ? " at the top level" : " in " + path);
+        std::string_view best;
+        std::size_t best_d = 3;  // suggest only close misspellings
+        for (const auto v : valid) {
+          const std::size_t d = editDistance(key, v);
+          if (d < best_d) {
+            best_d = d;
+            best = v;
+          }
+        }
+        if (!best.empty()) msg += " (did you mean " + quote(best) + "?)";
+        fail(k, msg + "; valid keys: " + join(valid));
+      }
+      if (const auto [it, inserted] = seen.emplace(key, k.Mark().line + 1); !inserted) {
+        fail(k, "duplicate key " + quote(key) + " in " + (path.empty() ? "the top level" : path) +
+                    " (first at line " + std::to_string(it->second) + ")");
+      }
+      onKey(key, kv.second);
+    }
+  }
+
+  // The interpolated text of a scalar. `what` completes "expected ..." in type errors.
+  std::string scalar(const YAML::Node& n, const std::string& path, const char* what) {
+    if (!n.IsScalar()) fail(n, path + ": expected " + what + ", got " + describeNode(n));
+    try {
+      return expandEnv(n.Scalar());
+    } catch (const std::invalid_argument& e) {
+      fail(n, path + ": " + e.what());
+    }
+  }
+
+  // "got X" for a scalar whose text did not parse, naming the raw text when ${...} changed it.
+  static std::string got(const YAML::Node& n, const std::string& value) {
+    std::string out = "got " + quote(value);
+    if (value != n.Scalar()) out += " (from " + quote(n.Scalar()) + ")";
+    return out;
+  }
+
+  std::string str(const YAML::Node& n, const std::string& path) {
+    if (n.IsNull()) return {};
+    return scalar(n, path, "a string");
+  }
+
+  long long integer(const YAML::Node& n, const std::string& path, long long lo, long long hi) {
+    const std::string v = scalar(n, path, "an integer");
+    long long value = 0;
+    const char* begin = v.data();
+    const char* end = v.data() + v.size();
+    if (begin != end && *begin == '+') ++begin;
+    const auto [ptr, ec] = std::from_chars(begin, end, value);
+    if (begin == end || ptr != end || ec == std::errc::invalid_argument) {
+      fail(n, path + ": expected an integer, " + got(n, v));
+    }
+    if (ec == std::errc::result_out_of_range || value < lo || value > hi) {
+      std::string range = hi == std::numeric_limits<int>::max()
+                              ? "at least " + std::to_string(lo)
+                              : "from " + std::to_string(lo) + " to " + std::to_string(hi);
+      fail(n, path + ": must be " + range + ", got " + v);
+    }
+    return value;
+  }
+
+  Millis duration(const YAML::Node& n, const std::string& path, bool allow_zero) {
+    const std::string v = scalar(n, path, "a duration");
+    const auto d = parseDuration(v);
+    if (!d) {
+      fail(n, path + ": expected a duration such as \"5s\", \"250ms\", \"2m\", \"1h\" or whole seconds (at most " +
+                  formatDuration(kMaxDuration) + "), " + got(n, v));
+    }
+    if (!allow_zero && d->count() <= 0) fail(n, path + ": must be greater than 0, got " + quote(v));
+    return *d;
+  }
+
+  std::uint64_t bytes(const YAML::Node& n, const std::string& path, std::uint64_t hi) {
+    const std::string v = scalar(n, path, "a byte size");
+    const auto b = parseByteSize(v);
+    if (!b) {
+      fail(n, path + ": expected a byte size such as 1048576, \"64KiB\", \"32MiB\" or \"1MB\", " + got(n, v));
+    }
+    if (*b == 0 || *b > hi) {
+      fail(n, path + ": must be from 1 to " + formatByteSize(hi) + ", got " + quote(v));
+    }
+    return *b;
+  }
+
+  std::vector<std::pair<std::string, YAML::Node>> stringList(const YAML::Node& n, const std::string& path) {
+    if (n.IsNull()) return {};
+    if (!n.IsSequence()) fail(n, path + ": expected a list of strings, got " + describeNode(n));
+    std::vector<std::pair<std::string, YAML::Node>> out;
+    std::size_t i = 0;
+    for (const auto& item : n) {
+      const std::string item_path = path + "[" + std::to_string(i++) + "]";
+      if (item.IsNull()) {
+        out.emplace_back(std::string{}, item);
+      } else {
+        out.emplace_back(scalar(item, item_path, "a string"), item);
+      }
+    }
+    return out;
+  }
+
+  void server(const YAML::Node& node, ServerConfig& s) {
+    walk(node, "server", kServerKeys, [&](const std::string& key, const YAML::Node& v) {
+      const std::string path = "server." + key;
+      if (key == "listen") {
+        s.listen = scalar(v, path, "a string");
+        std::string why;
+        if (!validListen(s.listen, why)) {
+          fail(v, path + ": expected host:port such as \"127.0.0.1:8080\" or \"[::1]:8080\", got " +
+                      quote(s.listen) + ": " + why);
+        }
+      } else if (key == "workers") {
+        s.workers = static_cast<int>(integer(v, path, 0, 1024));
+      } else if (key == "max_body_bytes") {
+        s.max_body_bytes = bytes(v, path, std::uint64_t{1} << 40);
+      } else if (key == "max_header_bytes") {
+        // Beast's header_limit is 32-bit.
+        s.max_header_bytes = bytes(v, path, std::numeric_limits<std::uint32_t>::max());
+      } else if (key == "header_timeout") {
+        s.header_timeout = duration(v, path, false);
+      } else if (key == "keepalive_timeout") {
+        s.keepalive_timeout = duration(v, path, false);
+      } else if (key == "shutdown_grace") {
+        s.shutdown_grace = duration(v, path, true);
+      }
+    });
+  }
+
+  void routing(const YAML::Node& node, RoutingConfig& r) {
+    walk(node, "routing", kRoutingKeys, [&](const std::string& key, const YAML::Node& v) {
+      const std::string path = "routing." + key;
+      if (key == "max_retries") {
+        r.max_retries = static_cast<int>(integer(v, path, 0, 20));
+      } else if (key == "timeouts") {
+        walk(v, path, kTimeoutKeys, [&](const std::string& tkey, const YAML::Node& t) {
+          const std::string tpath = path + "." + tkey;
+          Millis& slot = tkey == "connect"      ? r.timeouts.connect
+                         : tkey == "first_byte" ? r.timeouts.first_byte
+                         : tkey == "idle"       ? r.timeouts.idle
+                                                : r.timeouts.total;
+          slot = duration(t, tpath, false);
+        });
+      } else if (key == "cooldown_default") {
+        r.cooldown_default = duration(v, path, false);
+      } else if (key == "breaker_failures") {
+        r.breaker_failures = static_cast<int>(integer(v, path, 1, std::numeric_limits<int>::max()));
+      } else if (key == "breaker_cooldown") {
+        r.breaker_cooldown = duration(v, path, false);
+      }
+    });
+  }
+
+  void checkStoreUrl(const YAML::Node& n, const std::string& url) {
+    const auto scheme = schemeOf(url);
+    if (scheme != "sqlite" && scheme != "postgres" && scheme != "postgresql") {
+      fail(n, "store.url: expected sqlite://PATH or postgres://USER:PASS@HOST:PORT/DB, got " +
+                  (scheme.empty() ? quote(url.substr(0, 12)) : "scheme " + quote(scheme)));
+    }
+    if (url.size() == scheme.size() + 3) fail(n, "store.url: missing the part after \"://\"");
+  }
+
+  void checkRedisUrl(const YAML::Node& n, const std::string& url) {
+    if (url.empty()) return;  // no Redis: state stays in process
+    const auto scheme = schemeOf(url);
+    if ((scheme != "redis" && scheme != "rediss" && scheme != "unix") || url.size() == scheme.size() + 3) {
+      fail(n, "redis.url: expected \"\", redis://HOST:PORT, rediss://HOST:PORT or unix:///PATH, got " +
+                  (scheme.empty() ? quote(url.substr(0, 12)) : "scheme " + quote(scheme)));
+    }
+  }
+
+  // Returns the URL without trailing slashes, so providers can append "/chat/completions".
+  std::string baseUrl(const YAML::Node& n, const std::string& path) {
+    std::string url = scalar(n, path, "a string");
+    const auto parsed = boost::urls::parse_uri(url);
+    std::string why;
+    if (!parsed) {
+      why = "not a valid URL";
+    } else if (parsed->scheme_id() != boost::urls::scheme::http &&
+               parsed->scheme_id() != boost::urls::scheme::https) {
+      why = "the scheme must be http or https";
+    } else if (!parsed->has_authority() || parsed->encoded_host().empty()) {
+      why = "missing host";
+    } else if (parsed->has_fragment()) {
+      why = "a fragment (#...) is not allowed";
+    }
+    if (!why.empty()) {
+      fail(n, path + ": expected an http:// or https:// URL, got " + quote(url) + ": " + why);
+    }
+    if (!parsed->has_query()) {
+      while (!url.empty() && url.back() == '/') url.pop_back();
+    }
+    return url;
+  }
+
+  void channels(const YAML::Node& node, std::vector<ChannelConfig>& out) {
+    if (node.IsNull()) return;
+    if (!node.IsSequence()) fail(node, "channels: expected a list of channels, got " + describeNode(node));
+    std::map<std::string, int> names;  // name -> line
+    std::size_t index = 0;
+    for (const auto& item : node) {
+      const std::string path = "channels[" + std::to_string(index++) + "]";
+      if (!item.IsMap()) fail(item, path + ": expected a mapping, got " + describeNode(item));
+      ChannelConfig ch;
+      ch.line = item.Mark().line + 1;
+      std::set<std::string> present;
+      walk(item, path, kChannelKeys, [&](const std::string& key, const YAML::Node& v) {
+        const std::string kpath = path + "." + key;
+        present.insert(key);
+        if (key == "name") {
+          ch.name = str(v, kpath);
+          if (!validChannelName(ch.name)) {
+            fail(v, kpath + ": " + quote(ch.name) +
+                        " is not a valid channel name: use 1 to 64 letters, digits, '_', '.' or '-' "
+                        "(it prefixes models as CHANNEL/MODEL)");
+          }
+          if (const auto [it, inserted] = names.emplace(ch.name, v.Mark().line + 1); !inserted) {
+            fail(v, kpath + ": duplicate channel name " + quote(ch.name) + " (first declared at line " +
+                        std::to_string(it->second) + ")");
+          }
+        } else if (key == "type") {
+          const std::string t = str(v, kpath);
+          const auto type = parseChannelType(t);
+          if (!type) {
+            std::array<std::string_view, kChannelTypes.size()> valid{};
+            for (std::size_t i = 0; i < kChannelTypes.size(); ++i) valid[i] = kChannelTypes[i].name;
+            fail(v, kpath + ": unknown channel type " + quote(t) + "; valid types: " + join(valid));
+          }
+          ch.type = *type;
+        } else if (key == "base_url") {
+          ch.base_url = baseUrl(v, kpath);
+        } else if (key == "keys") {
+          // An unset ${VAR} leaves an empty key: dropped, so a template config works with
+          // whichever provider keys the environment has. Such a channel may end with no keys.
+          for (auto& [k, knode] : stringList(v, kpath)) {
+            if (k.empty()) continue;
+            if (hasControlChar(k)) fail(knode, kpath + ": a key contains a control character (stray newline?)");
+            ch.keys.push_back(std::move(k));
+          }
+        } else if (key == "models") {
+          std::size_t i = 0;
+          for (auto& [m, mnode] : stringList(v, kpath)) {
+            const std::string mpath = kpath + "[" + std::to_string(i++) + "]";
+            if (m.empty()) fail(mnode, mpath + ": empty model name");
+            if (hasControlChar(m)) fail(mnode, mpath + ": model name contains a control character");
+            ch.models.push_back(std::move(m));
+          }
+          if (ch.models.empty()) fail(v, kpath + ": must list at least one model");
+        } else if (key == "priority") {
+          ch.priority = static_cast<int>(integer(v, kpath, -1'000'000, 1'000'000));
+        } else if (key == "weight") {
+          ch.weight = static_cast<int>(integer(v, kpath, 0, 1'000'000));
+        } else if (key == "headers") {
+          walkHeaders(v, kpath, ch.headers);
+        }
+      });
+      for (const char* required : {"name", "type", "base_url", "models"}) {
+        if (!present.contains(required)) fail(item, path + ": missing required key \"" + required + "\"");
+      }
+      out.push_back(std::move(ch));
+    }
+  }
+
+  void walkHeaders(const YAML::Node& node, const std::string& path, std::map<std::string, std::string>& out) {
+    if (node.IsNull()) return;
+    if (!node.IsMap()) fail(node, path + ": expected a mapping of header names to values, got " + describeNode(node));
+    std::map<std::string, int> seen;  // lower-cased: header names are case-insensitive
+    for (const auto& kv : node) {
+      const YAML::Node& k = kv.first;
+      if (!k.IsScalar() || !validHeaderName(k.Scalar())) {
+        fail(k, path + ": " + (k.IsScalar() ? quote(k.Scalar()) : describeNode(k)) + " is not a valid header name");
+      }
+      std::string lowered = k.Scalar();
+      for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (const auto [it, inserted] = seen.emplace(lowered, k.Mark().line + 1); !inserted) {
+        fail(k, path + ": duplicate header " + quote(k.Scalar()) + " (first at line " +
+                    std::to_string(it->second) + ")");
+      }
+      const std::string vpath = path + "." + k.Scalar();
+      std::string value = str(kv.second, vpath);
+      if (hasControlChar(value)) fail(kv.second, vpath + ": header value contains a control character");
+      out.emplace(k.Scalar(), std::move(value));
+    }
+  }
+
+  std::string name_;
+};
+
+// Replaces the password of scheme://user:pass@host/... and any password=... query parameter.
+std::string maskUrl(const std::string& url) {
+  std::string out = url;
+  const auto start = out.find("://");
+  if (start != std::string::npos) {
+    const auto auth_begin = start + 3;
+    const auto auth_end = std::min(out.find_first_of("/?#", auth_begin), out.size());
+    const auto at = out.rfind('@', auth_end);
+    if (at != std::string::npos && at >= auth_begin) {
+      const auto colon = out.find(':', auth_begin);
+      if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
+    }
+  }
+  std::size_t pos = 0;
+  while ((pos = out.find("password=", pos)) != std::string::npos) {
+    if (pos > 0 && out[pos - 1] != '?' && out[pos - 1] != '&') {
+      pos += 9;
+      continue;
+    }
+    const auto value_begin = pos + 9;
+    const auto value_end = std::min(out.find_first_of("&#", value_begin), out.size());
+    out.replace(value_begin, value_end - value_begin, "***");
+    pos = value_begin + 3;
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* channelTypeName(ChannelType t) {
+  for (const auto& e : kChannelTypes) {
+    if (e.type == t) return e.name;
+  }
+  return "unknown";
+}
+
+std::optional<ChannelType> parseChannelType(std::string_view name) {
+  for (const auto& e : kChannelTypes) {
+    if (name == e.name) return e.type;
+  }
+  return std::nullopt;
+}
+
+std::shared_ptr<const Config> parseConfig(const std::string& yaml_text, const std::string& name) {
+  return std::make_shared<const Config>(Loader(name).load(yaml_text));
+}
+
+std::shared_ptr<const Config> loadConfigFile(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) throw ConfigError("cannot read " + path + ": " + std::strerror(errno), 0, 0);
+  std::string text;
+  std::array<char, 65536> buf{};
+  int err = 0;
+  while (true) {
+    const std::size_t n = std::fread(buf.data(), 1, buf.size(), f);
+    text.append(buf.data(), n);
+    if (text.size() > kMaxConfigBytes) {
+      std::fclose(f);
+      throw ConfigError("cannot read " + path + ": larger than " + formatByteSize(kMaxConfigBytes), 0, 0);
+    }
+    if (n < buf.size()) {
+      if (std::ferror(f) != 0) err = errno != 0 ? errno : EIO;
+      break;
+    }
+  }
+  std::fclose(f);
+  if (err != 0) throw ConfigError("cannot read " + path + ": " + std::strerror(err), 0, 0);
+  Config cfg = Loader(path).load(text);
+  cfg.source_path = path;
+  return std::make_shared<const Config>(std::move(cfg));
+}
+
+std::string maskSecret(std::string_view secret) {
+  if (secret.empty()) return {};
+  if (secret.size() < 8) return "***";
+  return std::string(secret.substr(0, 3)) + "\u2026" + std::string(secret.substr(secret.size() - 2));
+}
+
+std::string describeConfig(const Config& c) {
+  YAML::Emitter e;
+  e.SetIndent(2);
+  e << YAML::BeginMap;
+  e << YAML::Key << "server" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "listen" << YAML::Value << c.server.listen;
+  e << YAML::Key << "workers" << YAML::Value << c.server.workers;
+  e << YAML::Key << "max_body_bytes" << YAML::Value << formatByteSize(c.server.max_body_bytes);
+  e << YAML::Key << "max_header_bytes" << YAML::Value << formatByteSize(c.server.max_header_bytes);
+  e << YAML::Key << "header_timeout" << YAML::Value << formatDuration(c.server.header_timeout);
+  e << YAML::Key << "keepalive_timeout" << YAML::Value << formatDuration(c.server.keepalive_timeout);
+  e << YAML::Key << "shutdown_grace" << YAML::Value << formatDuration(c.server.shutdown_grace);
+  e << YAML::EndMap;
+  e << YAML::Key << "auth" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "master_key" << YAML::Value << YAML::DoubleQuoted << maskSecret(c.auth.master_key);
+  e << YAML::EndMap;
+  e << YAML::Key << "store" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "url" << YAML::Value << YAML::DoubleQuoted << maskUrl(c.store.url) << YAML::EndMap;
+  e << YAML::Key << "redis" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "url" << YAML::Value << YAML::DoubleQuoted << maskUrl(c.redis.url) << YAML::EndMap;
+  e << YAML::Key << "routing" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "max_retries" << YAML::Value << c.routing.max_retries;
+  e << YAML::Key << "timeouts" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  e << YAML::Key << "connect" << YAML::Value << formatDuration(c.routing.timeouts.connect);
+  e << YAML::Key << "first_byte" << YAML::Value << formatDuration(c.routing.timeouts.first_byte);
+  e << YAML::Key << "idle" << YAML::Value << formatDuration(c.routing.timeouts.idle);
+  e << YAML::Key << "total" << YAML::Value << formatDuration(c.routing.timeouts.total);
+  e << YAML::EndMap;
+  e << YAML::Key << "cooldown_default" << YAML::Value << formatDuration(c.routing.cooldown_default);
+  e << YAML::Key << "breaker_failures" << YAML::Value << c.routing.breaker_failures;
+  e << YAML::Key << "breaker_cooldown" << YAML::Value << formatDuration(c.routing.breaker_cooldown);
+  e << YAML::EndMap;
+  e << YAML::Key << "channels" << YAML::Value << YAML::BeginSeq;
+  for (const auto& ch : c.channels) {
+    e << YAML::BeginMap;
+    e << YAML::Key << "name" << YAML::Value << ch.name;
+    e << YAML::Key << "type" << YAML::Value << channelTypeName(ch.type);
+    e << YAML::Key << "base_url" << YAML::Value << ch.base_url;
+    e << YAML::Key << "keys" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto& k : ch.keys) e << YAML::DoubleQuoted << maskSecret(k);
+    e << YAML::EndSeq;
+    e << YAML::Key << "models" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto& m : ch.models) e << YAML::DoubleQuoted << m;
+    e << YAML::EndSeq;
+    e << YAML::Key << "priority" << YAML::Value << ch.priority;
+    e << YAML::Key << "weight" << YAML::Value << ch.weight;
+    if (!ch.headers.empty()) {
+      // Header values often carry credentials (api-key, Authorization): masked like keys.
+      e << YAML::Key << "headers" << YAML::Value << YAML::BeginMap;
+      for (const auto& [name, value] : ch.headers) {
+        e << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << maskSecret(value);
+      }
+      e << YAML::EndMap;
+    }
+    e << YAML::EndMap;
+  }
+  e << YAML::EndSeq;
+  e << YAML::EndMap;
+  return std::string(e.c_str()) + "\n";
+}
+
+}  // namespace sluice::config

@@ -1,0 +1,113 @@
+// Config: the immutable snapshot built from YAML. Shared as std::shared_ptr<const Config>;
+// never mutated after load, so any thread may read it without locks.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice::config {
+
+using Millis = std::chrono::milliseconds;
+
+struct ServerConfig {
+  std::string listen = "127.0.0.1:8080";  // host:port; port 0 picks a free one
+  int workers = 0;                         // 0 = one per core
+  std::uint64_t max_body_bytes = 32ull << 20;  // 413 past it
+  std::size_t max_header_bytes = 64u * 1024;    // 431 past it
+  Millis header_timeout{10'000};   // whole request header must arrive within this once started
+  Millis keepalive_timeout{75'000};  // idle keep-alive connections are closed after this
+  Millis shutdown_grace{15'000};   // in-flight requests get this long after SIGTERM
+};
+
+struct AuthConfig {
+  std::string master_key;
+};
+
+struct StoreConfig {
+  std::string url = "sqlite://./sluice.db";
+};
+
+struct RedisConfig {
+  std::string url;
+};
+
+struct Timeouts {
+  Millis connect{5'000};
+  Millis first_byte{60'000};
+  Millis idle{60'000};
+  Millis total{600'000};
+};
+
+struct RoutingConfig {
+  int max_retries = 2;  // extra attempts after the first, across keys and channels
+  Timeouts timeouts;
+  Millis cooldown_default{30'000};        // 429 without Retry-After
+  int breaker_failures = 5;               // consecutive failures that open a channel's breaker
+  Millis breaker_cooldown{30'000};        // open -> half-open after this
+};
+
+enum class ChannelType { OpenAI, Anthropic, Gemini, Azure, OpenAICompatible, Mock };
+
+struct ChannelConfig {
+  std::string name;
+  ChannelType type = ChannelType::OpenAI;
+  std::string base_url;              // API root as the provider SDK takes it; http(s), no trailing '/'
+  std::vector<std::string> keys;     // upstream API keys (secrets: never logged); empty entries
+                                     // (unset env vars) are dropped, so this may be empty
+  std::vector<std::string> models;   // exact names or globs (*, ?)
+  int priority = 1;                  // lower is tried first
+  // Share among equal priorities. 0 is allowed: such a channel is a standby, only picked when
+  // no channel of the same priority with weight >= 1 is available (all cooling down or open).
+  int weight = 1;
+  std::map<std::string, std::string> headers;  // extra headers sent upstream
+  int line = 0;                      // where it was declared (1-based), for messages
+};
+
+struct Config {
+  ServerConfig server;
+  AuthConfig auth;
+  StoreConfig store;
+  RedisConfig redis;
+  RoutingConfig routing;
+  std::vector<ChannelConfig> channels;
+  std::string source_path;  // file it was loaded from ("" when built in code)
+};
+
+// Thrown by the loader; what() reads "FILE:LINE:COL: message" (1-based). When the file cannot
+// be read at all, what() is "cannot read FILE: REASON" and line() == column() == 0.
+class ConfigError : public std::runtime_error {
+ public:
+  ConfigError(const std::string& msg, int line, int column)
+      : std::runtime_error(msg), line_(line), column_(column) {}
+  int line() const { return line_; }
+  int column() const { return column_; }
+
+ private:
+  int line_;
+  int column_;
+};
+
+// Parses YAML text (after ${VAR} / ${VAR:-default} interpolation of scalars), validates it,
+// and returns the snapshot. Unknown keys and wrong types are errors with line numbers.
+// `name` is used as the FILE part of messages.
+std::shared_ptr<const Config> parseConfig(const std::string& yaml_text, const std::string& name);
+// Reads and parses a file; sets source_path to `path`.
+std::shared_ptr<const Config> loadConfigFile(const std::string& path);
+
+const char* channelTypeName(ChannelType t);  // "openai", "openai-compatible", ...
+std::optional<ChannelType> parseChannelType(std::string_view name);
+
+// "sk-…yz" (first 3 + "…" + last 2), "***" when shorter than 8, "" when empty.
+std::string maskSecret(std::string_view secret);
+
+// The effective config as YAML, every secret masked: master key, channel keys, channel header
+// values and passwords inside store/redis URLs. For the admin API and `sluice check`.
+std::string describeConfig(const Config& config);
+
+}  // namespace sluice::config

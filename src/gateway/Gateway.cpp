@@ -1,0 +1,508 @@
+#include "gateway/Gateway.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <fmt/format.h>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <unistd.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include "config/Config.hpp"
+#include "core/LineWriter.hpp"
+#include "gateway/Auth.hpp"
+#include "gateway/Proxy.hpp"
+#include "http/Server.hpp"
+#include "metrics/Metrics.hpp"
+#include "mock/MockServer.hpp"
+#include "routing/Router.hpp"
+#include "upstream/Client.hpp"
+
+namespace sluice::gateway {
+
+namespace net = boost::asio;
+namespace bhttp = boost::beast::http;
+namespace json = boost::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char* kDevMasterKey = "sk-sluice-dev";
+// OpenAI-format endpoints relayed to a channel as they are.
+constexpr std::string_view kProxied[] = {"/v1/chat/completions", "/v1/completions", "/v1/embeddings",
+                                         "/v1/responses"};
+bool isProxied(std::string_view path) {
+  return std::find(std::begin(kProxied), std::end(kProxied), path) != std::end(kProxied);
+}
+
+// The embedded default: the built-in mock for any model, plus a real provider channel for each
+// provider key found in the environment (tried first for its own models).
+std::string embeddedConfig(const std::string& mockAddr) {
+  std::string y = fmt::format(R"(server:
+  listen: "${{SLUICE_LISTEN:-127.0.0.1:8080}}"
+auth:
+  master_key: "${{SLUICE_MASTER_KEY:-{}}}"
+store:
+  url: "sqlite://./sluice.db"
+channels:
+  - name: mock
+    type: mock
+    base_url: "http://{}/v1"
+    models: ["*"]
+    priority: 100
+)",
+                              kDevMasterKey, mockAddr);
+  if (const char* k = std::getenv("OPENAI_API_KEY"); k && *k) {
+    y += R"(  - name: openai
+    type: openai
+    base_url: "https://api.openai.com/v1"
+    keys: ["${OPENAI_API_KEY}"]
+    models: ["gpt-*", "o1*", "o3*", "o4*", "chatgpt-*", "text-embedding-*", "omni-moderation-*"]
+    priority: 1
+)";
+  }
+  if (const char* k = std::getenv("ANTHROPIC_API_KEY"); k && *k) {
+    y += R"(  - name: anthropic
+    type: anthropic
+    base_url: "https://api.anthropic.com"
+    keys: ["${ANTHROPIC_API_KEY}"]
+    models: ["claude-*"]
+    priority: 1
+)";
+  }
+  if (const char* k = std::getenv("GEMINI_API_KEY"); k && *k) {
+    y += R"(  - name: gemini
+    type: gemini
+    base_url: "https://generativelanguage.googleapis.com"
+    keys: ["${GEMINI_API_KEY}"]
+    models: ["gemini-*"]
+    priority: 1
+)";
+  }
+  return y;
+}
+
+struct FileStamp {
+  bool ok = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  std::int64_t mtime_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
+FileStamp stampOf(const std::string& path) {
+  struct stat st {};
+  FileStamp f;
+  if (::stat(path.c_str(), &st) != 0) return f;
+  f.ok = true;
+  f.dev = st.st_dev;
+  f.ino = st.st_ino;
+  f.size = st.st_size;
+  f.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  return f;
+}
+
+std::string newRequestId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return fmt::format("req_{:016x}", rng());
+}
+
+class Gateway {
+ public:
+  Gateway(std::shared_ptr<const config::Config> cfg, std::string path, std::string configText,
+          std::unique_ptr<http::Server> embeddedMock)
+      : path_(std::move(path)),
+        embedded_text_(std::move(configText)),
+        tls_(upstream::makeClientTlsContext()),
+        embedded_mock_(std::move(embeddedMock)),
+        access_(STDOUT_FILENO) {
+    current_ = makeSnapshot(std::move(cfg));
+    const auto& s = current_->cfg->server;
+    http::ServerLimits limits;
+    limits.max_body_bytes = s.max_body_bytes;
+    limits.max_header_bytes = s.max_header_bytes;
+    limits.header_timeout = s.header_timeout;
+    limits.keepalive_timeout = s.keepalive_timeout;
+    server_ = std::make_unique<http::Server>(s.workers, limits,
+                                             [this](http::Request& req, http::Responder& r) { return handle(req, r); });
+    for (int i = 0; i < server_->workerCount(); ++i) {
+      auto ws = std::make_unique<WorkerState>(server_->workerContext(i), tls_);
+      ws->snap = current_;
+      workers_.push_back(std::move(ws));
+    }
+    stamp_ = stampOf(path_);
+    // Access lines leave each worker in batches: on a short timer, and when its loop ends.
+    for (int i = 0; i < server_->workerCount(); ++i) {
+      net::co_spawn(server_->workerContext(i), flushLoop(server_->workerContext(i)), net::detached);
+    }
+    server_->onWorkerExit([this](int) { access_.flushThisThread(); });
+  }
+
+  net::awaitable<void> flushLoop(net::io_context& ioc) {
+    net::steady_timer t(ioc);
+    for (;;) {
+      t.expires_after(std::chrono::milliseconds(50));
+      auto [ec] = co_await t.async_wait(net::as_tuple(net::use_awaitable));
+      if (ec) co_return;
+      access_.flushThisThread();
+    }
+  }
+
+  int run() {
+    const auto& s = current_->cfg->server;
+    std::string host;
+    std::uint16_t port = 0;
+    if (!http::splitHostPort(s.listen, host, port)) {
+      spdlog::error("server.listen \"{}\" is not HOST:PORT", s.listen);
+      return 2;
+    }
+    http::tcp::endpoint ep;
+    try {
+      ep = server_->listen(host, port);
+    } catch (const std::exception& e) {
+      spdlog::error("cannot listen on {}: {}", s.listen, e.what());
+      return 2;
+    }
+    std::string addr = ep.address().is_v6() ? fmt::format("[{}]:{}", ep.address().to_string(), ep.port())
+                                            : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+    std::printf("sluice listening on http://%s (%d workers, %zu channels, config: %s)\n", addr.c_str(),
+                server_->workerCount(), current_->cfg->channels.size(), path_.empty() ? "embedded default" : path_.c_str());
+    if (path_.empty()) {
+      bool devKey = current_->cfg->auth.master_key == kDevMasterKey;
+      std::printf("  master key: %s%s\n", current_->cfg->auth.master_key.c_str(),
+                  devKey ? "  (the demo key; set SLUICE_MASTER_KEY to choose your own)" : "");
+      std::printf("  try: curl -N http://%s/v1/chat/completions -H 'Authorization: Bearer %s' \\\n"
+                  "         -H 'Content-Type: application/json' \\\n"
+                  "         -d '{\"model\":\"mock-1\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'\n",
+                  addr.c_str(), devKey ? kDevMasterKey : "$SLUICE_MASTER_KEY");
+    }
+    std::fflush(stdout);
+
+    // Control thread: signals and config-file watching, off the workers.
+    std::thread control([this] { controlLoop(); });
+    server_->run();
+    control_ioc_.stop();
+    control.join();
+    if (embedded_mock_) {
+      embedded_mock_->stop(std::chrono::milliseconds(100));
+      embedded_mock_thread_.join();
+    }
+    access_.drain();
+    spdlog::info("sluice stopped");
+    return 0;
+  }
+
+  void startEmbeddedMock() {
+    if (embedded_mock_) embedded_mock_thread_ = std::thread([this] { embedded_mock_->run(); });
+  }
+
+ private:
+  struct WorkerState {
+    WorkerState(net::io_context& ioc, net::ssl::context& tls) : pool(ioc, tls) {}
+    std::shared_ptr<const Snapshot> snap;
+    upstream::Pool pool;
+  };
+
+  static std::shared_ptr<const Snapshot> makeSnapshot(std::shared_ptr<const config::Config> cfg) {
+    auto s = std::make_shared<Snapshot>();
+    s->router = std::make_unique<routing::Router>(cfg, healthRegistry());
+    s->cfg = std::move(cfg);
+    return s;
+  }
+
+  static routing::HealthRegistry& healthRegistry() {
+    static routing::HealthRegistry r;
+    return r;
+  }
+
+  void controlLoop() {
+    auto& signals = signals_;
+    std::function<void()> arm = [&] {
+      signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+        if (ec) return;
+        if (sig == SIGHUP) {
+          reload("SIGHUP");
+          arm();
+          return;
+        }
+        auto grace = current_->cfg->server.shutdown_grace;
+        spdlog::info("signal {}: stopping; in-flight requests get {} ms", sig, grace.count());
+        server_->stop(grace);
+      });
+    };
+    arm();
+    net::steady_timer poll(control_ioc_);
+    std::function<void()> watch = [&] {
+      poll.expires_after(std::chrono::seconds(1));
+      poll.async_wait([&](const boost::system::error_code& ec) {
+        if (ec) return;
+        if (!path_.empty()) {
+          auto st = stampOf(path_);
+          if (st.ok && !(st == stamp_)) {
+            stamp_ = st;
+            reload("file change");
+          }
+        }
+        watch();
+      });
+    };
+    watch();
+    control_ioc_.run();
+  }
+
+  void reload(const char* why) {
+    if (path_.empty()) {
+      spdlog::info("reload ({}): running on the embedded default config; nothing to reload", why);
+      return;
+    }
+    std::shared_ptr<const Snapshot> next;
+    try {
+      auto cfg = config::loadConfigFile(path_);
+      next = makeSnapshot(cfg);
+    } catch (const std::exception& e) {
+      metrics::registry().reloads_failed.fetch_add(1);
+      spdlog::error("reload ({}) rejected, keeping the running config: {}", why, e.what());
+      return;
+    }
+    const auto& before = current_->cfg->server;
+    const auto& after = next->cfg->server;
+    if (before.listen != after.listen || before.workers != after.workers)
+      spdlog::warn("reload: server.listen and server.workers take effect only after a restart");
+    current_ = next;
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+      net::post(server_->workerContext(static_cast<int>(i)), [ws = workers_[i].get(), next] { ws->snap = next; });
+    }
+    metrics::registry().reloads_ok.fetch_add(1);
+    spdlog::info("reload ({}): config applied, {} channels", why, next->cfg->channels.size());
+  }
+
+  net::awaitable<void> handle(http::Request& req, http::Responder& r) {
+    auto& ws = *workers_[static_cast<std::size_t>(r.worker())];
+    std::shared_ptr<const Snapshot> snap = ws.snap;  // this request keeps its snapshot to the end
+    RequestContext ctx;
+    ctx.start = Clock::now();
+    auto incomingId = req["x-request-id"];
+    ctx.id = (!incomingId.empty() && incomingId.size() <= 128) ? std::string(incomingId) : newRequestId();
+    auto target = req.target();
+    auto q = target.find('?');
+    ctx.path = std::string(target.substr(0, q));
+    if (q != std::string_view::npos) ctx.query = std::string(target.substr(q + 1));
+    ctx.remote = std::string(r.remote());
+
+    RequestRecord rec;
+    auto& reg = metrics::registry();
+    reg.active_requests.fetch_add(1, std::memory_order_relaxed);
+    co_await route(*snap, ws, req, r, ctx, rec);
+    reg.active_requests.fetch_sub(1, std::memory_order_relaxed);
+    if (!rec.status) co_return;  // an unlogged housekeeping endpoint
+    rec.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - ctx.start).count();
+    reg.record(metrics::RequestSample{rec.channel, rec.model, rec.status, rec.ttfb_ms, rec.duration_ms,
+                                      rec.input_tokens, rec.output_tokens, rec.attempts});
+    accessLog(req, ctx, rec);
+  }
+
+  void accessLog(const http::Request& req, const RequestContext& ctx, const RequestRecord& rec) {
+    auto str = [](std::string_view v) { return json::serialize(json::string(v)); };
+    auto num = [](double v) { return v < 0 ? std::string("null") : fmt::format("{:.3f}", v); };
+    auto tok = [](std::int64_t v) { return v < 0 ? std::string("null") : std::to_string(v); };
+    auto ts = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+    std::string line = fmt::format(
+        R"({{"ts":{},"request_id":{},"method":{},"path":{},"status":{},"model":{},"channel":{},"key":{},)"
+        R"("attempts":{},"stream":{},"ttfb_ms":{},"duration_ms":{},"input_tokens":{},"output_tokens":{},"cached_tokens":{})",
+        ts.count(), str(ctx.id), str(req.method_string()), str(ctx.path), rec.status, str(rec.model), str(rec.channel),
+        str(rec.key_id), rec.attempts, rec.stream, num(rec.ttfb_ms), num(rec.duration_ms), tok(rec.input_tokens),
+        tok(rec.output_tokens), rec.cached_tokens);
+    if (!rec.error.empty()) line += ",\"error\":" + str(rec.error);
+    line += ",\"remote\":" + str(ctx.remote) + "}";
+    access_.append(line);
+  }
+
+  net::awaitable<void> sendJson(http::Responder& r, const RequestContext& ctx, int status, const json::value& v) {
+    http::Response res{static_cast<bhttp::status>(status), 11};
+    res.set(bhttp::field::content_type, "application/json");
+    res.set("x-request-id", ctx.id);
+    res.body() = json::serialize(v);
+    co_await r.send(std::move(res));
+  }
+
+  net::awaitable<void> sendError(http::Responder& r, const RequestContext& ctx, RequestRecord& rec, int status,
+                                 std::string_view type, std::string_view code, const std::string& msg) {
+    rec.status = status;
+    rec.error = msg;
+    auto res = openaiError(status, type, code, msg);
+    res.set("x-request-id", ctx.id);
+    if (status == 401) res.set(bhttp::field::www_authenticate, "Bearer");
+    co_await r.send(std::move(res));
+  }
+
+  net::awaitable<void> route(const Snapshot& snap, WorkerState& ws, http::Request& req, http::Responder& r,
+                             const RequestContext& ctx, RequestRecord& rec) {
+    const auto& path = ctx.path;
+    auto method = req.method();
+
+    // Housekeeping: no auth, not logged.
+    if (path == "/healthz") {
+      json::value ok = json::object{{"status", "ok"}};
+      co_await sendJson(r, ctx, 200, ok);
+      co_return;
+    }
+    if (path == "/metrics" && method == bhttp::verb::get) {
+      http::Response res{bhttp::status::ok, 11};
+      res.set(bhttp::field::content_type, "text/plain; version=0.0.4");
+      res.body() = metrics::registry().render([&](std::string& out) {
+        renderKeyStates(snap, out);
+        out += "# HELP sluice_access_log_dropped_total Access-log lines dropped because the writer fell behind.\n";
+        out += "# TYPE sluice_access_log_dropped_total counter\n";
+        out += fmt::format("sluice_access_log_dropped_total {}\n", access_.dropped());
+      });
+      co_await r.send(std::move(res));
+      co_return;
+    }
+    if (path == "/" && (method == bhttp::verb::head || method == bhttp::verb::get)) {
+      http::Response res{bhttp::status::ok, 11};
+      res.set(bhttp::field::content_type, "text/plain");
+      if (method != bhttp::verb::head) res.body() = std::string("sluice ") + SLUICE_VERSION + "\n";
+      co_await r.send(std::move(res));
+      co_return;
+    }
+
+    bool isApi = path.starts_with("/v1/");
+    if (!isApi) {
+      std::string message = fmt::format("no route for {} {}", std::string(req.method_string()), path);
+      co_await sendError(r, ctx, rec, 404, "invalid_request_error", "not_found", message);
+      co_return;
+    }
+
+    // Auth before anything else reveals what is configured.
+    auto key = presentedKey(req, ctx.query);
+    if (key.empty()) {
+      std::string message = "no API key: send 'Authorization: Bearer YOUR_KEY' (or x-api-key)";
+      co_await sendError(r, ctx, rec, 401, "invalid_request_error", "missing_api_key", message);
+      co_return;
+    }
+    const auto& master = snap.cfg->auth.master_key;
+    if (master.empty() || !constantTimeEquals(key, master)) {
+      std::string message = "the API key is not valid for this gateway";
+      co_await sendError(r, ctx, rec, 401, "invalid_request_error", "invalid_api_key", message);
+      co_return;
+    }
+
+    if (path == "/v1/models" && method == bhttp::verb::get) {
+      json::array data;
+      for (const auto& name : snap.router->modelNames())
+        data.push_back(json::object{{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "sluice"}});
+      rec.status = 200;
+      json::value list = json::object{{"object", "list"}, {"data", std::move(data)}};
+      co_await sendJson(r, ctx, 200, list);
+      co_return;
+    }
+
+    if (isProxied(path)) {
+      if (path == "/v1/responses" && boost::beast::iequals(req[bhttp::field::upgrade], "websocket")) {
+        std::string message = "WebSocket is not supported on /v1/responses; use HTTP";
+        co_await sendError(r, ctx, rec, 426, "invalid_request_error", "upgrade_required", message);
+        co_return;
+      }
+      if (method != bhttp::verb::post) {
+        std::string message = fmt::format("{} takes POST", path);
+        co_await sendError(r, ctx, rec, 405, "invalid_request_error", "method_not_allowed", message);
+        co_return;
+      }
+      co_await proxyOpenAI(snap, ws.pool, req, r, ctx, path.substr(3), rec);
+      co_return;
+    }
+    std::string message = fmt::format("no route for {} {}", std::string(req.method_string()), path);
+    co_await sendError(r, ctx, rec, 404, "invalid_request_error", "not_found", message);
+  }
+
+  static void renderKeyStates(const Snapshot& snap, std::string& out) {
+    out += "# HELP sluice_upstream_key_state Upstream key health: 1 for the state the key is in.\n";
+    out += "# TYPE sluice_upstream_key_state gauge\n";
+    auto now = routing::nowMs();
+    for (const auto& ch : snap.router->channels()) {
+      for (const auto& k : ch->keys) {
+        const char* state = k.health->disabled.load() ? "disabled" : k.health->available(now) ? "active" : "cooling";
+        out += fmt::format("sluice_upstream_key_state{{channel=\"{}\",key=\"{}\",state=\"{}\"}} 1\n",
+                           metrics::labelValue(ch->cfg.name), metrics::labelValue(k.id), state);
+      }
+    }
+    out += "# HELP sluice_channel_breaker_open 1 while a channel's circuit breaker is open.\n";
+    out += "# TYPE sluice_channel_breaker_open gauge\n";
+    for (const auto& ch : snap.router->channels()) {
+      auto until = ch->health->open_until_ms.load();
+      out += fmt::format("sluice_channel_breaker_open{{channel=\"{}\"}} {}\n", metrics::labelValue(ch->cfg.name),
+                         until > now ? 1 : 0);
+    }
+  }
+
+  std::string path_;
+  std::string embedded_text_;
+  net::ssl::context tls_;
+  std::shared_ptr<const Snapshot> current_;  // control thread only
+  std::unique_ptr<http::Server> server_;
+  std::vector<std::unique_ptr<WorkerState>> workers_;
+  net::io_context control_ioc_;
+  // Installed before the listening line is printed, so a signal sent right after is handled.
+  net::signal_set signals_{control_ioc_, SIGINT, SIGTERM, SIGHUP};
+  FileStamp stamp_;
+  std::unique_ptr<http::Server> embedded_mock_;
+  std::thread embedded_mock_thread_;
+  LineWriter access_;
+};
+
+void setupLogging() {
+  spdlog::set_default_logger(spdlog::stderr_logger_mt("sluice"));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+}
+
+}  // namespace
+
+int runServe(const std::string& config_path) {
+  setupLogging();
+  std::shared_ptr<const config::Config> cfg;
+  std::unique_ptr<http::Server> mock;
+  std::string text;
+  try {
+    if (config_path.empty()) {
+      // The embedded default: start the mock in-process on a free loopback port first.
+      mock = std::make_unique<http::Server>(1, http::ServerLimits{}, mock::makeHandler(mock::MockOptions{}));
+      auto ep = mock->listen("127.0.0.1", 0);
+      text = embeddedConfig(fmt::format("127.0.0.1:{}", ep.port()));
+      cfg = config::parseConfig(text, "(embedded default)");
+    } else {
+      cfg = config::loadConfigFile(config_path);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  if (cfg->auth.master_key.empty()) {
+    std::fprintf(stderr, "%s: auth.master_key is empty: set it, e.g. master_key: \"${SLUICE_MASTER_KEY}\"\n",
+                 config_path.c_str());
+    return 2;
+  }
+  try {
+    Gateway gw(cfg, config_path, text, std::move(mock));
+    gw.startEmbeddedMock();
+    return gw.run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+}
+
+}  // namespace sluice::gateway

@@ -1,0 +1,577 @@
+#include "gateway/Proxy.hpp"
+
+#include <boost/beast/http/field.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/parser.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "metrics/Metrics.hpp"
+#include "providers/openai/StreamFilter.hpp"
+
+namespace sluice::gateway {
+
+namespace bhttp = boost::beast::http;
+namespace json = boost::json;
+using Clock = std::chrono::steady_clock;
+using Millis = std::chrono::milliseconds;
+using routing::Outcome;
+
+http::Response openaiError(int status, std::string_view type, std::string_view code, std::string_view message) {
+  http::Response res{static_cast<bhttp::status>(status), 11};
+  res.set(bhttp::field::content_type, "application/json");
+  json::object err{{"message", message}, {"type", type}, {"param", nullptr}};
+  if (code.empty()) {
+    err["code"] = nullptr;
+  } else {
+    err["code"] = code;
+  }
+  res.body() = json::serialize(json::object{{"error", std::move(err)}});
+  return res;
+}
+
+namespace {
+
+constexpr std::size_t kReadChunk = 16u * 1024;
+constexpr std::size_t kMaxErrorBody = 64u * 1024;
+constexpr std::size_t kMaxWholeBody = 64u << 20;
+
+bool isHopByHop(std::string_view name) {
+  static constexpr std::string_view kSkip[] = {"connection", "keep-alive", "proxy-connection", "proxy-authorization",
+                                               "te", "trailer", "transfer-encoding", "upgrade", "content-length",
+                                               "host"};
+  return std::any_of(std::begin(kSkip), std::end(kSkip), [&](std::string_view s) { return boost::beast::iequals(s, name); });
+}
+
+// Client headers that must not reach the provider: our own credentials and controls, and
+// encodings we would have to undo to read the stream.
+bool dropTowardUpstream(std::string_view name) {
+  if (isHopByHop(name)) return true;
+  static constexpr std::string_view kDrop[] = {"authorization", "x-api-key", "x-goog-api-key", "accept-encoding",
+                                               "cookie", "expect"};
+  if (std::any_of(std::begin(kDrop), std::end(kDrop), [&](std::string_view s) { return boost::beast::iequals(s, name); }))
+    return true;
+  return name.size() >= 9 && boost::beast::iequals(name.substr(0, 9), "x-sluice-");
+}
+
+bool dropTowardClient(std::string_view name) {
+  if (isHopByHop(name)) return true;
+  static constexpr std::string_view kDrop[] = {"set-cookie", "server", "alt-svc", "date"};
+  return std::any_of(std::begin(kDrop), std::end(kDrop), [&](std::string_view s) { return boost::beast::iequals(s, name); });
+}
+
+std::int64_t parseRetryAfterMs(const bhttp::fields& h) {
+  if (auto ms = h["retry-after-ms"]; !ms.empty()) {
+    try {
+      return static_cast<std::int64_t>(std::stod(std::string(ms)));
+    } catch (...) {
+    }
+  }
+  auto ra = h[bhttp::field::retry_after];
+  if (ra.empty()) return 0;
+  try {
+    std::size_t used = 0;
+    double secs = std::stod(std::string(ra), &used);
+    if (used == ra.size()) return static_cast<std::int64_t>(secs * 1000);
+  } catch (...) {
+  }
+  // An HTTP-date: honour it roughly by parsing with the C library.
+  struct tm tm {};
+  if (strptime(std::string(ra).c_str(), "%a, %d %b %Y %H:%M:%S", &tm)) {
+    auto when = timegm(&tm);
+    auto delta = static_cast<std::int64_t>(when - time(nullptr));
+    return delta > 0 ? delta * 1000 : 0;
+  }
+  return 0;
+}
+
+std::string errorMessageFromBody(std::string_view body) {
+  boost::system::error_code ec;
+  auto v = json::parse(body, ec);
+  if (!ec && v.is_object()) {
+    if (auto* e = v.as_object().if_contains("error")) {
+      if (e->is_object()) {
+        if (auto* m = e->as_object().if_contains("message"); m && m->is_string()) return std::string(m->as_string());
+      } else if (e->is_string()) {
+        return std::string(e->as_string());
+      }
+    }
+    if (auto* m = v.as_object().if_contains("message"); m && m->is_string()) return std::string(m->as_string());
+  }
+  std::string s(body.substr(0, 200));
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+struct Deadline {
+  Clock::time_point at;
+  // The phase timeout, cut to what is left of the total; at least 1 ms so Beast arms a timer.
+  Millis cap(Millis phase) const {
+    auto left = std::chrono::duration_cast<Millis>(at - Clock::now());
+    if (left < Millis(1)) left = Millis(1);
+    return std::min(phase, left);
+  }
+  bool passed() const { return Clock::now() >= at; }
+};
+
+struct Attempt {
+  Outcome outcome = Outcome::ChannelFailure;
+  int status = 0;           // upstream status, or 0 when none was received
+  bool timeout = false;
+  std::int64_t retry_after_ms = 0;
+  bool delivered = false;   // the client got a response (or left): stop trying
+  std::string why;          // one line for the per-attempt summary
+};
+
+double msSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+struct Relay {
+  const Snapshot& snap;
+  upstream::Pool& pool;
+  http::Request& req;
+  http::Responder& r;
+  const RequestContext& ctx;
+  std::string_view suffix;
+  RequestRecord& rec;
+  const std::string& body;  // what to send upstream
+  bool stream;
+  bool strip_usage;
+  Deadline deadline;
+
+  // The upstream request head, formatted once per attempt (no Beast fields or serializer:
+  // this runs for every request).
+  std::string buildUpstreamHead(const routing::Pick& p) const {
+    const auto& ch = *p.channel;
+    std::string h;
+    h.reserve(512 + body.size() / 64);
+    h.append("POST ").append(ch.endpoint.base_path).append(suffix).append(" HTTP/1.1\r\n");
+    h.append("Host: ").append(ch.endpoint.host_header).append("\r\n");
+    bool haveType = false;
+    for (const auto& f : req) {
+      auto name = f.name_string();
+      if (dropTowardUpstream(name)) continue;
+      bool overridden = false;
+      for (const auto& [k, v] : ch.cfg.headers) overridden = overridden || boost::beast::iequals(k, name);
+      if (overridden) continue;
+      haveType = haveType || f.name() == bhttp::field::content_type;
+      h.append(name).append(": ").append(f.value()).append("\r\n");
+    }
+    for (const auto& [k, v] : ch.cfg.headers) h.append(k).append(": ").append(v).append("\r\n");
+    if (!haveType) h.append("Content-Type: application/json\r\n");
+    if (!p.key->secret.empty()) h.append("Authorization: Bearer ").append(p.key->secret).append("\r\n");
+    h.append("Content-Length: ").append(std::to_string(body.size())).append("\r\n\r\n");
+    return h;
+  }
+
+  // Response header lines for the client: the upstream's, less hop-by-hop ones, plus ours.
+  std::string responseFieldLines(const bhttp::fields& from, const routing::Pick& p, int attempts) const {
+    std::string out;
+    out.reserve(256);
+    for (const auto& f : from) {
+      if (dropTowardClient(f.name_string())) continue;
+      // The provider's request id stays available under another name; x-request-id is ours.
+      if (boost::beast::iequals(f.name_string(), "x-request-id")) out.append("x-upstream-request-id");
+      else out.append(f.name_string());
+      out.append(": ").append(f.value()).append("\r\n");
+    }
+    out.append("x-request-id: ").append(ctx.id).append("\r\n");
+    out.append("x-sluice-channel: ").append(p.channel->cfg.name).append("\r\n");
+    out.append("x-sluice-attempts: ").append(std::to_string(attempts)).append("\r\n");
+    return out;
+  }
+
+  void copyResponseHeaders(const bhttp::fields& from, bhttp::fields& to, const routing::Pick& p, int attempts) const {
+    for (const auto& f : from) {
+      if (dropTowardClient(f.name_string())) continue;
+      if (boost::beast::iequals(f.name_string(), "x-request-id")) to.insert("x-upstream-request-id", f.value());
+      else to.insert(f.name_string(), f.value());
+    }
+    to.set("x-request-id", ctx.id);
+    to.set("x-sluice-channel", p.channel->cfg.name);
+    to.set("x-sluice-attempts", std::to_string(attempts));
+  }
+
+  // One attempt on one (channel, key). Never throws.
+  boost::asio::awaitable<Attempt> attempt(const routing::Pick& p, int attemptNo) {
+    const auto& t = snap.cfg->routing.timeouts;
+    Attempt a;
+    std::unique_ptr<upstream::Connection> conn;
+    std::optional<upstream::ResponseParser> parser;
+    const std::string upHead = buildUpstreamHead(p);
+    // A pooled connection the provider closed while idle shows up as a failed write or an
+    // early EOF; that is not the provider's fault, so try once more on a fresh connection.
+    for (int fresh = 0; fresh < 2; ++fresh) {
+      auto [cec, c] = co_await pool.acquire(p.channel->endpoint, deadline.cap(t.connect), fresh == 0);
+      if (cec) {
+        a.timeout = cec == boost::beast::error::timeout;
+        a.why = a.timeout ? "connect timed out" : "connect failed: " + cec.message();
+        co_return a;
+      }
+      conn = std::move(c);
+      auto wec = co_await conn->writeRaw(upHead, body, deadline.cap(t.connect));
+      if (!wec) {
+        parser.emplace();
+        parser->body_limit(boost::none);
+        wec = co_await conn->readHeader(*parser, deadline.cap(t.first_byte));
+        if (!wec) break;
+      }
+      bool stale = conn->reused && wec != boost::beast::error::timeout;
+      conn->close();
+      conn.reset();
+      if (stale && fresh == 0) continue;
+      a.timeout = wec == boost::beast::error::timeout;
+      a.why = a.timeout ? "no response header within the first_byte timeout" : "upstream failed: " + wec.message();
+      co_return a;
+    }
+    auto& head = parser->get();
+    a.status = static_cast<int>(head.result_int());
+
+    if (a.status >= 400) {
+      // Read the (bounded) error body: it says why, and the connection can be reused.
+      std::string errBody;
+      char buf[4096];
+      while (!parser->is_done() && errBody.size() < kMaxErrorBody) {
+        auto [ec, n] = co_await conn->readBody(*parser, buf, sizeof buf, deadline.cap(t.idle));
+        errBody.append(buf, n);
+        if (ec) break;
+      }
+      if (parser->is_done() && head.keep_alive()) {
+        pool.release(std::move(conn));
+      } else {
+        conn->close();
+      }
+      auto msg = errorMessageFromBody(errBody);
+      a.why = fmt::format("upstream answered {}: {}", a.status, msg);
+      if (a.status == 429 || a.status == 401 || a.status == 403) {
+        a.outcome = Outcome::KeyFailure;
+        a.retry_after_ms = parseRetryAfterMs(head);
+      } else if (a.status >= 500 || a.status == 408) {
+        a.outcome = Outcome::ChannelFailure;
+      } else {
+        // The request itself was refused: the client must fix it, another channel won't help.
+        a.outcome = Outcome::ClientError;
+        http::Response res{head.result(), 11};
+        copyResponseHeaders(head, res, p, attemptNo);
+        res.body() = std::move(errBody);
+        rec.status = a.status;
+        co_await r.send(std::move(res));
+        a.delivered = true;
+      }
+      co_return a;
+    }
+
+    bool sse = stream && head[bhttp::field::content_type].find("text/event-stream") != std::string_view::npos;
+    if (!sse) co_return co_await relayWhole(p, attemptNo, std::move(conn), *parser, a);
+    co_return co_await relayStream(p, attemptNo, std::move(conn), *parser, a);
+  }
+
+  boost::asio::awaitable<Attempt> relayWhole(const routing::Pick& p, int attemptNo,
+                                             std::unique_ptr<upstream::Connection> conn,
+                                             upstream::ResponseParser& parser, Attempt a) {
+    const auto& t = snap.cfg->routing.timeouts;
+    std::string whole;
+    if (auto cl = parser.content_length()) whole.reserve(std::min<std::uint64_t>(*cl, kMaxWholeBody));
+    char buf[kReadChunk];
+    while (!parser.is_done()) {
+      auto [ec, n] = co_await conn->readBody(parser, buf, sizeof buf, deadline.cap(t.idle));
+      whole.append(buf, n);
+      if (ec || whole.size() > kMaxWholeBody) {
+        conn->close();
+        a.outcome = Outcome::ChannelFailure;
+        a.timeout = ec == boost::beast::error::timeout;
+        a.why = ec ? "response body broke: " + ec.message() : "response body over 64 MiB";
+        co_return a;
+      }
+    }
+    auto& head = parser.get();
+    providers::openai::Usage usage;
+    if (providers::openai::parseUsageFromBody(whole, usage)) {
+      rec.input_tokens = usage.prompt_tokens;
+      rec.output_tokens = usage.completion_tokens;
+      rec.cached_tokens = usage.cached_tokens;
+    }
+    http::Response res{head.result(), 11};
+    copyResponseHeaders(head, res, p, attemptNo);
+    res.body() = std::move(whole);
+    if (head.keep_alive()) {
+      pool.release(std::move(conn));
+    } else {
+      conn->close();
+    }
+    rec.status = a.status;
+    rec.ttfb_ms = msSince(ctx.start);
+    co_await r.send(std::move(res));
+    a.outcome = Outcome::Success;
+    a.delivered = true;
+    co_return a;
+  }
+
+  boost::asio::awaitable<Attempt> relayStream(const routing::Pick& p, int attemptNo,
+                                              std::unique_ptr<upstream::Connection> conn,
+                                              upstream::ResponseParser& parser, Attempt a) {
+    const auto& t = snap.cfg->routing.timeouts;
+    providers::openai::StreamFilter filter(strip_usage);
+    std::string out;
+    out.reserve(kReadChunk);
+    char buf[kReadChunk];
+    auto& head = parser.get();
+    bool begun = false;
+    auto& active = metrics::registry().active_streams;
+    active.fetch_add(1, std::memory_order_relaxed);
+    struct Dec {
+      std::atomic<std::int64_t>& g;
+      ~Dec() { g.fetch_sub(1, std::memory_order_relaxed); }
+    } dec{active};
+
+    for (;;) {
+      // Until a byte reaches the client the first-byte timeout applies and failure is retryable.
+      bool sent = r.bytesSent() > 0;
+      auto [ec, n] = co_await conn->readBody(parser, buf, sizeof buf, deadline.cap(sent ? t.idle : t.first_byte));
+      out.clear();
+      bool ok = filter.feed(std::string_view(buf, n), out);
+      if (!ok) ec = boost::beast::errc::make_error_code(boost::beast::errc::message_size);
+      // The usual last read carries the final events and the upstream's end: send both in one write.
+      bool last = parser.is_done() && !ec && filter.leftover().empty();
+      if (!out.empty() || last) {
+        if (!begun) {
+          std::string lines = responseFieldLines(head, p, attemptNo);
+          co_await r.beginStream(static_cast<int>(head.result_int()), head.reason(), lines);
+          begun = true;
+        }
+        if (!out.empty() && rec.ttfb_ms < 0) rec.ttfb_ms = msSince(ctx.start);
+        bool written = last ? co_await r.writeLastChunk(out) : co_await r.writeChunk(out);
+        if (!written) {
+          // The client left: stop reading and drop the upstream connection so the provider
+          // stops generating.
+          conn->close();
+          rec.status = 499;
+          rec.error = "client closed the connection mid-stream";
+          a.outcome = Outcome::Success;
+          a.delivered = true;
+          co_return a;
+        }
+      }
+      if (ec) {
+        conn->close();
+        bool timedOut = ec == boost::beast::error::timeout;
+        std::string why = timedOut ? (r.bytesSent() > 0 ? "upstream stream idle past the idle timeout"
+                                                         : "no first chunk within the first_byte timeout")
+                                   : "upstream stream broke: " + ec.message();
+        if (r.bytesSent() == 0) {
+          a.outcome = Outcome::ChannelFailure;
+          a.timeout = timedOut;
+          a.why = why;
+          co_return a;  // nothing reached the client: another attempt is still invisible
+        }
+        // After the first byte: no retry. End with a well-formed error event and close.
+        json::object err{{"message", why + " (after the response started; not retried)"},
+                         {"type", "server_error"},
+                         {"param", nullptr},
+                         {"code", timedOut ? "upstream_timeout" : "upstream_stream_broken"}};
+        std::string event = "data: " + json::serialize(json::object{{"error", std::move(err)}}) + "\n\n";
+        r.setKeepAlive(false);
+        co_await r.writeChunk(event);
+        co_await r.endStream();
+        rec.status = timedOut ? 504 : 502;
+        rec.error = why;
+        a.outcome = Outcome::ChannelFailure;
+        a.delivered = true;
+        a.why = why;
+        co_return a;
+      }
+      if (parser.is_done()) break;
+    }
+    if (!r.finished()) {
+      if (!filter.leftover().empty()) co_await r.writeChunk(filter.leftover());
+      co_await r.endStream();
+    }
+    if (head.keep_alive()) {
+      pool.release(std::move(conn));
+    } else {
+      conn->close();
+    }
+    const auto& u = filter.usage();
+    if (u.known()) {
+      rec.input_tokens = u.prompt_tokens;
+      rec.output_tokens = u.completion_tokens;
+      rec.cached_tokens = u.cached_tokens;
+    }
+    rec.status = a.status;
+    a.outcome = Outcome::Success;
+    a.delivered = true;
+    co_return a;
+  }
+};
+
+// Byte offset -> "line L, column C" for JSON error messages.
+std::string positionOf(std::string_view text, std::size_t offset) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return fmt::format("line {}, column {} (byte {})", line, col, offset);
+}
+
+}  // namespace
+
+boost::asio::awaitable<void> proxyOpenAI(const Snapshot& snap, upstream::Pool& pool, http::Request& req,
+                                         http::Responder& r, const RequestContext& ctx, std::string_view suffix,
+                                         RequestRecord& rec) {
+  auto fail = [&](int status, std::string_view type, std::string_view code, const std::string& msg) {
+    rec.status = status;
+    rec.error = msg;
+    auto res = openaiError(status, type, code, msg);
+    res.set("x-request-id", ctx.id);
+    return res;
+  };
+
+  // Parse the body once: the model picks the channels, stream decides the relay.
+  json::parser jp;
+  boost::system::error_code jec;
+  const auto& text = req.body();
+  if (text.empty()) {
+    http::Response reply = fail(400, "invalid_request_error", "invalid_json",
+                         "request body is empty: send a JSON object with \"model\" and the request fields");
+    co_await r.send(std::move(reply));
+    co_return;
+  }
+  std::size_t used = jp.write(text.data(), text.size(), jec);
+  if (jec) {
+    http::Response reply = fail(400, "invalid_request_error", "invalid_json",
+                         fmt::format("request body is not valid JSON at {}: {}", positionOf(text, used), jec.message()));
+    co_await r.send(std::move(reply));
+    co_return;
+  }
+  json::value body = jp.release();
+  if (!body.is_object()) {
+    http::Response reply = fail(400, "invalid_request_error", "invalid_json", "request body must be a JSON object");
+    co_await r.send(std::move(reply));
+    co_return;
+  }
+  auto& obj = body.as_object();
+  auto* modelV = obj.if_contains("model");
+  if (!modelV || !modelV->is_string() || modelV->as_string().empty()) {
+    http::Response reply = fail(400, "invalid_request_error", "missing_model",
+                         "\"model\" is required and must be a non-empty string, e.g. \"gpt-4o-mini\"");
+    co_await r.send(std::move(reply));
+    co_return;
+  }
+  std::string model(modelV->as_string());
+  rec.model = model;
+  bool stream = false;
+  if (auto* s = obj.if_contains("stream")) {
+    if (!s->is_bool() && !s->is_null()) {
+      http::Response reply = fail(400, "invalid_request_error", "invalid_type", "\"stream\" must be true or false");
+      co_await r.send(std::move(reply));
+      co_return;
+    }
+    stream = s->is_bool() && s->as_bool();
+  }
+  rec.stream = stream;
+
+  std::string upstreamModel;
+  auto candidates = snap.router->candidates(model, upstreamModel);
+  // Only OpenAI-wire channels can take this request as it is.
+  std::erase_if(candidates, [](const routing::Channel* c) {
+    auto t = c->cfg.type;
+    return !(t == config::ChannelType::OpenAI || t == config::ChannelType::OpenAICompatible ||
+             t == config::ChannelType::Mock);
+  });
+  if (candidates.empty()) {
+    auto names = snap.router->modelNames();
+    std::string list;
+    for (std::size_t i = 0; i < names.size() && i < 50; ++i) list += (i ? ", " : "") + names[i];
+    http::Response reply = fail(404, "invalid_request_error", "model_not_found",
+                         fmt::format("model \"{}\" is not served by any channel; available: {}", model,
+                                     list.empty() ? "(none configured)" : list));
+    co_await r.send(std::move(reply));
+    co_return;
+  }
+
+  // What goes upstream: the original bytes unless the model name or usage option must change.
+  bool clientAskedUsage = false;
+  if (auto* so = obj.if_contains("stream_options"); so && so->is_object()) {
+    if (auto* iu = so->as_object().if_contains("include_usage"); iu && iu->is_bool()) clientAskedUsage = iu->as_bool();
+  }
+  bool injectUsage = stream && !clientAskedUsage && suffix == "/chat/completions";
+  std::string upstreamBody;
+  if (upstreamModel != model || injectUsage) {
+    if (upstreamModel != model) obj["model"] = upstreamModel;
+    if (injectUsage) {
+      auto& so = obj["stream_options"];
+      if (!so.is_object()) so = json::object{};
+      so.as_object()["include_usage"] = true;
+    }
+    upstreamBody = json::serialize(body);
+  } else {
+    upstreamBody = text;
+  }
+
+  const auto& cfg = *snap.cfg;
+  Relay relay{snap, pool, req, r, ctx, suffix, rec, upstreamBody, stream, injectUsage,
+              Deadline{ctx.start + cfg.routing.timeouts.total}};
+  routing::Attempts attempts(*snap.router, std::move(candidates));
+  std::vector<std::string> summary;
+  bool allTimeouts = true, all429 = true;
+  std::int64_t retryAfter = 0;
+  int maxAttempts = cfg.routing.max_retries + 1;
+  for (int n = 1; n <= maxAttempts; ++n) {
+    std::int64_t coolingFor = 0;
+    auto pick = attempts.next(coolingFor);
+    if (!pick.channel) {
+      if (n == 1 && coolingFor > 0) {
+        retryAfter = coolingFor;
+        summary.push_back(fmt::format("every key of the matching channels is cooling down for {} ms", coolingFor));
+        allTimeouts = false;
+      }
+      break;
+    }
+    if (relay.deadline.passed()) {
+      summary.push_back("total timeout reached");
+      break;
+    }
+    rec.attempts = n;
+    rec.channel = pick.channel->cfg.name;
+    rec.key_id = pick.key->id;
+    auto a = co_await relay.attempt(pick, n);
+    snap.router->report(pick, a.outcome, a.status, a.retry_after_ms, a.why);
+    if (a.delivered) co_return;
+    summary.push_back(fmt::format("#{} {} key {}: {}", n, pick.channel->cfg.name, pick.key->id, a.why));
+    allTimeouts = allTimeouts && a.timeout;
+    all429 = all429 && a.status == 429;
+    if (a.status == 429) retryAfter = std::max(retryAfter, a.retry_after_ms);
+    attempts.failed(pick, a.outcome);
+    if (n < maxAttempts) metrics::registry().retry(pick.channel->cfg.name, a.timeout ? "timeout" : a.status ? std::to_string(a.status) : "connect");
+  }
+
+  std::string joined;
+  for (const auto& s : summary) joined += (joined.empty() ? "" : "; ") + s;
+  http::Response res;
+  if (!summary.empty() && all429 && rec.attempts > 0) {
+    res = fail(429, "rate_limit_error", "upstream_rate_limited",
+               "every upstream key is rate limited: " + joined);
+  } else if (rec.attempts == 0 && retryAfter > 0) {
+    res = fail(429, "rate_limit_error", "upstream_rate_limited", joined);
+  } else if (allTimeouts && rec.attempts > 0) {
+    res = fail(504, "server_error", "upstream_timeout", "every upstream attempt timed out: " + joined);
+  } else {
+    res = fail(502, "server_error", "upstream_unavailable",
+               fmt::format("all {} upstream attempts failed: {}", rec.attempts, joined.empty() ? "no channel available" : joined));
+  }
+  if (retryAfter > 0) res.set(bhttp::field::retry_after, std::to_string((retryAfter + 999) / 1000));
+  res.set("x-sluice-attempts", std::to_string(rec.attempts));
+  co_await r.send(std::move(res));
+}
+
+}  // namespace sluice::gateway

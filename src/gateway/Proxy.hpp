@@ -1,0 +1,54 @@
+// Proxy: one OpenAI-format request relayed to an upstream, with failover across keys and
+// channels before the first byte reaches the client, and an explicit SSE error event after.
+#pragma once
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "http/Server.hpp"
+#include "routing/Router.hpp"
+#include "upstream/Client.hpp"
+
+namespace sluice::gateway {
+
+// What the proxy needs from the running gateway: the snapshot in force when the request
+// arrived, and this worker's upstream pool.
+struct Snapshot {
+  std::shared_ptr<const config::Config> cfg;
+  std::unique_ptr<routing::Router> router;
+};
+
+struct RequestContext {
+  std::string id;
+  std::chrono::steady_clock::time_point start;
+  std::string path;   // without the query
+  std::string query;  // without '?'
+  std::string remote;
+};
+
+// The outcome a finished request leaves for the access log and metrics.
+struct RequestRecord {
+  std::string channel;
+  std::string key_id;
+  std::string model;
+  int status = 0;
+  int attempts = 0;
+  double ttfb_ms = -1;
+  double duration_ms = 0;
+  std::int64_t input_tokens = -1;
+  std::int64_t output_tokens = -1;
+  std::int64_t cached_tokens = 0;
+  bool stream = false;
+  std::string error;
+};
+
+// Relays req (path under /v1, e.g. "/chat/completions") to the channels serving its model.
+boost::asio::awaitable<void> proxyOpenAI(const Snapshot& snap, upstream::Pool& pool, http::Request& req,
+                                         http::Responder& r, const RequestContext& ctx, std::string_view suffix,
+                                         RequestRecord& rec);
+
+// An OpenAI-format error response.
+http::Response openaiError(int status, std::string_view type, std::string_view code, std::string_view message);
+
+}  // namespace sluice::gateway

@@ -1,0 +1,416 @@
+#include "http/Server.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <span>
+#include <list>
+
+namespace sluice::http {
+
+namespace {
+constexpr auto kTuple = net::as_tuple(net::use_awaitable);
+
+// A response the server itself produces (limits, malformed requests), in OpenAI's error format.
+Response serverError(bhttp::status status, std::string_view type, std::string_view message) {
+  Response res{status, 11};
+  res.set(bhttp::field::content_type, "application/json");
+  boost::json::value v = {{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}}}};
+  res.body() = boost::json::serialize(v);
+  res.keep_alive(false);
+  res.prepare_payload();
+  return res;
+}
+
+void appendHeaderLine(std::string& out, std::string_view name, std::string_view value) {
+  out.append(name).append(": ").append(value).append("\r\n");
+}
+}  // namespace
+
+bool splitHostPort(const std::string& s, std::string& host, std::uint16_t& port) {
+  std::string_view sv = s;
+  std::size_t colon;
+  if (!sv.empty() && sv.front() == '[') {
+    auto close = sv.find(']');
+    if (close == std::string_view::npos || close + 1 >= sv.size() || sv[close + 1] != ':') return false;
+    host = std::string(sv.substr(1, close - 1));
+    colon = close + 1;
+  } else {
+    colon = sv.rfind(':');
+    if (colon == std::string_view::npos) return false;
+    host = std::string(sv.substr(0, colon));
+    if (host.find(':') != std::string::npos) return false;
+  }
+  auto ps = sv.substr(colon + 1);
+  unsigned p = 0;
+  auto [ptr, ec] = std::from_chars(ps.data(), ps.data() + ps.size(), p);
+  if (ec != std::errc() || ptr != ps.data() + ps.size() || p > 65535 || ps.empty()) return false;
+  port = static_cast<std::uint16_t>(p);
+  if (host.empty()) host = "0.0.0.0";
+  return true;
+}
+
+// ---------------------------------------------------------------- Responder
+
+net::awaitable<bool> Responder::send(Response res) {
+  if (started_) co_return false;
+  started_ = true;
+  res.keep_alive(keep_alive_);
+  res.prepare_payload();
+  stream_.expires_after(write_timeout_);
+  auto [ec, n] = co_await bhttp::async_write(stream_, res, kTuple);
+  stream_.expires_never();
+  bytes_sent_ += n;
+  if (ec) {
+    aborted_ = true;
+    co_return false;
+  }
+  finished_ = true;
+  co_return true;
+}
+
+net::awaitable<bool> Responder::beginStream(bhttp::response_header<> header) {
+  if (started_) co_return false;
+  started_ = true;
+  // The header is held back and leaves with the first chunk: one write instead of two, and
+  // until a chunk exists nothing has reached the client.
+  pending_header_.clear();
+  pending_header_.append("HTTP/1.1 ");
+  pending_header_.append(std::to_string(header.result_int())).append(" ");
+  pending_header_.append(header.reason().empty() ? bhttp::obsolete_reason(header.result()) : header.reason());
+  pending_header_.append("\r\n");
+  for (const auto& f : header) {
+    if (f.name() == bhttp::field::content_length || f.name() == bhttp::field::transfer_encoding ||
+        f.name() == bhttp::field::connection)
+      continue;
+    appendHeaderLine(pending_header_, f.name_string(), f.value());
+  }
+  appendHeaderLine(pending_header_, "Transfer-Encoding", "chunked");
+  if (!keep_alive_) appendHeaderLine(pending_header_, "Connection", "close");
+  pending_header_.append("\r\n");
+  header_pending_ = true;
+  co_return true;
+}
+
+net::awaitable<bool> Responder::beginStream(int status, std::string_view reason, std::string_view field_lines) {
+  if (started_) co_return false;
+  started_ = true;
+  pending_header_.clear();
+  pending_header_.append("HTTP/1.1 ").append(std::to_string(status)).append(" ");
+  if (reason.empty()) {
+    auto r = bhttp::obsolete_reason(static_cast<bhttp::status>(status));
+    pending_header_.append(r.data(), r.size());
+  } else {
+    pending_header_.append(reason);
+  }
+  pending_header_.append("\r\n").append(field_lines);
+  appendHeaderLine(pending_header_, "Transfer-Encoding", "chunked");
+  if (!keep_alive_) appendHeaderLine(pending_header_, "Connection", "close");
+  pending_header_.append("\r\n");
+  header_pending_ = true;
+  co_return true;
+}
+
+net::awaitable<bool> Responder::writeRaw(std::string_view data, bool last) {
+  if (aborted_ || finished_) co_return false;
+  char sizeLine[24];
+  std::size_t sizeLen = 0;
+  if (!data.empty()) {
+    auto [p, ec] = std::to_chars(sizeLine, sizeLine + 16, data.size(), 16);
+    sizeLen = static_cast<std::size_t>(p - sizeLine);
+    sizeLine[sizeLen++] = '\r';
+    sizeLine[sizeLen++] = '\n';
+  }
+  static constexpr std::string_view kCrlf = "\r\n";
+  static constexpr std::string_view kLast = "0\r\n\r\n";
+  std::array<net::const_buffer, 5> bufs;
+  std::size_t nb = 0;
+  if (header_pending_) bufs[nb++] = net::buffer(pending_header_);
+  if (!data.empty()) {
+    bufs[nb++] = net::buffer(sizeLine, sizeLen);
+    bufs[nb++] = net::buffer(data);
+    bufs[nb++] = net::buffer(kCrlf);
+  }
+  if (last) bufs[nb++] = net::buffer(kLast);
+  if (nb == 0) co_return true;
+  stream_.expires_after(write_timeout_);
+  auto [ec, n] = co_await net::async_write(stream_, std::span(bufs.data(), nb), kTuple);
+  stream_.expires_never();
+  bytes_sent_ += n;
+  header_pending_ = false;
+  if (ec) {
+    aborted_ = true;
+    co_return false;
+  }
+  if (last) finished_ = true;
+  co_return true;
+}
+
+net::awaitable<bool> Responder::writeChunk(std::string_view data) {
+  if (data.empty()) co_return !aborted_;
+  co_return co_await writeRaw(data, false);
+}
+
+net::awaitable<bool> Responder::flushHeader() { co_return co_await writeRaw({}, false); }
+
+net::awaitable<bool> Responder::endStream() { co_return co_await writeRaw({}, true); }
+
+net::awaitable<bool> Responder::writeLastChunk(std::string_view data) { co_return co_await writeRaw(data, true); }
+
+void Responder::abort() {
+  aborted_ = true;
+  beast::error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+}
+
+// ---------------------------------------------------------------- Server
+
+struct Server::Worker {
+  struct Conn {
+    beast::tcp_stream* stream;
+    bool idle;
+  };
+  int index = 0;
+  net::io_context ioc{1};
+  net::executor_work_guard<net::io_context::executor_type> guard{ioc.get_executor()};
+  std::unique_ptr<tcp::acceptor> acceptor;
+  std::list<Conn> conns;  // touched only on this worker's thread
+  std::thread thread;
+};
+
+Server::Server(int workers, ServerLimits limits, Handler handler)
+    : limits_(limits), handler_(std::move(handler)) {
+  if (workers <= 0) workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int i = 0; i < workers; ++i) {
+    auto w = std::make_unique<Worker>();
+    w->index = i;
+    workers_.push_back(std::move(w));
+  }
+}
+
+Server::~Server() {
+  for (auto& w : workers_) {
+    w->ioc.stop();
+    if (w->thread.joinable()) w->thread.join();
+  }
+}
+
+net::io_context& Server::workerContext(int i) { return workers_.at(static_cast<std::size_t>(i))->ioc; }
+
+tcp::endpoint Server::listen(const std::string& host, std::uint16_t port) {
+  auto addr = net::ip::make_address(host);
+  tcp::endpoint ep{addr, port};
+  for (auto& w : workers_) {
+    auto acc = std::make_unique<tcp::acceptor>(w->ioc);
+    acc->open(ep.protocol());
+    acc->set_option(tcp::acceptor::reuse_address(true));
+    acc->set_option(net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>(true));
+    acc->bind(ep);
+    acc->listen(net::socket_base::max_listen_connections);
+    if (ep.port() == 0) ep = acc->local_endpoint();
+    w->acceptor = std::move(acc);
+  }
+  return ep;
+}
+
+std::size_t Server::activeConnections() const {
+  std::size_t n = 0;
+  for (const auto& w : workers_) n += w->conns.size();  // approximate across threads; for metrics
+  return n;
+}
+
+void Server::run() {
+  for (auto& w : workers_) {
+    if (w->acceptor) net::co_spawn(w->ioc, acceptLoop(*w), net::detached);
+    w->thread = std::thread([this, wp = w.get()] {
+      for (;;) {
+        try {
+          wp->ioc.run();
+          break;
+        } catch (const std::exception& e) {
+          spdlog::error("worker {}: unhandled exception: {}", wp->index, e.what());
+        }
+      }
+      if (on_worker_exit_) on_worker_exit_(wp->index);
+    });
+  }
+  for (auto& w : workers_) w->thread.join();
+}
+
+void Server::stop(std::chrono::milliseconds grace) {
+  if (stopping_.exchange(true)) return;
+  for (auto& w : workers_) {
+    net::co_spawn(
+        w->ioc,
+        [this, wp = w.get(), grace]() -> net::awaitable<void> {
+          beast::error_code ec;
+          if (wp->acceptor) wp->acceptor->close(ec);
+          for (auto& c : wp->conns)
+            if (c.idle) c.stream->socket().shutdown(tcp::socket::shutdown_both, ec), c.stream->cancel();
+          auto deadline = std::chrono::steady_clock::now() + grace;
+          net::steady_timer t(wp->ioc);
+          while (!wp->conns.empty() && std::chrono::steady_clock::now() < deadline) {
+            for (auto& c : wp->conns)
+              if (c.idle) c.stream->cancel();
+            t.expires_after(std::chrono::milliseconds(20));
+            co_await t.async_wait(kTuple);
+          }
+          for (auto& c : wp->conns) c.stream->socket().close(ec);
+          wp->guard.reset();
+          // Give closed connections a moment to unwind, then stop whatever is left.
+          t.expires_after(std::chrono::milliseconds(200));
+          co_await t.async_wait(kTuple);
+          wp->ioc.stop();
+        },
+        net::detached);
+  }
+}
+
+net::awaitable<void> Server::acceptLoop(Worker& w) {
+  for (;;) {
+    auto [ec, socket] = co_await w.acceptor->async_accept(kTuple);
+    if (ec) {
+      if (ec == net::error::operation_aborted || !w.acceptor->is_open() || stopping()) co_return;
+      spdlog::warn("accept: {}", ec.message());
+      // EMFILE and friends: back off briefly rather than spin.
+      net::steady_timer t(w.ioc, std::chrono::milliseconds(50));
+      co_await t.async_wait(kTuple);
+      continue;
+    }
+    net::co_spawn(w.ioc, serveConnection(w, std::move(socket)), [](const std::exception_ptr& e) {
+      if (!e) return;
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        spdlog::error("connection: unhandled exception: {}", ex.what());
+      }
+    });
+  }
+}
+
+net::awaitable<void> Server::serveConnection(Worker& w, tcp::socket socket) {
+  beast::error_code sec;
+  socket.set_option(tcp::no_delay(true), sec);
+  std::string remote;
+  if (auto peer = socket.remote_endpoint(sec); !sec) remote = peer.address().to_string();
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer;
+  buffer.reserve(16u * 1024);  // Beast reads up to the capacity: fewer reads for large bodies
+  w.conns.push_front({&stream, true});
+  auto self = w.conns.begin();
+  struct Unregister {
+    std::list<Worker::Conn>& l;
+    std::list<Worker::Conn>::iterator it;
+    ~Unregister() { l.erase(it); }
+  } unregister{w.conns, self};
+
+  for (;;) {
+    self->idle = true;
+    if (stopping()) break;
+    if (buffer.size() == 0) {
+      // Idle keep-alive wait: generous. Once a request starts, the header deadline applies.
+      stream.expires_after(limits_.keepalive_timeout);
+      auto [ec, n] = co_await stream.async_read_some(buffer.prepare(buffer.capacity() - buffer.size()), kTuple);
+      if (ec) break;
+      buffer.commit(n);
+    }
+    self->idle = false;
+
+    bhttp::request_parser<bhttp::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
+    parser.body_limit(limits_.max_body_bytes);
+    stream.expires_after(limits_.header_timeout);
+    auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, kTuple);
+    if (hec) {
+      Responder r(stream, w.index, limits_.write_timeout);
+      r.setKeepAlive(false);
+      if (hec == bhttp::error::body_limit) {
+        http::Response reply = serverError(bhttp::status::payload_too_large, "invalid_request_error",
+                                           "request body exceeds the limit of " +
+                                               std::to_string(limits_.max_body_bytes) + " bytes");
+        co_await r.send(std::move(reply));
+      } else if (hec == bhttp::error::header_limit) {
+        http::Response reply = serverError(bhttp::status::request_header_fields_too_large, "invalid_request_error",
+                                    "request header exceeds " + std::to_string(limits_.max_header_bytes) +
+                                        " bytes; send smaller headers");
+        co_await r.send(std::move(reply));
+      } else if (hec == beast::error::timeout) {
+        http::Response reply = serverError(bhttp::status::request_timeout, "invalid_request_error",
+                                    "request header not received within the time limit");
+        co_await r.send(std::move(reply));
+      } else if (hec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
+                 hec != bhttp::error::end_of_stream && hec != bhttp::error::partial_message) {
+        http::Response reply = serverError(bhttp::status::bad_request, "invalid_request_error",
+                                    "malformed HTTP request: " + hec.message());
+        co_await r.send(std::move(reply));
+      }
+      break;
+    }
+    auto& hreq = parser.get();
+    if (auto cl = parser.content_length(); cl && *cl > limits_.max_body_bytes) {
+      Responder r(stream, w.index, limits_.write_timeout);
+      r.setKeepAlive(false);
+      http::Response reply = serverError(bhttp::status::payload_too_large, "invalid_request_error",
+                                  "request body of " + std::to_string(*cl) + " bytes exceeds the limit of " +
+                                      std::to_string(limits_.max_body_bytes) + " bytes");
+      co_await r.send(std::move(reply));
+      break;
+    }
+    if (beast::iequals(hreq[bhttp::field::expect], "100-continue")) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      auto [cec, cn] = co_await net::async_write(stream, net::buffer(kContinue), kTuple);
+      if (cec) break;
+    }
+    if (!parser.is_done()) {
+      stream.expires_after(limits_.body_timeout);
+      auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, kTuple);
+      if (bec) {
+        if (bec == bhttp::error::body_limit) {
+          Responder r(stream, w.index, limits_.write_timeout);
+          r.setKeepAlive(false);
+          http::Response reply = serverError(bhttp::status::payload_too_large, "invalid_request_error",
+                                      "request body exceeds the limit of " + std::to_string(limits_.max_body_bytes) +
+                                          " bytes");
+          co_await r.send(std::move(reply));
+        } else if (bec == beast::error::timeout) {
+          Responder r(stream, w.index, limits_.write_timeout);
+          r.setKeepAlive(false);
+          http::Response reply = serverError(bhttp::status::request_timeout, "invalid_request_error",
+                                      "request body not received within the time limit");
+          co_await r.send(std::move(reply));
+        }
+        break;
+      }
+    }
+    stream.expires_never();
+    Request req = parser.release();
+    Responder r(stream, w.index, limits_.write_timeout, remote);
+    r.setKeepAlive(req.keep_alive() && !stopping());
+    co_await handler_(req, r);
+    if (!r.started()) {
+      r.setKeepAlive(false);
+      http::Response reply = serverError(bhttp::status::internal_server_error, "server_error", "no response produced");
+      co_await r.send(std::move(reply));
+    }
+    if (!r.finished() || !r.keepAlive() || stopping()) break;
+  }
+  beast::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream.close();
+}
+
+}  // namespace sluice::http

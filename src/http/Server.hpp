@@ -1,0 +1,128 @@
+// Server: the HTTP/1.1 front door. One worker thread per io_context, each with its own
+// SO_REUSEPORT acceptor, one coroutine per connection. Enforces header/body size limits and
+// the header-read deadline; drains in-flight requests on stop().
+// Thread-safety: listen() and run() from the owning thread; stop() from any thread.
+#pragma once
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sluice::http {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+
+using Request = bhttp::request<bhttp::string_body>;
+using Response = bhttp::response<bhttp::string_body>;
+
+struct ServerLimits {
+  std::size_t max_header_bytes = 64u * 1024;
+  std::uint64_t max_body_bytes = 32ull << 20;
+  std::chrono::milliseconds header_timeout{10'000};
+  std::chrono::milliseconds keepalive_timeout{75'000};
+  std::chrono::milliseconds body_timeout{60'000};
+  std::chrono::milliseconds write_timeout{60'000};
+};
+
+// How a handler answers: either one complete response, or a chunked stream
+// (beginStream, writeChunk..., endStream). Every call reports whether the client is still
+// there; after a false the handler should stop writing.
+class Responder {
+ public:
+  Responder(beast::tcp_stream& stream, int worker, std::chrono::milliseconds write_timeout,
+            std::string_view remote = {})
+      : stream_(stream), worker_(worker), write_timeout_(write_timeout), remote_(remote) {}
+
+  net::awaitable<bool> send(Response res);
+  net::awaitable<bool> beginStream(bhttp::response_header<> header);
+  // Same, with the header fields already formatted as "Name: value\r\n" lines.
+  net::awaitable<bool> beginStream(int status, std::string_view reason, std::string_view field_lines);
+  net::awaitable<bool> writeChunk(std::string_view data);
+  // The last chunk and the stream's end in one write.
+  net::awaitable<bool> writeLastChunk(std::string_view data);
+  net::awaitable<bool> endStream();
+  // Sends a held-back stream header now, without a chunk.
+  net::awaitable<bool> flushHeader();
+  // Ends the exchange without the terminating chunk, so the client sees a broken stream.
+  void abort();
+
+  bool started() const { return started_; }  // any byte sent to the client
+  bool finished() const { return finished_; }
+  bool keepAlive() const { return keep_alive_ && !aborted_; }
+  void setKeepAlive(bool k) { keep_alive_ = k; }
+  int worker() const { return worker_; }
+  beast::tcp_stream& stream() { return stream_; }
+  std::uint64_t bytesSent() const { return bytes_sent_; }
+  std::string_view remote() const { return remote_; }  // the client's address
+
+ private:
+  net::awaitable<bool> writeRaw(std::string_view data, bool last);
+
+  beast::tcp_stream& stream_;
+  int worker_;
+  std::chrono::milliseconds write_timeout_;
+  std::string_view remote_;
+  bool started_ = false;
+  bool finished_ = false;
+  bool aborted_ = false;
+  bool keep_alive_ = true;
+  bool header_pending_ = false;
+  std::string pending_header_;
+  std::uint64_t bytes_sent_ = 0;
+};
+
+using Handler = std::function<net::awaitable<void>(Request&, Responder&)>;
+
+class Server {
+ public:
+  Server(int workers, ServerLimits limits, Handler handler);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds every worker's acceptor to host:port (port 0: the first picks, the rest reuse it).
+  // Throws std::system_error on failure. Returns the bound endpoint.
+  tcp::endpoint listen(const std::string& host, std::uint16_t port);
+  // Runs the workers until stop() has drained them. Blocks.
+  void run();
+  // Stops accepting, closes idle connections, lets in-flight requests finish within grace,
+  // then closes the rest. Safe from any thread, idempotent.
+  void stop(std::chrono::milliseconds grace);
+
+  // Runs on each worker thread right after its event loop ends (e.g. to flush per-thread
+  // buffers). Set before run().
+  void onWorkerExit(std::function<void(int)> hook) { on_worker_exit_ = std::move(hook); }
+
+  int workerCount() const { return static_cast<int>(workers_.size()); }
+  net::io_context& workerContext(int i);
+  bool stopping() const { return stopping_.load(std::memory_order_relaxed); }
+  std::size_t activeConnections() const;
+
+ private:
+  struct Worker;
+  net::awaitable<void> acceptLoop(Worker& w);
+  net::awaitable<void> serveConnection(Worker& w, tcp::socket socket);
+
+  ServerLimits limits_;
+  Handler handler_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::atomic<bool> stopping_{false};
+  std::function<void(int)> on_worker_exit_;
+};
+
+// Parses "host:port" / "[v6]:port". Returns false when malformed.
+bool splitHostPort(const std::string& s, std::string& host, std::uint16_t& port);
+
+}  // namespace sluice::http

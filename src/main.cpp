@@ -1,0 +1,58 @@
+// sluice: the command line. Subcommands: serve (default), mock, check, version.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "config/Config.hpp"
+#include "gateway/Gateway.hpp"
+#include "mock/MockServer.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Sluice: a self-hosted LLM gateway"};
+  app.require_subcommand(0, 1);
+
+  std::string serveConfig;
+  auto* serve = app.add_subcommand("serve", "Run the gateway (the default subcommand)");
+  serve->add_option("-c,--config", serveConfig, "YAML config file (default: the embedded demo config)");
+  // `sluice -c FILE` without a subcommand means serve.
+  app.add_option("-c,--config", serveConfig, "YAML config file for serve");
+
+  sluice::mock::MockOptions mockOpts;
+  auto* mock = app.add_subcommand("mock", "Run the mock LLM provider");
+  mock->add_option("--listen", mockOpts.listen, "HOST:PORT to listen on")->capture_default_str();
+  mock->add_option("--workers", mockOpts.workers, "worker threads")->capture_default_str();
+  mock->add_option("--ttfb-ms", mockOpts.ttfb_ms, "delay before the response starts")->capture_default_str();
+  mock->add_option("--chunks", mockOpts.chunks, "content chunks per streamed answer")->capture_default_str();
+  mock->add_option("--chunk-interval-ms", mockOpts.chunk_interval_ms, "delay between chunks")->capture_default_str();
+  mock->add_option("--fail-rate", mockOpts.fail_rate, "probability of a failure response (0..1)")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  mock->add_option("--fail-status", mockOpts.fail_status, "HTTP status of a failure")->capture_default_str();
+  mock->add_option("--reset-after", mockOpts.reset_after, "break the connection after N chunks (-1: never)")
+      ->capture_default_str();
+
+  std::string checkConfig;
+  auto* check = app.add_subcommand("check", "Validate a config file");
+  check->add_option("-c,--config,file", checkConfig, "YAML config file")->required();
+
+  auto* version = app.add_subcommand("version", "Print the version");
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (*version) {
+    std::cout << "sluice " << SLUICE_VERSION << "\n";
+    return 0;
+  }
+  if (*mock) return sluice::mock::runMock(mockOpts);
+  if (*check) {
+    try {
+      auto cfg = sluice::config::loadConfigFile(checkConfig);
+      std::cout << checkConfig << ": ok (" << cfg->channels.size() << " channels)\n";
+      return 0;
+    } catch (const std::exception& e) {
+      std::cerr << e.what() << "\n";
+      return 1;
+    }
+  }
+  return sluice::gateway::runServe(serveConfig);
+}

@@ -1,0 +1,93 @@
+#include "mock/MockKnobs.hpp"
+
+#include <charconv>
+#include <cmath>
+
+namespace sluice::mock {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::optional<std::string> intHeader(const http::Request& req, std::string_view name, int lo, int hi, int& out) {
+  auto it = req.find(name);
+  if (it == req.end()) return std::nullopt;
+  std::string_view v = trim(it->value());
+  int x = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || p != v.data() + v.size() || v.empty() || x < lo || x > hi) {
+    std::string msg(name);
+    msg.append(" must be an integer from ").append(std::to_string(lo)).append(" to ").append(std::to_string(hi));
+    msg.append(", got '").append(v).append("'");
+    return msg;
+  }
+  out = x;
+  return std::nullopt;
+}
+
+std::optional<std::string> rateHeader(const http::Request& req, std::string_view name, double& out) {
+  auto it = req.find(name);
+  if (it == req.end()) return std::nullopt;
+  std::string v(trim(it->value()));
+  char* end = nullptr;
+  double x = v.empty() ? NAN : std::strtod(v.c_str(), &end);
+  if (v.empty() || end != v.c_str() + v.size() || !(x >= 0.0 && x <= 1.0)) {
+    std::string msg(name);  // appended piecewise: g++ 12 warns falsely on a chain of operator+
+    msg.append(" must be a number from 0 to 1, got '").append(v).append("'");
+    return msg;
+  }
+  out = x;
+  return std::nullopt;
+}
+
+}  // namespace
+
+MockKnobs MockKnobs::fromOptions(const MockOptions& o) {
+  MockKnobs k;
+  k.ttfb_ms = o.ttfb_ms;
+  k.chunks = o.chunks;
+  k.chunk_interval_ms = o.chunk_interval_ms;
+  k.fail_rate = o.fail_rate;
+  k.fail_status = o.fail_status;
+  k.reset_after = o.reset_after;
+  return k;
+}
+
+std::optional<std::string> validateOptions(const MockOptions& o) {
+  auto range = [](std::string_view name, long long v, long long lo, long long hi) -> std::optional<std::string> {
+    if (v >= lo && v <= hi) return std::nullopt;
+    return "--" + std::string(name) + " must be from " + std::to_string(lo) + " to " + std::to_string(hi) +
+           ", got " + std::to_string(v);
+  };
+  if (auto e = range("workers", o.workers, 0, 1024)) return e;
+  if (auto e = range("ttfb-ms", o.ttfb_ms, 0, kMaxKnobDelayMs)) return e;
+  if (auto e = range("chunks", o.chunks, 0, kMaxKnobChunks)) return e;
+  if (auto e = range("chunk-interval-ms", o.chunk_interval_ms, 0, kMaxKnobDelayMs)) return e;
+  if (auto e = range("fail-status", o.fail_status, 400, 599)) return e;
+  if (auto e = range("reset-after", o.reset_after, -1, kMaxKnobChunks)) return e;
+  if (!(o.fail_rate >= 0.0 && o.fail_rate <= 1.0))
+    return "--fail-rate must be from 0 to 1, got " + std::to_string(o.fail_rate);
+  return std::nullopt;
+}
+
+std::optional<std::string> applyKnobHeaders(const http::Request& req, MockKnobs& k) {
+  if (auto e = intHeader(req, "x-mock-ttfb-ms", 0, kMaxKnobDelayMs, k.ttfb_ms)) return e;
+  if (auto e = intHeader(req, "x-mock-chunks", 0, kMaxKnobChunks, k.chunks)) return e;
+  if (auto e = intHeader(req, "x-mock-chunk-interval-ms", 0, kMaxKnobDelayMs, k.chunk_interval_ms)) return e;
+  if (auto e = rateHeader(req, "x-mock-fail-rate", k.fail_rate)) return e;
+  if (auto e = intHeader(req, "x-mock-fail-status", 400, 599, k.fail_status)) return e;
+  if (auto e = intHeader(req, "x-mock-reset-after", -1, kMaxKnobChunks, k.reset_after)) return e;
+  int retry = -1;
+  if (auto e = intHeader(req, "x-mock-retry-after", 0, 86'400, retry)) return e;
+  if (retry >= 0) k.retry_after_s = retry;
+  if (auto it = req.find("x-mock-fail-body"); it != req.end()) k.fail_body = std::string(it->value());
+  if (auto it = req.find("x-mock-fail-key"); it != req.end()) k.fail_key = std::string(it->value());
+  if (auto e = intHeader(req, "x-mock-chunk-bytes", 0, 1 << 20, k.piece_bytes)) return e;
+  return std::nullopt;
+}
+
+}  // namespace sluice::mock

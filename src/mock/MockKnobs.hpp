@@ -1,0 +1,39 @@
+// MockKnobs: the behaviour of one mock answer (latency, chunking, failures), taken from the
+// process-wide MockOptions and overridden per request by x-mock-* headers. Pure; thread-safe.
+#pragma once
+#include "http/Server.hpp"
+#include "mock/MockServer.hpp"
+
+#include <optional>
+#include <string>
+
+namespace sluice::mock {
+
+inline constexpr int kMaxKnobChunks = 100'000;
+inline constexpr int kMaxKnobDelayMs = 600'000;
+
+struct MockKnobs {
+  int ttfb_ms = 0;
+  int chunks = 8;
+  int chunk_interval_ms = 0;
+  double fail_rate = 0.0;
+  int fail_status = 500;
+  int reset_after = -1;                   // break the connection after N content chunks; -1 = never
+  std::optional<int> retry_after_s;       // Retry-After on a failure
+  std::optional<std::string> fail_body;   // raw body of a failure, instead of the OpenAI error
+  std::optional<std::string> fail_key;    // fail only requests made with this upstream key
+  int piece_bytes = 0;                    // pad each content piece to this many bytes (0: natural)
+
+  static MockKnobs fromOptions(const MockOptions& o);
+};
+
+// Checks the process-wide options; returns a message naming the bad option, or nullopt.
+std::optional<std::string> validateOptions(const MockOptions& o);
+
+// Applies x-mock-ttfb-ms, x-mock-chunks, x-mock-chunk-interval-ms, x-mock-fail-rate,
+// x-mock-fail-status, x-mock-reset-after, x-mock-retry-after, x-mock-fail-body,
+// x-mock-fail-key, x-mock-chunk-bytes.
+// Returns a message naming the malformed header, or nullopt.
+std::optional<std::string> applyKnobHeaders(const http::Request& req, MockKnobs& k);
+
+}  // namespace sluice::mock

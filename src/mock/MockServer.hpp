@@ -1,0 +1,31 @@
+// The mock provider (`sluice mock`): a real HTTP server that speaks the providers' wire
+// formats, with knobs for latency, chunking and failures. Used by tests, benchmarks and the
+// demo; it must never be the bottleneck.
+#pragma once
+#include <string>
+
+#include "http/Server.hpp"
+
+namespace sluice::mock {
+
+struct MockOptions {
+  std::string listen = "127.0.0.1:9000";
+  int workers = 1;
+  int ttfb_ms = 0;             // delay before the response header / first chunk
+  int chunks = 8;              // content chunks in a streamed answer
+  int chunk_interval_ms = 0;   // delay between chunks
+  double fail_rate = 0.0;      // probability a request fails with fail_status
+  int fail_status = 500;
+  int reset_after = -1;        // close the connection after N chunks (mid-stream break); -1 = never
+  int shutdown_grace_ms = 2000;  // on SIGINT/SIGTERM: how long in-flight answers may take to finish
+};
+
+// Serves until SIGINT/SIGTERM. Prints "sluice mock listening on HOST:PORT" once bound.
+// Returns the process exit code: 0 after a clean stop, 1 when it cannot listen, 2 on bad options.
+int runMock(const MockOptions& options);
+
+// The mock's request handler alone, so another process can embed the mock: `sluice serve`
+// with the embedded default config runs one in-process. Honors every option but listen/workers.
+http::Handler makeHandler(const MockOptions& options);
+
+}  // namespace sluice::mock

@@ -1,0 +1,34 @@
+// MockService: the request handler of the mock provider. Routes by path to a wire format
+// (OpenAI today; Anthropic and Gemini slot in beside it), applies the knobs (latency, chunking,
+// failures, broken connections) and records what it received. One instance serves every
+// worker; handle() is safe to run concurrently on any number of threads.
+#pragma once
+#include "http/Server.hpp"
+#include "mock/MockKnobs.hpp"
+#include "mock/MockServer.hpp"
+#include "mock/MockStats.hpp"
+#include "mock/SseScript.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace sluice::mock {
+
+namespace net = boost::asio;
+
+class MockService {
+ public:
+  explicit MockService(MockOptions options) : options_(std::move(options)) {}
+
+  net::awaitable<void> handle(http::Request& req, http::Responder& r);
+
+  MockStats& stats() { return stats_; }
+
+ private:
+  net::awaitable<void> serveOpenAI(int endpoint, std::string_view model_id, http::Request& req, http::Responder& r);
+
+  MockOptions options_;
+  MockStats stats_;
+};
+
+}  // namespace sluice::mock

@@ -1,0 +1,55 @@
+// MockStats: what the mock received, for tests (GET /mock/stats, POST /mock/reset): request
+// counts by API key and by path, and the last request's headers and body.
+// Thread-safe: record() copies the request outside the lock and holds the mutex only for the
+// counter updates and a pointer swap.
+#pragma once
+#include <atomic>
+#include "http/Server.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace sluice::mock {
+
+class MockStats {
+ public:
+  static constexpr std::size_t kMaxStoredBody = 1 << 20;
+
+  struct Sample {
+    std::string method;
+    std::string path;
+    std::string key;  // empty when the request carried no key
+    std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
+    std::string body;
+    bool body_truncated = false;
+  };
+
+  // The key a request authenticates with: Authorization "Bearer KEY" (or its whole value for
+  // another scheme), else x-api-key, else x-goog-api-key, else the `key` query parameter.
+  static std::string requestKey(const http::Request& req);
+  static Sample sample(const http::Request& req);
+
+  void record(Sample&& s);
+  // How streams ended: written to the end, or cut short because the client went away.
+  void streamCompleted() { streams_completed_.fetch_add(1, std::memory_order_relaxed); }
+  void streamAborted() { streams_aborted_.fetch_add(1, std::memory_order_relaxed); }
+  void reset();
+  // {"requests":N,"by_key":{..},"by_path":{..},"last_request":{method,path,headers,body}|null}
+  std::string toJson() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::uint64_t requests_ = 0;
+  std::unordered_map<std::string, std::uint64_t> by_key_;
+  std::unordered_map<std::string, std::uint64_t> by_path_;
+  std::shared_ptr<const Sample> last_;
+  std::atomic<std::uint64_t> streams_completed_{0};
+  std::atomic<std::uint64_t> streams_aborted_{0};
+};
+
+}  // namespace sluice::mock

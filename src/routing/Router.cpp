@@ -1,0 +1,264 @@
+#include "routing/Router.hpp"
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+namespace sluice::routing {
+
+std::int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void KeyHealth::coolDown(std::int64_t until_ms, std::string why) {
+  std::int64_t cur = cooldown_until_ms.load();
+  while (cur < until_ms && !cooldown_until_ms.compare_exchange_weak(cur, until_ms)) {
+  }
+  std::lock_guard lk(mu);
+  reason = std::move(why);
+}
+
+void KeyHealth::disable(std::string why) {
+  disabled.store(true);
+  std::lock_guard lk(mu);
+  reason = std::move(why);
+}
+
+std::string KeyHealth::why() const {
+  std::lock_guard lk(mu);
+  return reason;
+}
+
+std::shared_ptr<ChannelHealth> HealthRegistry::channel(const std::string& name) {
+  std::lock_guard lk(mu_);
+  auto& p = channels_[name];
+  if (!p) p = std::make_shared<ChannelHealth>();
+  return p;
+}
+
+std::shared_ptr<KeyHealth> HealthRegistry::key(const std::string& channel, const std::string& secret) {
+  std::lock_guard lk(mu_);
+  auto& p = keys_[channel + '\n' + secret];
+  if (!p) p = std::make_shared<KeyHealth>();
+  return p;
+}
+
+bool globMatch(std::string_view pat, std::string_view s) {
+  std::size_t p = 0, i = 0, star = std::string_view::npos, mark = 0;
+  while (i < s.size()) {
+    if (p < pat.size() && (pat[p] == '?' || pat[p] == s[i])) {
+      ++p;
+      ++i;
+    } else if (p < pat.size() && pat[p] == '*') {
+      star = p++;
+      mark = i;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      i = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pat.size() && pat[p] == '*') ++p;
+  return p == pat.size();
+}
+
+std::string maskSecret(std::string_view secret) {
+  if (secret.empty()) return "(none)";
+  if (secret.size() < 12) return "***";
+  return std::string(secret.substr(0, 3)) + "..." + std::string(secret.substr(secret.size() - 4));
+}
+
+bool Channel::servesModel(std::string_view model) const {
+  for (const auto& m : cfg.models)
+    if (globMatch(m, model)) return true;
+  return false;
+}
+
+namespace {
+bool keyRequired(config::ChannelType t) {
+  return t == config::ChannelType::OpenAI || t == config::ChannelType::Anthropic ||
+         t == config::ChannelType::Gemini || t == config::ChannelType::Azure;
+}
+
+thread_local std::minstd_rand tRng{std::random_device{}()};
+}  // namespace
+
+Router::Router(std::shared_ptr<const config::Config> cfg, HealthRegistry& health) : cfg_(std::move(cfg)) {
+  for (const auto& cc : cfg_->channels) {
+    auto ch = std::make_unique<Channel>();
+    ch->cfg = cc;
+    ch->index = channels_.size();
+    auto err = upstream::parseBaseUrl(cc.base_url, ch->endpoint);
+    if (!err.empty()) throw config::ConfigError("channel " + cc.name + ": base_url: " + err, cc.line, 0);
+    ch->health = health.channel(cc.name);
+    std::size_t i = 0;
+    for (const auto& k : cc.keys) {
+      if (k.empty()) continue;
+      ch->keys.push_back(UpstreamKey{k, maskSecret(k) + "#" + std::to_string(i++), health.key(cc.name, k)});
+    }
+    if (ch->keys.empty() && !keyRequired(cc.type)) {
+      ch->keys.push_back(UpstreamKey{"", "(none)#0", health.key(cc.name, "")});
+    }
+    channels_.push_back(std::move(ch));
+  }
+}
+
+const Channel* Router::channelByName(std::string_view name) const {
+  for (const auto& c : channels_)
+    if (c->cfg.name == name) return c.get();
+  return nullptr;
+}
+
+std::vector<const Channel*> Router::candidates(std::string_view model, std::string& upstream_model) const {
+  std::vector<const Channel*> out;
+  upstream_model = std::string(model);
+  if (auto slash = model.find('/'); slash != std::string_view::npos) {
+    if (const Channel* pinned = channelByName(model.substr(0, slash))) {
+      auto rest = model.substr(slash + 1);
+      if (!pinned->keys.empty() && pinned->servesModel(rest)) {
+        upstream_model = std::string(rest);
+        out.push_back(pinned);
+      }
+      return out;
+    }
+  }
+  for (const auto& c : channels_)
+    if (!c->keys.empty() && c->servesModel(model)) out.push_back(c.get());
+  // Priority ascending; within one priority a weighted random order (weight 0 goes last).
+  std::vector<std::pair<double, const Channel*>> keyed;
+  keyed.reserve(out.size());
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (const auto* c : out) {
+    // Efraimidis-Spirakis: sorting by u^(1/w) descending is a weighted shuffle.
+    double k = c->cfg.weight > 0 ? std::pow(u(tRng), 1.0 / c->cfg.weight) : -1.0 + u(tRng) * 1e-3;
+    keyed.emplace_back(k, c);
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    if (a.second->cfg.priority != b.second->cfg.priority) return a.second->cfg.priority < b.second->cfg.priority;
+    return a.first > b.first;
+  });
+  for (std::size_t i = 0; i < keyed.size(); ++i) out[i] = keyed[i].second;
+  return out;
+}
+
+std::vector<std::string> Router::modelNames() const {
+  std::set<std::string> names;
+  for (const auto& c : channels_) {
+    if (c->keys.empty()) continue;
+    for (const auto& m : c->cfg.models) {
+      if (m.find_first_of("*?") != std::string::npos) continue;
+      names.insert(m);
+      names.insert(c->cfg.name + "/" + m);
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
+void Router::report(const Pick& p, Outcome o, int status, std::int64_t retry_after_ms, const std::string& why) const {
+  auto& ch = *p.channel->health;
+  auto& key = *p.key->health;
+  auto now = nowMs();
+  switch (o) {
+    case Outcome::Success:
+    case Outcome::ClientError:
+      if (o == Outcome::Success) key.successes.fetch_add(1, std::memory_order_relaxed);
+      ch.consecutive_failures.store(0, std::memory_order_relaxed);
+      if (ch.open_until_ms.load(std::memory_order_relaxed) != 0) ch.open_until_ms.store(0);
+      if (p.probe) ch.probing.store(false);
+      break;
+    case Outcome::ChannelFailure: {
+      key.failures.fetch_add(1, std::memory_order_relaxed);
+      int n = ch.consecutive_failures.fetch_add(1) + 1;
+      if (p.probe || n >= cfg_->routing.breaker_failures) {
+        ch.open_until_ms.store(now + cfg_->routing.breaker_cooldown.count());
+      }
+      if (p.probe) ch.probing.store(false);
+      break;
+    }
+    case Outcome::KeyFailure:
+      key.failures.fetch_add(1, std::memory_order_relaxed);
+      if (status == 401 || status == 403) {
+        key.disable("upstream answered " + std::to_string(status) + ": " + why);
+      } else {
+        auto d = retry_after_ms > 0 ? retry_after_ms : cfg_->routing.cooldown_default.count();
+        key.coolDown(now + d, "upstream answered " + std::to_string(status) + ": " + why);
+      }
+      if (p.probe) ch.probing.store(false);
+      break;
+  }
+}
+
+// ---------------------------------------------------------------- Attempts
+
+Attempts::Attempts(const Router& router, std::vector<const Channel*> candidates)
+    : router_(router), candidates_(std::move(candidates)), channel_excluded_(candidates_.size(), 0) {}
+
+bool Attempts::anyChannelLeft() const {
+  return std::find(channel_excluded_.begin(), channel_excluded_.end(), 0) != channel_excluded_.end();
+}
+
+Pick Attempts::next(std::int64_t& retry_after_ms) {
+  auto now = nowMs();
+  retry_after_ms = 0;
+  auto pickKey = [&](const Channel* ch) -> const UpstreamKey* {
+    auto n = ch->keys.size();
+    auto start = ch->health->next_key.fetch_add(1, std::memory_order_relaxed);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& k = ch->keys[(start + i) % n];
+      bool tried = std::any_of(tried_.begin(), tried_.end(),
+                               [&](const auto& t) { return t.first == ch && t.second == &k; });
+      if (tried) continue;
+      if (!k.health->available(now)) {
+        auto until = k.health->cooldown_until_ms.load(std::memory_order_relaxed);
+        if (!k.health->disabled.load() && until > now && (retry_after_ms == 0 || until - now < retry_after_ms))
+          retry_after_ms = until - now;
+        continue;
+      }
+      return &k;
+    }
+    return nullptr;
+  };
+  // Pass 1: closed breakers, or a half-open one whose probe we win.
+  for (std::size_t i = 0; i < candidates_.size(); ++i) {
+    if (channel_excluded_[i]) continue;
+    const Channel* ch = candidates_[i];
+    auto open_until = ch->health->open_until_ms.load(std::memory_order_relaxed);
+    bool probe = false;
+    if (open_until != 0) {
+      if (open_until > now) continue;
+      bool expected = false;
+      if (!ch->health->probing.compare_exchange_strong(expected, true)) continue;
+      probe = true;
+    }
+    if (const auto* k = pickKey(ch)) {
+      tried_.emplace_back(ch, k);
+      return Pick{ch, k, probe};
+    }
+    if (probe) ch->health->probing.store(false);
+  }
+  // Pass 2: nothing healthy is left, so rather than lose the request, try channels whose
+  // breaker is open anyway.
+  for (std::size_t i = 0; i < candidates_.size(); ++i) {
+    if (channel_excluded_[i]) continue;
+    if (const auto* k = pickKey(candidates_[i])) {
+      tried_.emplace_back(candidates_[i], k);
+      return Pick{candidates_[i], k, false};
+    }
+  }
+  return Pick{};
+}
+
+void Attempts::failed(const Pick& p, Outcome o) {
+  if (o != Outcome::ChannelFailure) return;
+  // A channel-level failure: prefer other channels; come back to this one's other keys only
+  // when no other channel is left.
+  for (std::size_t i = 0; i < candidates_.size(); ++i)
+    if (candidates_[i] == p.channel) channel_excluded_[i] = 1;
+  // Every channel has failed once: their untried keys are all that is left (the tried set
+  // keeps a failed key from being picked twice).
+  if (!anyChannelLeft()) std::fill(channel_excluded_.begin(), channel_excluded_.end(), 0);
+}
+
+}  // namespace sluice::routing

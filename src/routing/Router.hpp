@@ -1,0 +1,130 @@
+// Routing: which channel and which upstream key serve a request.
+//  - Router is built once per config snapshot (immutable; any thread may use it).
+//  - Key and channel health (cool-downs, disables, breakers) lives in HealthRegistry, which
+//    outlives snapshots so a reload keeps what was learned; all of it is atomics.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "config/Config.hpp"
+#include "upstream/Client.hpp"
+
+namespace sluice::routing {
+
+std::int64_t nowMs();  // steady clock, milliseconds
+
+struct KeyHealth {
+  std::atomic<std::int64_t> cooldown_until_ms{0};
+  std::atomic<bool> disabled{false};
+  std::atomic<std::uint64_t> successes{0};
+  std::atomic<std::uint64_t> failures{0};
+  mutable std::mutex mu;  // guards reason only (rare writes)
+  std::string reason;
+
+  bool available(std::int64_t now) const {
+    return !disabled.load(std::memory_order_relaxed) && cooldown_until_ms.load(std::memory_order_relaxed) <= now;
+  }
+  void coolDown(std::int64_t until_ms, std::string why);
+  void disable(std::string why);
+  std::string why() const;
+};
+
+struct ChannelHealth {
+  std::atomic<int> consecutive_failures{0};
+  std::atomic<std::int64_t> open_until_ms{0};  // breaker open while now < this
+  std::atomic<bool> probing{false};            // a half-open probe is in flight
+  std::atomic<std::uint32_t> next_key{0};      // round-robin cursor
+};
+
+class HealthRegistry {
+ public:
+  std::shared_ptr<ChannelHealth> channel(const std::string& name);
+  std::shared_ptr<KeyHealth> key(const std::string& channel, const std::string& secret);
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<ChannelHealth>> channels_;
+  std::unordered_map<std::string, std::shared_ptr<KeyHealth>> keys_;
+};
+
+struct UpstreamKey {
+  std::string secret;
+  std::string id;  // masked, safe to log: "sk-...ab12#0"
+  std::shared_ptr<KeyHealth> health;
+};
+
+struct Channel {
+  config::ChannelConfig cfg;
+  upstream::Endpoint endpoint;
+  std::vector<UpstreamKey> keys;
+  std::shared_ptr<ChannelHealth> health;
+  std::size_t index = 0;
+
+  bool servesModel(std::string_view model) const;
+};
+
+// Glob match with * and ?.
+bool globMatch(std::string_view pattern, std::string_view s);
+std::string maskSecret(std::string_view secret);
+
+// One request's walk over candidates: an iterator plus a tried set (failover habit).
+class Attempts;
+
+enum class Outcome {
+  Success,
+  ChannelFailure,  // connect error, timeout, 5xx: try another channel first
+  KeyFailure,      // 429, 401, 403: try another key
+  ClientError,     // upstream rejected the request itself: no retry
+};
+
+class Router {
+ public:
+  Router(std::shared_ptr<const config::Config> cfg, HealthRegistry& health);
+
+  const config::Config& config() const { return *cfg_; }
+  const std::vector<std::unique_ptr<Channel>>& channels() const { return channels_; }
+  // Channels serving `model` in try-order: priority ascending, weighted shuffle within a
+  // priority. A "CHANNEL/MODEL" name pins the channel; upstream_model gets the name to send.
+  std::vector<const Channel*> candidates(std::string_view model, std::string& upstream_model) const;
+  // Every model name a client can ask for (the channels' exact names, and CHANNEL/MODEL).
+  std::vector<std::string> modelNames() const;
+  const Channel* channelByName(std::string_view name) const;
+
+  // Health feedback after an attempt.
+  void report(const struct Pick& p, Outcome o, int status, std::int64_t retry_after_ms, const std::string& why) const;
+
+ private:
+  std::shared_ptr<const config::Config> cfg_;
+  std::vector<std::unique_ptr<Channel>> channels_;
+};
+
+struct Pick {
+  const Channel* channel = nullptr;
+  const UpstreamKey* key = nullptr;
+  bool probe = false;  // this attempt is the half-open probe of an open breaker
+};
+
+class Attempts {
+ public:
+  Attempts(const Router& router, std::vector<const Channel*> candidates);
+  // Next (channel, key) to try, or channel == nullptr when nothing is left.
+  // `retry_after_ms` is set to the soonest cool-down end when keys exist but all cool down.
+  Pick next(std::int64_t& retry_after_ms);
+  void failed(const Pick& p, Outcome o);
+
+ private:
+  const Router& router_;
+  std::vector<const Channel*> candidates_;
+  std::vector<char> channel_excluded_;
+  std::vector<std::pair<const Channel*, const UpstreamKey*>> tried_;
+  bool anyChannelLeft() const;
+};
+
+}  // namespace sluice::routing

@@ -1,0 +1,237 @@
+#include "upstream/Client.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/url/parse.hpp>
+#include <sys/socket.h>
+
+#include <openssl/ssl.h>
+
+namespace sluice::upstream {
+
+namespace {
+constexpr auto kTuple = net::as_tuple(net::use_awaitable);
+}
+
+std::string parseBaseUrl(const std::string& url, Endpoint& out) {
+  auto r = boost::urls::parse_absolute_uri(url);
+  if (!r) return "not an absolute URL: " + r.error().message();
+  auto scheme = r->scheme();
+  if (scheme == "https") {
+    out.tls = true;
+  } else if (scheme == "http") {
+    out.tls = false;
+  } else {
+    return "scheme must be http or https, got \"" + std::string(scheme) + "\"";
+  }
+  out.host = std::string(r->host_address());
+  if (out.host.empty()) return "missing host";
+  if (r->has_port()) {
+    auto p = r->port_number();
+    if (p == 0) return "invalid port";
+    out.port = p;
+  } else {
+    out.port = out.tls ? 443 : 80;
+  }
+  std::string path = std::string(r->encoded_path());
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  out.base_path = path;
+  bool v6 = r->host_type() == boost::urls::host_type::ipv6;
+  std::string h = v6 ? "[" + out.host + "]" : out.host;
+  bool defaultPort = (out.tls && out.port == 443) || (!out.tls && out.port == 80);
+  out.host_header = defaultPort ? h : h + ":" + std::to_string(out.port);
+  out.pool_key = std::string(scheme) + "://" + h + ":" + std::to_string(out.port);
+  return {};
+}
+
+ssl::context makeClientTlsContext() {
+  ssl::context ctx(ssl::context::tls_client);
+  ctx.set_default_verify_paths();
+  ctx.set_verify_mode(ssl::verify_peer);
+  ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                  ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+  return ctx;
+}
+
+// ---------------------------------------------------------------- Connection
+
+Connection::Connection(net::io_context& ioc, ssl::context* tls_ctx, std::string pool_key)
+    : stream_(tls_ctx ? decltype(stream_){std::in_place_index<1>, ioc, *tls_ctx}
+                      : decltype(stream_){std::in_place_index<0>, ioc}),
+      pool_key_(std::move(pool_key)) {
+  // Beast reads into whatever capacity the buffer has (512 bytes when empty): one read per
+  // SSE event instead of one per 512 bytes needs room up front.
+  buffer_.reserve(kReadBuffer);
+}
+
+Connection::~Connection() = default;
+
+beast::tcp_stream& Connection::tcpStream() {
+  if (auto* s = std::get_if<0>(&stream_)) return *s;
+  return std::get<1>(stream_).next_layer();
+}
+
+net::awaitable<beast::error_code> Connection::connect(const std::vector<tcp::endpoint>& eps, const Endpoint& ep,
+                                                      Millis timeout) {
+  auto& tcps = tcpStream();
+  tcps.expires_after(timeout);
+  auto [ec, chosen] = co_await tcps.async_connect(eps, kTuple);
+  if (ec) co_return ec;
+  beast::error_code ignored;
+  tcps.socket().set_option(tcp::no_delay(true), ignored);
+  if (auto* s = std::get_if<1>(&stream_)) {
+    if (!SSL_set_tlsext_host_name(s->native_handle(), ep.host.c_str())) {
+      co_return beast::error_code(static_cast<int>(::ERR_get_error()), net::error::get_ssl_category());
+    }
+    s->set_verify_callback(ssl::host_name_verification(ep.host));
+    auto [hec] = co_await s->async_handshake(ssl::stream_base::client, kTuple);
+    if (hec) co_return hec;
+  }
+  tcps.expires_never();
+  co_return beast::error_code{};
+}
+
+net::awaitable<beast::error_code> Connection::write(bhttp::request<bhttp::string_body>& req, Millis timeout) {
+  tcpStream().expires_after(timeout);
+  beast::error_code ec;
+  if (auto* s = std::get_if<0>(&stream_)) {
+    auto [e, n] = co_await bhttp::async_write(*s, req, kTuple);
+    ec = e;
+  } else {
+    auto [e, n] = co_await bhttp::async_write(std::get<1>(stream_), req, kTuple);
+    ec = e;
+  }
+  co_return ec;
+}
+
+net::awaitable<beast::error_code> Connection::writeRaw(std::string_view head, std::string_view body,
+                                                       Millis timeout) {
+  tcpStream().expires_after(timeout);
+  std::array<net::const_buffer, 2> bufs{net::buffer(head), net::buffer(body)};
+  beast::error_code ec;
+  if (auto* s = std::get_if<0>(&stream_)) {
+    auto [e, n] = co_await net::async_write(*s, bufs, kTuple);
+    ec = e;
+  } else {
+    auto [e, n] = co_await net::async_write(std::get<1>(stream_), bufs, kTuple);
+    ec = e;
+  }
+  co_return ec;
+}
+
+net::awaitable<beast::error_code> Connection::readHeader(ResponseParser& p, Millis timeout) {
+  tcpStream().expires_after(timeout);
+  beast::error_code ec;
+  if (auto* s = std::get_if<0>(&stream_)) {
+    auto [e, n] = co_await bhttp::async_read_header(*s, buffer_, p, kTuple);
+    ec = e;
+  } else {
+    auto [e, n] = co_await bhttp::async_read_header(std::get<1>(stream_), buffer_, p, kTuple);
+    ec = e;
+  }
+  co_return ec;
+}
+
+net::awaitable<std::pair<beast::error_code, std::size_t>> Connection::readBody(ResponseParser& p, char* buf,
+                                                                              std::size_t cap, Millis timeout) {
+  tcpStream().expires_after(timeout);
+  std::size_t got = 0;
+  while (got == 0 && !p.is_done()) {
+    p.get().body().data = buf;
+    p.get().body().size = cap;
+    beast::error_code ec;
+    if (auto* s = std::get_if<0>(&stream_)) {
+      auto [e, n] = co_await bhttp::async_read_some(*s, buffer_, p, kTuple);
+      ec = e;
+    } else {
+      auto [e, n] = co_await bhttp::async_read_some(std::get<1>(stream_), buffer_, p, kTuple);
+      ec = e;
+    }
+    got = cap - p.get().body().size;
+    if (ec == bhttp::error::need_buffer) ec = {};
+    if (ec) co_return std::pair{ec, got};
+  }
+  co_return std::pair{beast::error_code{}, got};
+}
+
+void Connection::close() {
+  beast::error_code ec;
+  tcpStream().socket().shutdown(tcp::socket::shutdown_both, ec);
+  tcpStream().close();
+}
+
+bool Connection::looksAlive() {
+  // No syscall here: a connection the provider closed while idle fails on first use, and the
+  // proxy retries that once on a fresh connection.
+  return buffer_.size() == 0 && tcpStream().socket().is_open();
+}
+
+// ---------------------------------------------------------------- Pool
+
+Pool::Pool(net::io_context& ioc, ssl::context& tls_ctx) : ioc_(ioc), tls_ctx_(tls_ctx), resolver_(ioc) {}
+
+std::size_t Pool::idleCount() const {
+  std::size_t n = 0;
+  for (const auto& [k, v] : idle_) n += v.size();
+  return n;
+}
+
+net::awaitable<std::pair<beast::error_code, std::vector<tcp::endpoint>>> Pool::resolve(const Endpoint& ep) {
+  beast::error_code ec;
+  auto addr = net::ip::make_address(ep.host, ec);
+  if (!ec) co_return std::pair{beast::error_code{}, std::vector<tcp::endpoint>{{addr, ep.port}}};
+  auto now = std::chrono::steady_clock::now();
+  auto key = ep.host + ":" + std::to_string(ep.port);
+  if (auto it = dns_.find(key); it != dns_.end() && it->second.expires > now) co_return std::pair{beast::error_code{}, it->second.eps};
+  // Asio resolves on its own background thread, so the worker never blocks on DNS.
+  auto [rec, results] = co_await resolver_.async_resolve(ep.host, std::to_string(ep.port), kTuple);
+  if (rec) co_return std::pair{rec, std::vector<tcp::endpoint>{}};
+  std::vector<tcp::endpoint> eps;
+  for (const auto& r : results) eps.push_back(r.endpoint());
+  dns_[key] = DnsEntry{eps, now + std::chrono::seconds(30)};
+  co_return std::pair{beast::error_code{}, std::move(eps)};
+}
+
+net::awaitable<std::pair<beast::error_code, std::unique_ptr<Connection>>> Pool::acquire(const Endpoint& ep,
+                                                                                       Millis connect_timeout,
+                                                                                       bool allow_reuse) {
+  if (allow_reuse) {
+    auto it = idle_.find(ep.pool_key);
+    if (it != idle_.end()) {
+      auto& list = it->second;
+      auto now = std::chrono::steady_clock::now();
+      while (!list.empty()) {
+        auto c = std::move(list.back());
+        list.pop_back();
+        if (now - c->idle_since < kIdleTtl && c->looksAlive()) {
+          c->reused = true;
+          co_return std::pair{beast::error_code{}, std::move(c)};
+        }
+        c->close();
+      }
+    }
+  }
+  auto [rec, eps] = co_await resolve(ep);
+  if (rec) co_return std::pair{rec, std::unique_ptr<Connection>{}};
+  auto c = std::make_unique<Connection>(ioc_, ep.tls ? &tls_ctx_ : nullptr, ep.pool_key);
+  auto ec = co_await c->connect(eps, ep, connect_timeout);
+  if (ec) co_return std::pair{ec, std::unique_ptr<Connection>{}};
+  co_return std::pair{beast::error_code{}, std::move(c)};
+}
+
+void Pool::release(std::unique_ptr<Connection> c) {
+  auto& list = idle_[c->poolKey()];
+  if (list.size() >= kMaxIdlePerHost) {
+    c->close();
+    return;
+  }
+  c->idle_since = std::chrono::steady_clock::now();
+  list.push_back(std::move(c));
+}
+
+}  // namespace sluice::upstream

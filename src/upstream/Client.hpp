@@ -1,0 +1,106 @@
+// Upstream client: parsed endpoints, pooled keep-alive connections (plain or TLS) and
+// deadline-bounded exchanges. A Pool belongs to one worker thread and is not thread-safe.
+#pragma once
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace sluice::upstream {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace ssl = boost::asio::ssl;
+using tcp = net::ip::tcp;
+using Millis = std::chrono::milliseconds;
+using ResponseParser = bhttp::response_parser<bhttp::buffer_body>;
+
+// Where a channel's requests go, parsed once from base_url when the config snapshot is built.
+struct Endpoint {
+  bool tls = false;
+  std::string host;       // as in the URL (brackets stripped for IPv6)
+  std::uint16_t port = 0;
+  std::string base_path;  // without a trailing slash, e.g. "/v1"
+  std::string host_header;
+  std::string pool_key;   // scheme://host:port
+};
+// Returns an empty string on success, else what is wrong with the URL.
+std::string parseBaseUrl(const std::string& url, Endpoint& out);
+
+class Connection {
+ public:
+  Connection(net::io_context& ioc, ssl::context* tls_ctx, std::string pool_key);
+  ~Connection();
+
+  net::awaitable<beast::error_code> connect(const std::vector<tcp::endpoint>& eps, const Endpoint& ep,
+                                            Millis timeout);
+  net::awaitable<beast::error_code> write(bhttp::request<bhttp::string_body>& req, Millis timeout);
+  // Writes a request already formatted: `head` ends with the blank line, `body` follows.
+  net::awaitable<beast::error_code> writeRaw(std::string_view head, std::string_view body, Millis timeout);
+  net::awaitable<beast::error_code> readHeader(ResponseParser& p, Millis timeout);
+  // Reads at most `cap` decoded body bytes into buf; returns as soon as any arrive or the
+  // message is complete (then n may be 0 and p.is_done()).
+  net::awaitable<std::pair<beast::error_code, std::size_t>> readBody(ResponseParser& p, char* buf,
+                                                                    std::size_t cap, Millis timeout);
+  void close();
+  // False when the idle connection is known to be unusable.
+  bool looksAlive();
+
+  const std::string& poolKey() const { return pool_key_; }
+  static constexpr std::size_t kReadBuffer = 32u * 1024;
+  bool reused = false;
+  std::chrono::steady_clock::time_point idle_since{};
+
+ private:
+  beast::tcp_stream& tcpStream();
+  std::variant<beast::tcp_stream, beast::ssl_stream<beast::tcp_stream>> stream_;
+  beast::flat_buffer buffer_;
+  std::string pool_key_;
+};
+
+class Pool {
+ public:
+  Pool(net::io_context& ioc, ssl::context& tls_ctx);
+  // A connected connection: an idle pooled one when available, else a new one.
+  net::awaitable<std::pair<beast::error_code, std::unique_ptr<Connection>>> acquire(const Endpoint& ep,
+                                                                                   Millis connect_timeout,
+                                                                                   bool allow_reuse = true);
+  // Returns a connection whose last response was read completely and may be reused.
+  void release(std::unique_ptr<Connection> c);
+  std::size_t idleCount() const;
+
+  static constexpr std::size_t kMaxIdlePerHost = 256;
+  static constexpr Millis kIdleTtl{30'000};
+
+ private:
+  net::awaitable<std::pair<beast::error_code, std::vector<tcp::endpoint>>> resolve(const Endpoint& ep);
+  struct DnsEntry {
+    std::vector<tcp::endpoint> eps;
+    std::chrono::steady_clock::time_point expires;
+  };
+  net::io_context& ioc_;
+  ssl::context& tls_ctx_;
+  tcp::resolver resolver_;
+  std::unordered_map<std::string, std::vector<std::unique_ptr<Connection>>> idle_;
+  std::unordered_map<std::string, DnsEntry> dns_;
+};
+
+// The process-wide client TLS context: system trust store, peer verification on.
+ssl::context makeClientTlsContext();
+
+}  // namespace sluice::upstream

@@ -1,0 +1,651 @@
+#include "config/Config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "config/Scalars.hpp"
+
+namespace sluice::config {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Sets an environment variable for the life of the object.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value != nullptr) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+std::shared_ptr<const Config> parse(const std::string& yaml) { return parseConfig(yaml, "t.yaml"); }
+
+struct Failure {
+  std::string what;
+  int line = -1;
+  int column = -1;
+};
+
+Failure failure(const std::string& yaml) {
+  try {
+    parse(yaml);
+  } catch (const ConfigError& e) {
+    return {e.what(), e.line(), e.column()};
+  }
+  ADD_FAILURE() << "expected a ConfigError for:\n" << yaml;
+  return {};
+}
+
+// Line 1 is "channels:", the channel's mapping starts on line 2.
+std::string channel(const std::string& extra_lines, const std::string& name = "a") {
+  return "channels:\n"
+         "  - name: " + name + "\n"
+         "    type: openai\n"
+         "    base_url: https://api.openai.com/v1\n"
+         "    models: [gpt-4o-mini]\n" + extra_lines;
+}
+
+TEST(ConfigDefaults, EmptyDocumentGivesDefaults) {
+  for (const char* text : {"", "\n", "# only a comment\n", "---\n", "server:\n"}) {
+    const auto c = parse(text);
+    EXPECT_EQ(c->server.listen, "127.0.0.1:8080") << text;
+    EXPECT_EQ(c->server.workers, 0);
+    EXPECT_EQ(c->server.max_body_bytes, 32u << 20);
+    EXPECT_EQ(c->server.max_header_bytes, 64u * 1024);
+    EXPECT_EQ(c->server.header_timeout, milliseconds(10'000));
+    EXPECT_EQ(c->server.keepalive_timeout, milliseconds(75'000));
+    EXPECT_EQ(c->server.shutdown_grace, milliseconds(15'000));
+    EXPECT_EQ(c->auth.master_key, "");
+    EXPECT_EQ(c->store.url, "sqlite://./sluice.db");
+    EXPECT_EQ(c->redis.url, "");
+    EXPECT_EQ(c->routing.max_retries, 2);
+    EXPECT_EQ(c->routing.timeouts.connect, milliseconds(5'000));
+    EXPECT_EQ(c->routing.timeouts.first_byte, milliseconds(60'000));
+    EXPECT_EQ(c->routing.timeouts.idle, milliseconds(60'000));
+    EXPECT_EQ(c->routing.timeouts.total, milliseconds(600'000));
+    EXPECT_EQ(c->routing.cooldown_default, milliseconds(30'000));
+    EXPECT_EQ(c->routing.breaker_failures, 5);
+    EXPECT_EQ(c->routing.breaker_cooldown, milliseconds(30'000));
+    EXPECT_TRUE(c->channels.empty());
+    EXPECT_EQ(c->source_path, "");
+  }
+}
+
+constexpr const char* kDesignExample = R"(server:
+  listen: "127.0.0.1:8080"
+  workers: 0                 # 0 = one per core
+auth:
+  master_key: "${SLUICE_MASTER_KEY}"
+store:
+  url: "sqlite://./sluice.db"   # or postgres://user:pass@host:5432/db
+redis:
+  url: ""                       # redis://127.0.0.1:6379 to share state between instances
+routing:
+  max_retries: 2
+  timeouts: {connect: 5s, first_byte: 60s, idle: 60s, total: 600s}
+channels:
+  - name: openai
+    type: openai                # openai | anthropic | gemini | azure | openai-compatible | mock
+    base_url: "https://api.openai.com/v1"   # the API root as the provider's official SDK takes it:
+                                          # https://api.anthropic.com, https://generativelanguage.googleapis.com
+    keys: ["${OPENAI_API_KEY}"]
+    models: ["gpt-4o-mini", "gpt-4.1*"]
+    priority: 1                 # lower is tried first; equal priorities share by weight
+    weight: 1
+)";
+
+TEST(ConfigParse, DesignExample) {
+  ScopedEnv master("SLUICE_MASTER_KEY", "sk-master-0123456789");
+  ScopedEnv openai("OPENAI_API_KEY", "sk-openai-abcdef");
+  const auto c = parse(kDesignExample);
+  EXPECT_EQ(c->server.listen, "127.0.0.1:8080");
+  EXPECT_EQ(c->auth.master_key, "sk-master-0123456789");
+  EXPECT_EQ(c->store.url, "sqlite://./sluice.db");
+  EXPECT_EQ(c->redis.url, "");
+  EXPECT_EQ(c->routing.max_retries, 2);
+  EXPECT_EQ(c->routing.timeouts.connect, milliseconds(5'000));
+  EXPECT_EQ(c->routing.timeouts.total, milliseconds(600'000));
+  ASSERT_EQ(c->channels.size(), 1u);
+  const auto& ch = c->channels[0];
+  EXPECT_EQ(ch.name, "openai");
+  EXPECT_EQ(ch.type, ChannelType::OpenAI);
+  EXPECT_EQ(ch.base_url, "https://api.openai.com/v1");
+  EXPECT_EQ(ch.keys, std::vector<std::string>{"sk-openai-abcdef"});
+  EXPECT_EQ(ch.models, (std::vector<std::string>{"gpt-4o-mini", "gpt-4.1*"}));
+  EXPECT_EQ(ch.priority, 1);
+  EXPECT_EQ(ch.weight, 1);
+  EXPECT_EQ(ch.line, 14);
+}
+
+TEST(ConfigParse, DesignExampleWithoutEnvDropsTheEmptyKey) {
+  ScopedEnv master("SLUICE_MASTER_KEY", nullptr);
+  ScopedEnv openai("OPENAI_API_KEY", nullptr);
+  const auto c = parse(kDesignExample);
+  EXPECT_EQ(c->auth.master_key, "");
+  EXPECT_TRUE(c->channels.at(0).keys.empty());
+}
+
+TEST(ConfigParse, EveryFieldSet) {
+  const auto c = parse(R"(server:
+  listen: "[::1]:0"
+  workers: 4
+  max_body_bytes: 1MB
+  max_header_bytes: 16KiB
+  header_timeout: 2s
+  keepalive_timeout: 1m
+  shutdown_grace: 0
+auth: {master_key: sk-admin-123456}
+store: {url: "postgres://u:p@db:5432/sluice"}
+redis: {url: "redis://127.0.0.1:6379"}
+routing:
+  max_retries: 0
+  timeouts: {connect: 250ms, first_byte: 1m30s, idle: 1.5s, total: 1h}
+  cooldown_default: 10s
+  breaker_failures: 3
+  breaker_cooldown: 45
+channels:
+  - name: claude
+    type: anthropic
+    base_url: https://api.anthropic.com/
+    keys: [k1, k2]
+    models: ["claude-*"]
+    priority: -1
+    weight: 0
+    headers: {anthropic-beta: tools-2024, X-Extra: "1"}
+  - name: local.mock_1
+    type: mock
+    base_url: http://127.0.0.1:9999
+    models: ["*"]
+)");
+  EXPECT_EQ(c->server.listen, "[::1]:0");
+  EXPECT_EQ(c->server.workers, 4);
+  EXPECT_EQ(c->server.max_body_bytes, 1'000'000u);
+  EXPECT_EQ(c->server.max_header_bytes, 16u * 1024);
+  EXPECT_EQ(c->server.header_timeout, milliseconds(2'000));
+  EXPECT_EQ(c->server.keepalive_timeout, milliseconds(60'000));
+  EXPECT_EQ(c->server.shutdown_grace, milliseconds(0));
+  EXPECT_EQ(c->auth.master_key, "sk-admin-123456");
+  EXPECT_EQ(c->store.url, "postgres://u:p@db:5432/sluice");
+  EXPECT_EQ(c->redis.url, "redis://127.0.0.1:6379");
+  EXPECT_EQ(c->routing.max_retries, 0);
+  EXPECT_EQ(c->routing.timeouts.connect, milliseconds(250));
+  EXPECT_EQ(c->routing.timeouts.first_byte, milliseconds(90'000));
+  EXPECT_EQ(c->routing.timeouts.idle, milliseconds(1'500));
+  EXPECT_EQ(c->routing.timeouts.total, milliseconds(3'600'000));
+  EXPECT_EQ(c->routing.cooldown_default, milliseconds(10'000));
+  EXPECT_EQ(c->routing.breaker_failures, 3);
+  EXPECT_EQ(c->routing.breaker_cooldown, milliseconds(45'000));
+  ASSERT_EQ(c->channels.size(), 2u);
+  EXPECT_EQ(c->channels[0].type, ChannelType::Anthropic);
+  EXPECT_EQ(c->channels[0].base_url, "https://api.anthropic.com");  // trailing '/' dropped
+  EXPECT_EQ(c->channels[0].keys, (std::vector<std::string>{"k1", "k2"}));
+  EXPECT_EQ(c->channels[0].priority, -1);
+  EXPECT_EQ(c->channels[0].weight, 0);
+  EXPECT_EQ(c->channels[0].headers.at("anthropic-beta"), "tools-2024");
+  EXPECT_EQ(c->channels[0].headers.at("X-Extra"), "1");
+  EXPECT_EQ(c->channels[0].line, 19);
+  EXPECT_EQ(c->channels[1].name, "local.mock_1");
+  EXPECT_EQ(c->channels[1].type, ChannelType::Mock);
+  EXPECT_TRUE(c->channels[1].keys.empty());
+  EXPECT_EQ(c->channels[1].line, 27);
+}
+
+TEST(ConfigParse, ChannelTypesRoundTrip) {
+  for (auto t : {ChannelType::OpenAI, ChannelType::Anthropic, ChannelType::Gemini, ChannelType::Azure,
+                 ChannelType::OpenAICompatible, ChannelType::Mock}) {
+    EXPECT_EQ(parseChannelType(channelTypeName(t)), t);
+  }
+  EXPECT_STREQ(channelTypeName(ChannelType::OpenAICompatible), "openai-compatible");
+  EXPECT_FALSE(parseChannelType("OpenAI").has_value());
+}
+
+// ---- interpolation ----
+
+TEST(ConfigInterpolation, VariablesDefaultsAndEscapes) {
+  ScopedEnv a("SLUICE_T_A", "alpha");
+  ScopedEnv empty("SLUICE_T_EMPTY", "");
+  ScopedEnv unset("SLUICE_T_UNSET", nullptr);
+  EXPECT_EQ(expandEnv("${SLUICE_T_A}"), "alpha");
+  EXPECT_EQ(expandEnv("x-${SLUICE_T_A}-y"), "x-alpha-y");
+  EXPECT_EQ(expandEnv("${SLUICE_T_UNSET}"), "");
+  EXPECT_EQ(expandEnv("${SLUICE_T_UNSET:-dflt}"), "dflt");
+  EXPECT_EQ(expandEnv("${SLUICE_T_EMPTY:-dflt}"), "dflt");  // shell semantics: empty counts as unset
+  EXPECT_EQ(expandEnv("${SLUICE_T_A:-dflt}"), "alpha");
+  EXPECT_EQ(expandEnv("${SLUICE_T_UNSET:-}"), "");
+  EXPECT_EQ(expandEnv("${SLUICE_T_UNSET:-${SLUICE_T_A}}"), "alpha");  // nested default
+  EXPECT_EQ(expandEnv("${SLUICE_T_UNSET:-http://h:1/p}"), "http://h:1/p");
+  EXPECT_EQ(expandEnv("$${SLUICE_T_A}"), "${SLUICE_T_A}");
+  EXPECT_EQ(expandEnv("a$$b"), "a$b");
+  EXPECT_EQ(expandEnv("cost $5 $"), "cost $5 $");  // a lone '$' stays
+}
+
+TEST(ConfigInterpolation, EnvValuesAreNotExpandedAgain) {
+  ScopedEnv a("SLUICE_T_A", "${SLUICE_T_B}$$");
+  ScopedEnv b("SLUICE_T_B", "nope");
+  EXPECT_EQ(expandEnv("${SLUICE_T_A}"), "${SLUICE_T_B}$$");
+}
+
+TEST(ConfigInterpolation, MalformedReferences) {
+  EXPECT_THROW(expandEnv("${SLUICE_T_A"), std::invalid_argument);
+  EXPECT_THROW(expandEnv("${}"), std::invalid_argument);
+  EXPECT_THROW(expandEnv("${1ABC}"), std::invalid_argument);
+  EXPECT_THROW(expandEnv("${A-B}"), std::invalid_argument);
+  EXPECT_THROW(expandEnv("${A:?msg}"), std::invalid_argument);
+}
+
+TEST(ConfigInterpolation, AppliesToEveryScalarValue) {
+  ScopedEnv workers("SLUICE_T_WORKERS", "3");
+  ScopedEnv key("SLUICE_T_KEY", "sk-from-env-1234");
+  ScopedEnv url("SLUICE_T_URL", "http://127.0.0.1:7777/v1");
+  ScopedEnv unset("SLUICE_T_UNSET", nullptr);
+  const auto c = parse(R"(server:
+  listen: "127.0.0.1:${SLUICE_T_PORT:-9090}"
+  workers: ${SLUICE_T_WORKERS}
+routing:
+  timeouts: {total: "${SLUICE_T_UNSET:-2m}"}
+channels:
+  - name: m
+    type: mock
+    base_url: ${SLUICE_T_URL}
+    keys: ["${SLUICE_T_KEY}", "${SLUICE_T_UNSET}", "literal-$$-key"]
+    models: ["${SLUICE_T_UNSET:-mock-*}"]
+    headers: {X-Key: "${SLUICE_T_KEY}"}
+)");
+  EXPECT_EQ(c->server.listen, "127.0.0.1:9090");
+  EXPECT_EQ(c->server.workers, 3);
+  EXPECT_EQ(c->routing.timeouts.total, milliseconds(120'000));
+  EXPECT_EQ(c->channels[0].base_url, "http://127.0.0.1:7777/v1");
+  EXPECT_EQ(c->channels[0].keys, (std::vector<std::string>{"sk-from-env-1234", "literal-$-key"}));
+  EXPECT_EQ(c->channels[0].models, std::vector<std::string>{"mock-*"});
+  EXPECT_EQ(c->channels[0].headers.at("X-Key"), "sk-from-env-1234");
+}
+
+TEST(ConfigInterpolation, ErrorsKeepTheLineAndShowTheRawText) {
+  ScopedEnv retries("SLUICE_T_RETRIES", "lots");
+  auto f = failure("routing:\n  max_retries: ${SLUICE_T_RETRIES}\n");
+  EXPECT_EQ(f.what,
+            "t.yaml:2:16: routing.max_retries: expected an integer, got \"lots\" (from \"${SLUICE_T_RETRIES}\")");
+  f = failure("auth:\n  # comment\n  master_key: \"${OOPS\"\n");
+  EXPECT_EQ(f.line, 3);
+  EXPECT_NE(f.what.find("auth.master_key: unterminated \"${\""), std::string::npos) << f.what;
+}
+
+// ---- errors ----
+
+TEST(ConfigErrors, WrongTypeNamesPathValueAndLine) {
+  auto f = failure("server:\n  listen: 127.0.0.1:8080\nrouting:\n  max_retries: abc\n");
+  EXPECT_EQ(f.what, "t.yaml:4:16: routing.max_retries: expected an integer, got \"abc\"");
+  EXPECT_EQ(f.line, 4);
+  EXPECT_EQ(f.column, 16);
+
+  f = failure("server:\n  workers: [1, 2]\n");
+  EXPECT_EQ(f.what, "t.yaml:2:12: server.workers: expected an integer, got a list");
+
+  f = failure("server: 8080\n");
+  EXPECT_EQ(f.what, "t.yaml:1:9: server: expected a mapping, got \"8080\"");
+
+  f = failure("auth:\n  master_key: {a: b}\n");
+  EXPECT_EQ(f.what, "t.yaml:2:15: auth.master_key: expected a string, got a mapping");
+
+  f = failure("- a\n- b\n");
+  EXPECT_EQ(f.what, "t.yaml:1:1: the top level must be a mapping, got a list");
+
+  f = failure("channels: {name: x}\n");
+  EXPECT_EQ(f.line, 1);
+  EXPECT_NE(f.what.find("channels: expected a list of channels, got a mapping"), std::string::npos);
+
+  f = failure(channel("    keys: sk-one\n"));
+  EXPECT_EQ(f.what, "t.yaml:6:11: channels[0].keys: expected a list of strings, got \"sk-one\"");
+
+  f = failure(channel("    priority: high\n"));
+  EXPECT_EQ(f.line, 6);
+  EXPECT_NE(f.what.find("channels[0].priority: expected an integer, got \"high\""), std::string::npos);
+
+  f = failure("routing:\n  max_retries: 1.5\n");
+  EXPECT_EQ(f.line, 2);
+  f = failure("routing:\n  max_retries: 99999999999999999999\n");
+  EXPECT_EQ(f.line, 2);
+  EXPECT_NE(f.what.find("must be from 0 to 20"), std::string::npos) << f.what;
+}
+
+TEST(ConfigErrors, UnknownKeysListTheValidOnes) {
+  auto f = failure("server:\n  listen: 127.0.0.1:1\nlogging: {}\n");
+  EXPECT_EQ(f.what,
+            "t.yaml:3:1: unknown key \"logging\" at the top level; valid keys: server, auth, store, "
+            "redis, routing, channels");
+
+  f = failure("server:\n  workers: 1\n  listn: 127.0.0.1:1\n");
+  EXPECT_EQ(f.what,
+            "t.yaml:3:3: unknown key \"listn\" in server (did you mean \"listen\"?); valid keys: listen, "
+            "workers, max_body_bytes, max_header_bytes, header_timeout, keepalive_timeout, shutdown_grace");
+}
+
+TEST(ConfigErrors, UnknownKeyNestedAtDepth) {
+  auto f = failure(R"(routing:
+  max_retries: 1
+  timeouts:
+    connect: 1s
+    frist_byte: 2s
+)");
+  EXPECT_EQ(f.what,
+            "t.yaml:5:5: unknown key \"frist_byte\" in routing.timeouts (did you mean \"first_byte\"?); "
+            "valid keys: connect, first_byte, idle, total");
+
+  f = failure("routing:\n  timeouts: {connect: 1s, bogus: 2s}\n");
+  EXPECT_EQ(f.line, 2);
+  EXPECT_EQ(f.column, 27);
+
+  f = failure(channel("    region: us\n"));
+  EXPECT_EQ(f.what,
+            "t.yaml:6:5: unknown key \"region\" in channels[0]; valid keys: name, type, base_url, keys, "
+            "models, priority, weight, headers");
+
+  f = failure(channel("", "a") + "  - name: b\n    type: mock\n    base_url: http://x\n    models: [m]\n"
+                                 "    wieght: 2\n");
+  EXPECT_EQ(f.line, 10);
+  EXPECT_NE(f.what.find("unknown key \"wieght\" in channels[1] (did you mean \"weight\"?)"), std::string::npos);
+}
+
+TEST(ConfigErrors, DuplicateKeys) {
+  auto f = failure("server:\n  workers: 1\n  workers: 2\n");
+  EXPECT_EQ(f.what, "t.yaml:3:3: duplicate key \"workers\" in server (first at line 2)");
+  f = failure(channel("    headers:\n      X-A: 1\n      x-a: 2\n"));
+  EXPECT_EQ(f.line, 8);
+  EXPECT_NE(f.what.find("duplicate header \"x-a\" (first at line 7)"), std::string::npos) << f.what;
+}
+
+TEST(ConfigErrors, DuplicateChannelNames) {
+  const std::string yaml = channel("", "dup") +
+                           "  - name: other\n    type: mock\n    base_url: http://127.0.0.1:1\n    models: [m]\n" +
+                           "  - name: dup\n    type: gemini\n"
+                           "    base_url: https://generativelanguage.googleapis.com\n    models: [g]\n";
+  auto f = failure(yaml);
+  EXPECT_EQ(f.what, "t.yaml:10:11: channels[2].name: duplicate channel name \"dup\" (first declared at line 2)");
+}
+
+TEST(ConfigErrors, BadChannelType) {
+  auto f = failure("channels:\n  - name: x\n    type: bedrock\n    base_url: http://x\n    models: [m]\n");
+  EXPECT_EQ(f.what,
+            "t.yaml:3:11: channels[0].type: unknown channel type \"bedrock\"; valid types: openai, anthropic, "
+            "gemini, azure, openai-compatible, mock");
+}
+
+TEST(ConfigErrors, ChannelValidation) {
+  auto f = failure(channel("", "open/ai"));
+  EXPECT_EQ(f.line, 2);
+  EXPECT_NE(f.what.find("channels[0].name: \"open/ai\" is not a valid channel name"), std::string::npos);
+  EXPECT_EQ(failure(channel("", "\"\"")).line, 2);
+  EXPECT_EQ(failure(channel("", std::string(65, 'x'))).line, 2);
+
+  f = failure("channels:\n  - name: x\n    type: openai\n    models: [m]\n");
+  EXPECT_EQ(f.what, "t.yaml:2:5: channels[0]: missing required key \"base_url\"");
+  f = failure("channels:\n  - name: x\n    type: openai\n    base_url: http://x\n");
+  EXPECT_EQ(f.what, "t.yaml:2:5: channels[0]: missing required key \"models\"");
+  f = failure("channels:\n  - type: openai\n    base_url: http://x\n    models: [m]\n");
+  EXPECT_EQ(f.what, "t.yaml:2:5: channels[0]: missing required key \"name\"");
+  f = failure("channels:\n  - name: x\n    base_url: http://x\n    models: [m]\n");
+  EXPECT_EQ(f.what, "t.yaml:2:5: channels[0]: missing required key \"type\"");
+  f = failure("channels:\n  - just-a-string\n");
+  EXPECT_EQ(f.what, "t.yaml:2:5: channels[0]: expected a mapping, got \"just-a-string\"");
+
+  f = failure("channels:\n  - name: x\n    type: openai\n    base_url: http://x\n    models: []\n");
+  EXPECT_EQ(f.what, "t.yaml:5:13: channels[0].models: must list at least one model");
+  f = failure("channels:\n  - name: x\n    type: openai\n    base_url: http://x\n    models: [a, \"\"]\n");
+  EXPECT_EQ(f.what, "t.yaml:5:17: channels[0].models[1]: empty model name");
+
+  f = failure(channel("    weight: -1\n"));
+  EXPECT_EQ(f.what, "t.yaml:6:13: channels[0].weight: must be from 0 to 1000000, got -1");
+  f = failure(channel("    keys: [[nested]]\n"));
+  EXPECT_EQ(f.line, 6);
+  EXPECT_NE(f.what.find("channels[0].keys[0]: expected a string, got a list"), std::string::npos);
+  f = failure(channel("    headers: {\"bad header\": x}\n"));
+  EXPECT_EQ(f.line, 6);
+  EXPECT_NE(f.what.find("\"bad header\" is not a valid header name"), std::string::npos);
+}
+
+TEST(ConfigErrors, KeysWithControlCharactersNeverEchoTheSecret) {
+  ScopedEnv key("SLUICE_T_KEY", "sk-secret-value\n");
+  auto f = failure(channel("    keys: [\"${SLUICE_T_KEY}\"]\n"));
+  EXPECT_EQ(f.line, 6);
+  EXPECT_EQ(f.what.find("sk-secret"), std::string::npos) << f.what;
+}
+
+TEST(ConfigErrors, BaseUrl) {
+  for (const char* bad : {"ftp://host/x", "api.openai.com/v1", "https://", "http:///path", "https://h/#frag",
+                          "not a url"}) {
+    const std::string yaml =
+        "channels:\n  - name: x\n    type: openai\n    base_url: \"" + std::string(bad) + "\"\n    models: [m]\n";
+    auto f = failure(yaml);
+    EXPECT_EQ(f.line, 4) << bad;
+    EXPECT_NE(f.what.find("channels[0].base_url: expected an http:// or https:// URL"), std::string::npos)
+        << f.what;
+  }
+  const auto c = parse(
+      "channels:\n  - name: x\n    type: azure\n    base_url: https://r.openai.azure.com/openai//\n"
+      "    models: [m]\n");
+  EXPECT_EQ(c->channels[0].base_url, "https://r.openai.azure.com/openai");
+}
+
+TEST(ConfigErrors, Listen) {
+  for (const char* good : {"127.0.0.1:8080", "0.0.0.0:0", "localhost:65535", "[::1]:8080", "[::]:80"}) {
+    EXPECT_EQ(parse(std::string("server:\n  listen: \"") + good + "\"\n")->server.listen, good);
+  }
+  for (const char* bad : {"8080", "127.0.0.1", ":8080", "::1:8080", "[::1]8080", "[::1", "h:65536", "h:http",
+                          "h:-1", "h o:1"}) {
+    auto f = failure(std::string("server:\n  listen: \"") + bad + "\"\n");
+    EXPECT_EQ(f.line, 2) << bad;
+    EXPECT_EQ(f.column, 11) << bad;
+    EXPECT_NE(f.what.find("server.listen: expected host:port"), std::string::npos) << f.what;
+  }
+  EXPECT_NE(failure("server:\n  listen: \"::1:80\"\n").what.find("needs brackets"), std::string::npos);
+}
+
+TEST(ConfigErrors, Ranges) {
+  EXPECT_EQ(failure("server:\n  workers: -1\n").what, "t.yaml:2:12: server.workers: must be from 0 to 1024, got -1");
+  EXPECT_EQ(failure("routing:\n  max_retries: 21\n").what,
+            "t.yaml:2:16: routing.max_retries: must be from 0 to 20, got 21");
+  EXPECT_EQ(parse("routing:\n  max_retries: 20\n")->routing.max_retries, 20);
+  EXPECT_EQ(failure("routing:\n  timeouts:\n    idle: 0s\n").what,
+            "t.yaml:3:11: routing.timeouts.idle: must be greater than 0, got \"0s\"");
+  EXPECT_EQ(failure("routing:\n  breaker_failures: 0\n").what,
+            "t.yaml:2:21: routing.breaker_failures: must be at least 1, got 0");
+  EXPECT_EQ(failure("server:\n  max_body_bytes: 0\n").line, 2);
+  EXPECT_EQ(failure("server:\n  max_header_bytes: 8GiB\n").line, 2);
+}
+
+TEST(ConfigErrors, DurationAndSizeMessages) {
+  auto f = failure("routing:\n  timeouts:\n    connect: 5 seconds\n");
+  EXPECT_EQ(f.line, 3);
+  EXPECT_EQ(f.column, 14);
+  EXPECT_NE(f.what.find("routing.timeouts.connect: expected a duration such as \"5s\""), std::string::npos);
+  EXPECT_NE(f.what.find("got \"5 seconds\""), std::string::npos);
+  f = failure("server:\n  max_body_bytes: 32MB!\n");
+  EXPECT_EQ(f.what,
+            "t.yaml:2:19: server.max_body_bytes: expected a byte size such as 1048576, \"64KiB\", \"32MiB\" or "
+            "\"1MB\", got \"32MB!\"");
+}
+
+TEST(ConfigErrors, StoreAndRedisUrls) {
+  EXPECT_EQ(failure("store:\n  url: mysql://x\n").line, 2);
+  EXPECT_EQ(failure("store:\n  url: \"\"\n").line, 2);
+  EXPECT_EQ(failure("redis:\n  url: http://x\n").line, 2);
+  EXPECT_EQ(parse("store: {url: \"postgresql://u@h/db\"}\nredis: {url: rediss://h:6380}\n")->redis.url,
+            "rediss://h:6380");
+}
+
+TEST(ConfigErrors, YamlSyntaxErrorLine) {
+  auto f = failure("server:\n  workers: 2\n  listen: a: b\n");
+  EXPECT_EQ(f.what, "t.yaml:3:12: invalid YAML: illegal map value");
+
+  f = failure("server:\n  listen: 127.0.0.1:1\n workers: 2\n");
+  EXPECT_EQ(f.line, 3);
+  EXPECT_NE(f.what.find("invalid YAML"), std::string::npos) << f.what;
+
+  f = failure("routing:\n  timeouts: {connect: 1s\n");
+  EXPECT_NE(f.what.find("invalid YAML"), std::string::npos) << f.what;
+  EXPECT_GE(f.line, 2);
+
+  f = failure("server:\n\tworkers: 1\n");  // tabs cannot indent
+  EXPECT_EQ(f.line, 2);
+  EXPECT_NE(f.what.find("invalid YAML"), std::string::npos) << f.what;
+
+  f = failure("server: {}\n---\nauth: {}\n");
+  EXPECT_EQ(f.what, "t.yaml:3:1: expected one YAML document, found 2");
+}
+
+// ---- files ----
+
+TEST(ConfigFile, MissingFile) {
+  try {
+    loadConfigFile("/nonexistent/sluice.yaml");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "cannot read /nonexistent/sluice.yaml: No such file or directory");
+    EXPECT_EQ(e.line(), 0);
+  }
+  try {
+    loadConfigFile("/tmp");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "cannot read /tmp: Is a directory");
+  }
+}
+
+TEST(ConfigFile, LoadsAndNamesTheFile) {
+  const auto path = std::filesystem::temp_directory_path() / ("sluice-config-test-" + std::to_string(::getpid()) + ".yaml");
+  {
+    std::ofstream out(path);
+    out << "server:\n  workers: 2\n";
+  }
+  const auto c = loadConfigFile(path.string());
+  EXPECT_EQ(c->server.workers, 2);
+  EXPECT_EQ(c->source_path, path.string());
+  {
+    std::ofstream out(path);
+    out << "server:\n  workers: two\n";
+  }
+  try {
+    loadConfigFile(path.string());
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(path.string() + ":2:12: server.workers", 0), 0u) << e.what();
+  }
+  std::filesystem::remove(path);
+}
+
+// ---- durations and sizes ----
+
+TEST(ConfigDurations, Parse) {
+  EXPECT_EQ(parseDuration("5s"), milliseconds(5'000));
+  EXPECT_EQ(parseDuration("250ms"), milliseconds(250));
+  EXPECT_EQ(parseDuration("2m"), milliseconds(120'000));
+  EXPECT_EQ(parseDuration("1h"), milliseconds(3'600'000));
+  EXPECT_EQ(parseDuration("30"), milliseconds(30'000));
+  EXPECT_EQ(parseDuration("0"), milliseconds(0));
+  EXPECT_EQ(parseDuration("1.5s"), milliseconds(1'500));
+  EXPECT_EQ(parseDuration("1h30m"), milliseconds(5'400'000));
+  EXPECT_EQ(parseDuration("1m30s500ms"), milliseconds(90'500));
+  EXPECT_EQ(parseDuration("8760h"), kMaxDuration);
+  for (const char* bad : {"", "s", "-5s", "5x", "5 s s", "1.s", ".5s", "5s5", "10d", "8761h", "1e3s", "abc"}) {
+    EXPECT_FALSE(parseDuration(bad).has_value()) << bad;
+  }
+}
+
+TEST(ConfigDurations, Format) {
+  EXPECT_EQ(formatDuration(milliseconds(0)), "0s");
+  EXPECT_EQ(formatDuration(milliseconds(250)), "250ms");
+  EXPECT_EQ(formatDuration(milliseconds(1'500)), "1500ms");
+  EXPECT_EQ(formatDuration(milliseconds(5'000)), "5s");
+  EXPECT_EQ(formatDuration(milliseconds(90'000)), "90s");
+  EXPECT_EQ(formatDuration(milliseconds(120'000)), "2m");
+  EXPECT_EQ(formatDuration(milliseconds(7'200'000)), "2h");
+}
+
+TEST(ConfigSizes, ParseAndFormat) {
+  EXPECT_EQ(parseByteSize("1024"), 1024u);
+  EXPECT_EQ(parseByteSize("32MiB"), 32u << 20);
+  EXPECT_EQ(parseByteSize("64KiB"), 64u << 10);
+  EXPECT_EQ(parseByteSize("64kib"), 64u << 10);
+  EXPECT_EQ(parseByteSize("1MB"), 1'000'000u);
+  EXPECT_EQ(parseByteSize("2GB"), 2'000'000'000u);
+  EXPECT_EQ(parseByteSize("1GiB"), 1u << 30);
+  EXPECT_EQ(parseByteSize("1 MiB"), 1u << 20);
+  EXPECT_EQ(parseByteSize("1.5KiB"), 1536u);
+  EXPECT_EQ(parseByteSize("10B"), 10u);
+  EXPECT_EQ(parseByteSize("4Mi"), 4u << 20);
+  for (const char* bad : {"", "MiB", "-1", "1 XB", "1K", "1e6", "99999999999999TiB"}) {
+    EXPECT_FALSE(parseByteSize(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(formatByteSize(32u << 20), "32MiB");
+  EXPECT_EQ(formatByteSize(64u << 10), "64KiB");
+  EXPECT_EQ(formatByteSize(1u << 30), "1GiB");
+  EXPECT_EQ(formatByteSize(1'000'000), "1000000");
+  EXPECT_EQ(formatByteSize(0), "0");
+}
+
+// ---- describeConfig ----
+
+TEST(ConfigDescribe, MasksSecrets) {
+  EXPECT_EQ(maskSecret(""), "");
+  EXPECT_EQ(maskSecret("short"), "***");
+  EXPECT_EQ(maskSecret("1234567"), "***");
+  EXPECT_EQ(maskSecret("sk-abcdefgh"), "sk-\u2026gh");
+
+  const auto c = parse(R"(auth: {master_key: sk-master-SECRET-99}
+store: {url: "postgres://sluice:DBPASS@db:5432/sluice?password=QPASS&sslmode=require"}
+redis: {url: "redis://:REDISPASS@127.0.0.1:6379"}
+channels:
+  - name: az
+    type: azure
+    base_url: https://r.openai.azure.com
+    keys: [azure-KEY-SECRET-1, tiny]
+    models: [gpt-4o]
+    headers: {api-key: HEADER-SECRET-VALUE}
+)");
+  const std::string d = describeConfig(*c);
+  for (const char* secret : {"SECRET", "DBPASS", "QPASS", "REDISPASS", "tiny"}) {
+    EXPECT_EQ(d.find(secret), std::string::npos) << secret << " leaked in:\n" << d;
+  }
+  EXPECT_NE(d.find("sk-\u2026") , std::string::npos) << d;
+  EXPECT_NE(d.find("postgres://sluice:***@db:5432/sluice?password=***&sslmode=require"), std::string::npos) << d;
+  EXPECT_NE(d.find("redis://:***@127.0.0.1:6379"), std::string::npos) << d;
+  EXPECT_NE(d.find("azu\u2026-1"), std::string::npos) << d;
+  EXPECT_NE(d.find("name: az"), std::string::npos) << d;
+  EXPECT_NE(d.find("type: azure"), std::string::npos) << d;
+  EXPECT_NE(d.find("max_body_bytes: 32MiB"), std::string::npos) << d;
+  EXPECT_NE(d.find("total: 10m"), std::string::npos) << d;
+}
+
+TEST(ConfigDescribe, OutputOfDefaultsParsesBack) {
+  const auto c = parse("");
+  const auto back = parse(describeConfig(*c));
+  EXPECT_EQ(back->server.max_body_bytes, c->server.max_body_bytes);
+  EXPECT_EQ(back->routing.timeouts.total, c->routing.timeouts.total);
+  EXPECT_EQ(back->store.url, c->store.url);
+}
+
+}  // namespace
+}  // namespace sluice::config

@@ -1,0 +1,82 @@
+#include "mock/MockKnobs.hpp"
+
+#include <gtest/gtest.h>
+
+namespace sluice::mock {
+namespace {
+
+http::Request request(std::initializer_list<std::pair<const char*, const char*>> headers) {
+  http::Request req{http::bhttp::verb::post, "/v1/chat/completions", 11};
+  for (auto& [k, v] : headers) req.set(k, v);
+  return req;
+}
+
+TEST(MockKnobs, OptionsAreTheDefaults) {
+  MockOptions o;
+  o.ttfb_ms = 5;
+  o.chunks = 3;
+  o.fail_rate = 0.5;
+  auto k = MockKnobs::fromOptions(o);
+  ASSERT_FALSE(applyKnobHeaders(request({}), k));
+  EXPECT_EQ(k.ttfb_ms, 5);
+  EXPECT_EQ(k.chunks, 3);
+  EXPECT_EQ(k.fail_rate, 0.5);
+  EXPECT_EQ(k.reset_after, -1);
+  EXPECT_FALSE(k.retry_after_s);
+  EXPECT_FALSE(k.fail_body);
+}
+
+TEST(MockKnobs, HeadersOverrideOptions) {
+  auto k = MockKnobs::fromOptions(MockOptions{});
+  ASSERT_FALSE(applyKnobHeaders(request({{"x-mock-ttfb-ms", "120"},
+                                         {"X-Mock-Chunks", " 4 "},
+                                         {"x-mock-chunk-interval-ms", "10"},
+                                         {"x-mock-fail-rate", "1"},
+                                         {"x-mock-fail-status", "429"},
+                                         {"x-mock-reset-after", "2"},
+                                         {"x-mock-retry-after", "7"},
+                                         {"x-mock-fail-body", "{\"x\":1}"}}),
+                                k));
+  EXPECT_EQ(k.ttfb_ms, 120);
+  EXPECT_EQ(k.chunks, 4);
+  EXPECT_EQ(k.chunk_interval_ms, 10);
+  EXPECT_EQ(k.fail_rate, 1.0);
+  EXPECT_EQ(k.fail_status, 429);
+  EXPECT_EQ(k.reset_after, 2);
+  EXPECT_EQ(k.retry_after_s, 7);
+  EXPECT_EQ(k.fail_body, "{\"x\":1}");
+}
+
+TEST(MockKnobs, MalformedHeadersNameTheHeader) {
+  for (auto [name, value] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"x-mock-chunks", "many"},
+           {"x-mock-chunks", "-1"},
+           {"x-mock-chunks", "100001"},
+           {"x-mock-ttfb-ms", "1.5"},
+           {"x-mock-fail-rate", "1.5"},
+           {"x-mock-fail-rate", "abc"},
+           {"x-mock-fail-status", "200"},
+           {"x-mock-reset-after", "-2"},
+           {"x-mock-retry-after", "soon"}}) {
+    auto k = MockKnobs::fromOptions(MockOptions{});
+    auto e = applyKnobHeaders(request({{name, value}}), k);
+    ASSERT_TRUE(e) << name << ": " << value;
+    EXPECT_NE(e->find(name), std::string::npos) << *e;
+  }
+}
+
+TEST(MockKnobs, ValidatesOptions) {
+  EXPECT_FALSE(validateOptions(MockOptions{}));
+  MockOptions o;
+  o.fail_rate = 2;
+  EXPECT_TRUE(validateOptions(o));
+  o = MockOptions{};
+  o.fail_status = 200;
+  EXPECT_TRUE(validateOptions(o));
+  o = MockOptions{};
+  o.chunks = -1;
+  EXPECT_TRUE(validateOptions(o));
+}
+
+}  // namespace
+}  // namespace sluice::mock

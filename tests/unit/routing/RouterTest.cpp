@@ -1,0 +1,183 @@
+#include "routing/Router.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace sluice::routing {
+namespace {
+
+std::shared_ptr<const config::Config> makeConfig(std::vector<config::ChannelConfig> channels) {
+  auto c = std::make_shared<config::Config>();
+  c->channels = std::move(channels);
+  c->routing.breaker_failures = 2;
+  c->routing.breaker_cooldown = std::chrono::milliseconds(60'000);
+  return c;
+}
+
+config::ChannelConfig channel(std::string name, int priority, int weight, std::vector<std::string> keys,
+                              std::vector<std::string> models = {"*"}) {
+  config::ChannelConfig c;
+  c.name = std::move(name);
+  c.base_url = "http://127.0.0.1:9/v1";
+  c.priority = priority;
+  c.weight = weight;
+  c.keys = std::move(keys);
+  c.models = std::move(models);
+  return c;
+}
+
+TEST(Glob, MatchesStarsAndQuestionMarks) {
+  EXPECT_TRUE(globMatch("gpt-4o*", "gpt-4o-mini"));
+  EXPECT_TRUE(globMatch("gpt-4o*", "gpt-4o"));
+  EXPECT_TRUE(globMatch("*", ""));
+  EXPECT_TRUE(globMatch("a?c", "abc"));
+  EXPECT_TRUE(globMatch("*-mini", "gpt-4o-mini"));
+  EXPECT_TRUE(globMatch("g*4*i", "gpt-4o-mini"));
+  EXPECT_FALSE(globMatch("gpt-4.1*", "gpt-4o"));
+  EXPECT_FALSE(globMatch("a?c", "ac"));
+  EXPECT_FALSE(globMatch("exact", "exactly"));
+}
+
+TEST(MaskSecret, NeverShowsTheMiddle) {
+  EXPECT_EQ(maskSecret("sk-1234567890abcdef"), "sk-...cdef");
+  EXPECT_EQ(maskSecret("short"), "***");
+  EXPECT_EQ(maskSecret(""), "(none)");
+}
+
+TEST(Router, PriorityFirstThenWeight) {
+  HealthRegistry h;
+  Router r(makeConfig({channel("low", 2, 1, {"k"}), channel("a", 1, 3, {"k"}), channel("b", 1, 1, {"k"})}), h);
+  std::map<std::string, int> firsts;
+  for (int i = 0; i < 4000; ++i) {
+    std::string up;
+    auto c = r.candidates("m", up);
+    ASSERT_EQ(c.size(), 3u);
+    EXPECT_EQ(c[2]->cfg.name, "low");
+    ++firsts[c[0]->cfg.name];
+  }
+  EXPECT_EQ(firsts["low"], 0);
+  // weight 3 vs 1: about 75% / 25%
+  EXPECT_GT(firsts["a"], 2700);
+  EXPECT_LT(firsts["a"], 3300);
+}
+
+TEST(Router, PinnedChannelAndModelName) {
+  HealthRegistry h;
+  Router r(makeConfig({channel("one", 1, 1, {"k"}, {"gpt-*"}), channel("two", 1, 1, {"k"}, {"gpt-*"})}), h);
+  std::string up;
+  auto c = r.candidates("two/gpt-4o", up);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0]->cfg.name, "two");
+  EXPECT_EQ(up, "gpt-4o");
+  EXPECT_TRUE(r.candidates("two/claude", up).empty());
+  // A slash that is not a channel name is part of the model name.
+  Router r2(makeConfig({channel("hf", 1, 1, {"k"}, {"meta-llama/*"})}), h);
+  auto c2 = r2.candidates("meta-llama/Llama-3", up);
+  ASSERT_EQ(c2.size(), 1u);
+  EXPECT_EQ(up, "meta-llama/Llama-3");
+}
+
+TEST(Router, ChannelWithoutRequiredKeyIsSkipped) {
+  HealthRegistry h;
+  auto openai = channel("openai", 1, 1, {});
+  auto local = channel("local", 1, 1, {});
+  local.type = config::ChannelType::OpenAICompatible;
+  Router r(makeConfig({openai, local}), h);
+  std::string up;
+  auto c = r.candidates("m", up);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0]->cfg.name, "local");
+}
+
+TEST(Attempts, KeyFailureTriesOtherKeysThenChannelFailureMovesOn) {
+  HealthRegistry h;
+  Router r(makeConfig({channel("a", 1, 1, {"k1-aaaaaaaaaaaa", "k2-bbbbbbbbbbbb"}), channel("b", 2, 1, {"k3-cccccccccccc"})}), h);
+  std::string up;
+  Attempts at(r, r.candidates("m", up));
+  std::int64_t ra = 0;
+  auto p1 = at.next(ra);
+  ASSERT_EQ(p1.channel->cfg.name, "a");
+  r.report(p1, Outcome::KeyFailure, 429, 30'000, "rate limited");
+  at.failed(p1, Outcome::KeyFailure);
+  auto p2 = at.next(ra);
+  ASSERT_EQ(p2.channel->cfg.name, "a");
+  EXPECT_NE(p2.key, p1.key);
+  r.report(p2, Outcome::ChannelFailure, 503, 0, "down");
+  at.failed(p2, Outcome::ChannelFailure);
+  auto p3 = at.next(ra);
+  ASSERT_NE(p3.channel, nullptr);
+  EXPECT_EQ(p3.channel->cfg.name, "b");
+  at.failed(p3, Outcome::ChannelFailure);
+  EXPECT_EQ(at.next(ra).channel, nullptr);
+  // The 429 cooled key 1 down for later requests too.
+  EXPECT_FALSE(p1.key->health->available(nowMs()));
+  EXPECT_TRUE(p2.key->health->available(nowMs()));
+}
+
+TEST(Attempts, AllKeysCoolingReportsRetryAfter) {
+  HealthRegistry h;
+  Router r(makeConfig({channel("a", 1, 1, {"k1-aaaaaaaaaaaa"})}), h);
+  std::string up;
+  {
+    Attempts at(r, r.candidates("m", up));
+    std::int64_t ra = 0;
+    auto p = at.next(ra);
+    r.report(p, Outcome::KeyFailure, 429, 5'000, "slow down");
+  }
+  Attempts at(r, r.candidates("m", up));
+  std::int64_t ra = 0;
+  EXPECT_EQ(at.next(ra).channel, nullptr);
+  EXPECT_GT(ra, 4'000);
+  EXPECT_LE(ra, 5'000);
+}
+
+TEST(Attempts, UnauthorizedDisablesTheKeyWithItsReason) {
+  HealthRegistry h;
+  Router r(makeConfig({channel("a", 1, 1, {"k1-aaaaaaaaaaaa"})}), h);
+  std::string up;
+  Attempts at(r, r.candidates("m", up));
+  std::int64_t ra = 0;
+  auto p = at.next(ra);
+  r.report(p, Outcome::KeyFailure, 401, 0, "invalid api key");
+  EXPECT_TRUE(p.key->health->disabled.load());
+  EXPECT_NE(p.key->health->why().find("401"), std::string::npos);
+}
+
+TEST(Attempts, BreakerOpensAndAllowsOneProbeAfterCooldown) {
+  HealthRegistry h;
+  auto cfg = std::const_pointer_cast<config::Config>(makeConfig({channel("a", 1, 1, {"k"}), channel("b", 2, 1, {"k"})}));
+  cfg->routing.breaker_cooldown = std::chrono::milliseconds(0);
+  Router r(cfg, h);
+  std::string up;
+  for (int i = 0; i < 2; ++i) {
+    Attempts at(r, r.candidates("m", up));
+    std::int64_t ra = 0;
+    auto p = at.next(ra);
+    ASSERT_EQ(p.channel->cfg.name, "a");
+    r.report(p, Outcome::ChannelFailure, 500, 0, "boom");
+  }
+  ASSERT_NE(r.channelByName("a")->health->open_until_ms.load(), 0);
+  // Cool-down 0: the next request is a half-open probe; a concurrent one skips "a".
+  Attempts probe(r, r.candidates("m", up));
+  std::int64_t ra = 0;
+  auto p = probe.next(ra);
+  EXPECT_EQ(p.channel->cfg.name, "a");
+  EXPECT_TRUE(p.probe);
+  Attempts other(r, r.candidates("m", up));
+  EXPECT_EQ(other.next(ra).channel->cfg.name, "b");
+  r.report(p, Outcome::Success, 200, 0, "");
+  EXPECT_EQ(r.channelByName("a")->health->open_until_ms.load(), 0);
+}
+
+TEST(Health, SurvivesAReloadBySameChannelAndKey) {
+  HealthRegistry h;
+  auto k1 = h.key("a", "secret");
+  auto k2 = h.key("a", "secret");
+  auto k3 = h.key("b", "secret");
+  EXPECT_EQ(k1.get(), k2.get());
+  EXPECT_NE(k1.get(), k3.get());
+}
+
+}  // namespace
+}  // namespace sluice::routing
