@@ -1,6 +1,7 @@
 // sluice: the command line. Subcommands: serve (default), mock, check, version.
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 
@@ -38,6 +39,8 @@ int main(int argc, char** argv) {
   auto* version = app.add_subcommand("version", "Print the version");
 
   CLI11_PARSE(app, argc, argv);
+  // A closed stdout (log reader gone) must not kill the gateway; sockets already use MSG_NOSIGNAL.
+  std::signal(SIGPIPE, SIG_IGN);
 
   if (*version) {
     std::cout << "sluice " << SLUICE_VERSION << "\n";

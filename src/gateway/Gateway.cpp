@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "config/Config.hpp"
+#include "core/JsonText.hpp"
 #include "core/LineWriter.hpp"
 #include "gateway/Auth.hpp"
 #include "gateway/Proxy.hpp"
@@ -316,18 +317,33 @@ class Gateway {
   }
 
   void accessLog(const http::Request& req, const RequestContext& ctx, const RequestRecord& rec) {
-    auto str = [](std::string_view v) { return json::serialize(json::string(v)); };
-    auto num = [](double v) { return v < 0 ? std::string("null") : fmt::format("{:.3f}", v); };
-    auto tok = [](std::int64_t v) { return v < 0 ? std::string("null") : std::to_string(v); };
+    // Hand-built: one buffer, no JSON tree (this runs for every request).
+    std::string line;
+    line.reserve(384);
+    auto key = [&](std::string_view k) { line.append(",\"").append(k).append("\":"); };
+    auto str = [&](std::string_view k, std::string_view v) { key(k); appendJsonString(line, v); };
+    auto num = [&](std::string_view k, double v) { key(k); v < 0 ? line.append("null") : line.append(fmt::format("{:.3f}", v)); };
+    auto integer = [&](std::string_view k, std::int64_t v) { key(k); v < 0 ? line.append("null") : line.append(std::to_string(v)); };
     auto ts = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
-    std::string line = fmt::format(
-        R"({{"ts":{},"request_id":{},"method":{},"path":{},"status":{},"model":{},"channel":{},"key":{},)"
-        R"("attempts":{},"stream":{},"ttfb_ms":{},"duration_ms":{},"input_tokens":{},"output_tokens":{},"cached_tokens":{})",
-        ts.count(), str(ctx.id), str(req.method_string()), str(ctx.path), rec.status, str(rec.model), str(rec.channel),
-        str(rec.key_id), rec.attempts, rec.stream, num(rec.ttfb_ms), num(rec.duration_ms), tok(rec.input_tokens),
-        tok(rec.output_tokens), rec.cached_tokens);
-    if (!rec.error.empty()) line += ",\"error\":" + str(rec.error);
-    line += ",\"remote\":" + str(ctx.remote) + "}";
+    line.append("{\"ts\":").append(std::to_string(ts.count()));
+    str("request_id", ctx.id);
+    str("method", req.method_string());
+    str("path", ctx.path);
+    integer("status", rec.status);
+    str("model", rec.model);
+    str("channel", rec.channel);
+    str("key", rec.key_id);
+    integer("attempts", rec.attempts);
+    key("stream");
+    line.append(rec.stream ? "true" : "false");
+    num("ttfb_ms", rec.ttfb_ms);
+    num("duration_ms", rec.duration_ms);
+    integer("input_tokens", rec.input_tokens);
+    integer("output_tokens", rec.output_tokens);
+    integer("cached_tokens", rec.cached_tokens);
+    if (!rec.error.empty()) str("error", rec.error);
+    str("remote", ctx.remote);
+    line.push_back('}');
     access_.append(line);
   }
 

@@ -1,6 +1,7 @@
 #include "gateway/Proxy.hpp"
 
 #include <boost/beast/http/field.hpp>
+#include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/parser.hpp>
 #include <boost/json/serialize.hpp>
@@ -139,7 +140,7 @@ struct Relay {
   const RequestContext& ctx;
   std::string_view suffix;
   RequestRecord& rec;
-  const std::string& body;  // what to send upstream
+  std::string_view body;  // what to send upstream
   bool stream;
   bool strip_usage;
   Deadline deadline;
@@ -423,6 +424,75 @@ std::string positionOf(std::string_view text, std::size_t offset) {
   return fmt::format("line {}, column {} (byte {})", line, col, offset);
 }
 
+// What the proxy needs from a request body, read in one parse. The parse uses a per-thread
+// arena and ends before the caller's next suspension, so requests on one worker never share it.
+struct BodyFacts {
+  std::string model;
+  bool stream = false;
+  bool asked_usage = false;      // stream_options.include_usage: true
+  bool has_stream_options = false;
+  std::string error;             // non-empty: a 400 with this message
+  std::string error_code;
+};
+
+BodyFacts inspectBody(std::string_view text) {
+  BodyFacts f;
+  auto bad = [&](std::string code, std::string msg) {
+    f.error_code = std::move(code);
+    f.error = std::move(msg);
+    return f;
+  };
+  if (text.empty()) return bad("invalid_json", "request body is empty: send a JSON object with \"model\" and the request fields");
+  thread_local unsigned char arena[16 * 1024];
+  thread_local unsigned char scratch[4 * 1024];
+  json::monotonic_resource mr(arena, sizeof arena);  // overflows to the heap for big bodies
+  json::parser jp(json::storage_ptr(), json::parse_options(), scratch, sizeof scratch);
+  jp.reset(json::storage_ptr(&mr));
+  boost::system::error_code ec;
+  std::size_t used = jp.write(text.data(), text.size(), ec);
+  if (ec) return bad("invalid_json", fmt::format("request body is not valid JSON at {}: {}", positionOf(text, used), ec.message()));
+  json::value body = jp.release();
+  if (!body.is_object()) return bad("invalid_json", "request body must be a JSON object");
+  const auto& obj = body.as_object();
+  const auto* modelV = obj.if_contains("model");
+  if (!modelV || !modelV->is_string() || modelV->as_string().empty())
+    return bad("missing_model", "\"model\" is required and must be a non-empty string, e.g. \"gpt-4o-mini\"");
+  f.model = std::string(modelV->as_string());
+  if (const auto* s = obj.if_contains("stream")) {
+    if (!s->is_bool() && !s->is_null()) return bad("invalid_type", "\"stream\" must be true or false");
+    f.stream = s->is_bool() && s->as_bool();
+  }
+  if (const auto* so = obj.if_contains("stream_options")) {
+    f.has_stream_options = true;
+    if (so->is_object())
+      if (const auto* iu = so->as_object().if_contains("include_usage"); iu && iu->is_bool()) f.asked_usage = iu->as_bool();
+  }
+  return f;
+}
+
+// The body to send upstream when the model name or the usage option must change. The common
+// case (only adding stream_options) is a splice after the opening brace; anything else is a
+// parse, edit and serialize.
+std::string rewriteBody(std::string_view text, const BodyFacts& facts, const std::string* new_model, bool inject_usage) {
+  if (!new_model && inject_usage && !facts.has_stream_options) {
+    auto brace = text.find('{');
+    static constexpr std::string_view kAdd = "\"stream_options\":{\"include_usage\":true},";
+    std::string out;
+    out.reserve(text.size() + kAdd.size());
+    out.append(text.substr(0, brace + 1)).append(kAdd).append(text.substr(brace + 1));
+    return out;
+  }
+  json::value body = json::parse(text);
+  auto& obj = body.as_object();
+  if (new_model) obj["model"] = *new_model;
+  if (inject_usage) {
+    auto& so = obj["stream_options"];
+    if (!so.is_object()) so = json::object{};
+    so.as_object()["include_usage"] = true;
+  }
+  return json::serialize(body);
+}
+
 }  // namespace
 
 boost::asio::awaitable<void> proxyOpenAI(const Snapshot& snap, upstream::Pool& pool, http::Request& req,
@@ -437,47 +507,16 @@ boost::asio::awaitable<void> proxyOpenAI(const Snapshot& snap, upstream::Pool& p
   };
 
   // Parse the body once: the model picks the channels, stream decides the relay.
-  json::parser jp;
-  boost::system::error_code jec;
   const auto& text = req.body();
-  if (text.empty()) {
-    http::Response reply = fail(400, "invalid_request_error", "invalid_json",
-                         "request body is empty: send a JSON object with \"model\" and the request fields");
+  BodyFacts facts = inspectBody(text);
+  if (!facts.error.empty()) {
+    http::Response reply = fail(400, "invalid_request_error", facts.error_code, facts.error);
     co_await r.send(std::move(reply));
     co_return;
   }
-  std::size_t used = jp.write(text.data(), text.size(), jec);
-  if (jec) {
-    http::Response reply = fail(400, "invalid_request_error", "invalid_json",
-                         fmt::format("request body is not valid JSON at {}: {}", positionOf(text, used), jec.message()));
-    co_await r.send(std::move(reply));
-    co_return;
-  }
-  json::value body = jp.release();
-  if (!body.is_object()) {
-    http::Response reply = fail(400, "invalid_request_error", "invalid_json", "request body must be a JSON object");
-    co_await r.send(std::move(reply));
-    co_return;
-  }
-  auto& obj = body.as_object();
-  auto* modelV = obj.if_contains("model");
-  if (!modelV || !modelV->is_string() || modelV->as_string().empty()) {
-    http::Response reply = fail(400, "invalid_request_error", "missing_model",
-                         "\"model\" is required and must be a non-empty string, e.g. \"gpt-4o-mini\"");
-    co_await r.send(std::move(reply));
-    co_return;
-  }
-  std::string model(modelV->as_string());
+  const std::string& model = facts.model;
+  const bool stream = facts.stream;
   rec.model = model;
-  bool stream = false;
-  if (auto* s = obj.if_contains("stream")) {
-    if (!s->is_bool() && !s->is_null()) {
-      http::Response reply = fail(400, "invalid_request_error", "invalid_type", "\"stream\" must be true or false");
-      co_await r.send(std::move(reply));
-      co_return;
-    }
-    stream = s->is_bool() && s->as_bool();
-  }
   rec.stream = stream;
 
   std::string upstreamModel;
@@ -500,23 +539,10 @@ boost::asio::awaitable<void> proxyOpenAI(const Snapshot& snap, upstream::Pool& p
   }
 
   // What goes upstream: the original bytes unless the model name or usage option must change.
-  bool clientAskedUsage = false;
-  if (auto* so = obj.if_contains("stream_options"); so && so->is_object()) {
-    if (auto* iu = so->as_object().if_contains("include_usage"); iu && iu->is_bool()) clientAskedUsage = iu->as_bool();
-  }
-  bool injectUsage = stream && !clientAskedUsage && suffix == "/chat/completions";
-  std::string upstreamBody;
-  if (upstreamModel != model || injectUsage) {
-    if (upstreamModel != model) obj["model"] = upstreamModel;
-    if (injectUsage) {
-      auto& so = obj["stream_options"];
-      if (!so.is_object()) so = json::object{};
-      so.as_object()["include_usage"] = true;
-    }
-    upstreamBody = json::serialize(body);
-  } else {
-    upstreamBody = text;
-  }
+  bool injectUsage = stream && !facts.asked_usage && suffix == "/chat/completions";
+  std::string rewritten;
+  if (upstreamModel != model || injectUsage) rewritten = rewriteBody(text, facts, upstreamModel != model ? &upstreamModel : nullptr, injectUsage);
+  std::string_view upstreamBody = rewritten.empty() ? std::string_view(text) : std::string_view(rewritten);
 
   const auto& cfg = *snap.cfg;
   Relay relay{snap, pool, req, r, ctx, suffix, rec, upstreamBody, stream, injectUsage,

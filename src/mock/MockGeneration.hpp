@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/JsonText.hpp"
+
 namespace sluice::mock {
 
 // The answer of one request: `pieces` content chunks per choice, each one word of a fixed
@@ -45,9 +47,6 @@ std::vector<float> embeddingVector(std::string_view text, int dimensions);
 std::string base64Encode(std::string_view bytes);
 // Base64 of the little-endian float32 array, as OpenAI's encoding_format "base64" returns it.
 std::string base64Floats(const std::vector<float>& v);
-
-// Appends s as a JSON string literal (quoted, escaped). Input is assumed to be valid UTF-8.
-void appendJsonString(std::string& out, std::string_view s);
 
 // Random identifiers from a thread-local PRNG: `prefix` + n alphanumerics.
 std::string randomId(std::string_view prefix, std::size_t n);

@@ -156,6 +156,16 @@ net::awaitable<std::pair<beast::error_code, std::size_t>> Connection::readBody(R
     if (ec == bhttp::error::need_buffer) ec = {};
     if (ec) co_return std::pair{ec, got};
   }
+  // Parse what the last read already brought (often the final chunk's terminator) so the
+  // caller learns the message is done now, not after another read: one write downstream.
+  while (!p.is_done() && buffer_.size() != 0 && p.get().body().size != 0) {
+    beast::error_code ec;
+    auto used = p.put(buffer_.data(), ec);
+    buffer_.consume(used);
+    if (ec == bhttp::error::need_more || ec == bhttp::error::need_buffer || used == 0) break;
+    if (ec) co_return std::pair{ec, cap - p.get().body().size};
+  }
+  got = cap - p.get().body().size;
   co_return std::pair{beast::error_code{}, got};
 }
 

@@ -1,0 +1,12 @@
+// Small JSON text helpers for hand-built output on hot paths (log lines, SSE events), where
+// building a boost::json::value first would allocate. Pure functions; thread-safe.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace sluice {
+
+// Appends s as a JSON string literal (quoted, escaped). Input is assumed to be valid UTF-8.
+void appendJsonString(std::string& out, std::string_view s);
+
+}  // namespace sluice
