@@ -521,12 +521,23 @@ boost::asio::awaitable<void> proxyOpenAI(const Snapshot& snap, upstream::Pool& p
 
   std::string upstreamModel;
   auto candidates = snap.router->candidates(model, upstreamModel);
-  // Only OpenAI-wire channels can take this request as it is.
-  std::erase_if(candidates, [](const routing::Channel* c) {
+  // Only OpenAI-wire channels can take this request as it is. When the preferred channel
+  // speaks another format, say so rather than quietly answering from a lower-priority one.
+  auto speaksOpenAI = [](const routing::Channel* c) {
     auto t = c->cfg.type;
-    return !(t == config::ChannelType::OpenAI || t == config::ChannelType::OpenAICompatible ||
-             t == config::ChannelType::Mock);
-  });
+    return t == config::ChannelType::OpenAI || t == config::ChannelType::OpenAICompatible ||
+           t == config::ChannelType::Mock;
+  };
+  if (!candidates.empty() && !speaksOpenAI(candidates.front())) {
+    const auto* c = candidates.front();
+    http::Response reply = fail(501, "invalid_request_error", "format_not_supported",
+                                fmt::format("model \"{}\" is served by channel \"{}\" of type {}, and relaying "
+                                            "OpenAI-format requests to that provider's API is not supported yet",
+                                            model, c->cfg.name, config::channelTypeName(c->cfg.type)));
+    co_await r.send(std::move(reply));
+    co_return;
+  }
+  std::erase_if(candidates, [&](const routing::Channel* c) { return !speaksOpenAI(c); });
   if (candidates.empty()) {
     auto names = snap.router->modelNames();
     std::string list;

@@ -127,3 +127,22 @@ test('a slow client that never finishes its header is cut off', async () => {
   assert.ok(Date.now() - t0 < 8000);
   await stillServing();
 });
+
+test('a model whose preferred channel speaks another format gets 501, not a quiet fallback', async () => {
+  const m = await startMock();
+  const g = await startGateway({ channels: [
+    { name: 'claude', type: 'anthropic', base_url: 'https://api.anthropic.com', keys: ['sk-ant-xxxxxxxxxxxx'], models: ['claude-*'], priority: 1 },
+    { name: 'fallback', url: m.url, models: ['*'], priority: 9 },
+  ] });
+  try {
+    const err = await expectError(await chat(g, { model: 'claude-sonnet-4', messages: [{ role: 'user', content: 'x' }] }), 501, 'format_not_supported');
+    assert.match(err.message, /channel "claude" of type anthropic/);
+    assert.equal((await m.stats()).requests, 0);
+    const ok = await chat(g, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] });
+    assert.equal(ok.status, 200);
+    await ok.text();
+  } finally {
+    await g.stop();
+    await m.stop();
+  }
+});

@@ -50,6 +50,10 @@ bool usageFromObject(const boost::json::value& root, Usage& usage) {
   const auto* obj = root.if_object();
   if (!obj) return false;
   const auto* u = obj->if_contains("usage");
+  // Responses API streams carry it in response.completed: {"response":{"usage":{...}}}.
+  if ((!u || !u->is_object()) && obj->contains("response")) {
+    if (const auto* resp = obj->at("response").if_object()) u = resp->if_contains("usage");
+  }
   if (!u || !u->is_object()) return false;
   const auto& uo = u->as_object();
   auto p = intField(uo, "prompt_tokens");

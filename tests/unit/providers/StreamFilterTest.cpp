@@ -75,6 +75,20 @@ TEST(StreamFilter, HoldsBackAnUnfinishedEventAndBoundsIt) {
   EXPECT_FALSE(f.feed(huge, out));
 }
 
+TEST(StreamFilter, ReadsUsageFromAResponsesApiCompletedEvent) {
+  std::string s =
+      "event: response.completed\n"
+      R"(data: {"type":"response.completed","response":{"id":"resp_1","usage":{"input_tokens":11,"output_tokens":4,"input_tokens_details":{"cached_tokens":3}}}})"
+      "\n\n";
+  StreamFilter f(false);
+  std::string out;
+  f.feed(s, out);
+  EXPECT_EQ(out, s);
+  EXPECT_EQ(f.usage().prompt_tokens, 11);
+  EXPECT_EQ(f.usage().completion_tokens, 4);
+  EXPECT_EQ(f.usage().cached_tokens, 3);
+}
+
 TEST(Usage, FromAWholeBody) {
   Usage u;
   EXPECT_TRUE(parseUsageFromBody(R"({"usage":{"prompt_tokens":5,"completion_tokens":6}})", u));
