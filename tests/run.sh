@@ -15,7 +15,7 @@ run() {
   if "$@"; then summary+=("$name: ok"); else summary+=("$name: FAILED"); status=1; fi
 }
 
-run unit ctest --test-dir "$BUILD" --output-on-failure -j2
+run unit tests/scripts/with-postgres.sh ctest --test-dir "$BUILD" --output-on-failure -j2
 run integration node --test --test-reporter=spec tests/integration/
 if [ -f tests/e2e/package.json ]; then
   if [ ! -d tests/e2e/node_modules ] || [ tests/e2e/package-lock.json -nt tests/e2e/node_modules ]; then

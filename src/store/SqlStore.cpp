@@ -1,0 +1,559 @@
+#include "store/SqlStore.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+
+#include "store/Migrations.hpp"
+
+namespace sluice::store {
+namespace {
+
+using P = SqlParam;
+
+std::int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::span<const Migration> migrationsFor(Dialect d) {
+  return d == Dialect::Sqlite ? sqliteMigrations() : postgresMigrations();
+}
+
+// Any fixed 64-bit number: serializes migrations of instances sharing one PostgreSQL database.
+constexpr std::int64_t kMigrationLockId = 0x51C3'0001;
+
+#define SLUICE_LOG_COLUMNS_NO_BODIES                                                                            \
+  "time_ms, request_id, virtual_key_id, channel, upstream_key, model, status, attempts, ttfb_ms, duration_ms, " \
+  "input_tokens, output_tokens, cached_tokens, cost_usd, client_addr, user_agent, stream"
+#define SLUICE_LOG_COLUMNS SLUICE_LOG_COLUMNS_NO_BODIES ", request_body, response_body"
+constexpr std::size_t kLogColumnCount = 19;
+
+void appendLogParams(std::vector<SqlParam>& out, const LogRecord& r) {
+  out.push_back(P::integer(r.time_ms));
+  out.push_back(P::text(r.request_id));
+  out.push_back(P::optInt(r.virtual_key_id));
+  out.push_back(P::text(r.channel));
+  out.push_back(P::text(r.upstream_key));
+  out.push_back(P::text(r.model));
+  out.push_back(P::integer(r.status));
+  out.push_back(P::text(r.attempts));
+  out.push_back(P::integer(r.ttfb_ms));
+  out.push_back(P::integer(r.duration_ms));
+  out.push_back(P::integer(r.input_tokens));
+  out.push_back(P::integer(r.output_tokens));
+  out.push_back(P::integer(r.cached_tokens));
+  out.push_back(P::real(r.cost_usd));
+  out.push_back(P::text(r.client_addr));
+  out.push_back(P::text(r.user_agent));
+  out.push_back(P::boolean(r.stream));
+  out.push_back(P::optText(r.request_body));
+  out.push_back(P::optText(r.response_body));
+}
+
+std::string insertLogsSql(std::size_t rows) {
+  std::string row = "(";
+  for (std::size_t i = 0; i < kLogColumnCount; ++i) row += i ? ",?" : "?";
+  row += ")";
+  std::string sql = "INSERT INTO request_logs (" SLUICE_LOG_COLUMNS ") VALUES ";
+  for (std::size_t i = 0; i < rows; ++i) {
+    if (i) sql += ',';
+    sql += row;
+  }
+  return sql;
+}
+
+// ---- row mapping ----
+// Column lists are macros so each query is one literal, assembled at compile time.
+
+#define SLUICE_VK_COLUMNS                                                                                          \
+  "id, name, key_hash, key_prefix, allowed_models, allowed_channels, rpm, tpm, max_concurrent, budget_daily_usd, " \
+  "budget_monthly_usd, budget_total_usd, expires_at, revoked_at, metadata, created_at, updated_at"
+
+VirtualKey readVirtualKey(SqlRows& r) {
+  VirtualKey k;
+  k.id = r.getInt(0);
+  k.name = r.getText(1);
+  k.key_hash = r.getText(2);
+  k.key_prefix = r.getText(3);
+  k.allowed_models = r.getText(4);
+  k.allowed_channels = r.getText(5);
+  k.rpm = r.optInt(6);
+  k.tpm = r.optInt(7);
+  k.max_concurrent = r.optInt(8);
+  k.budget_daily_usd = r.optReal(9);
+  k.budget_monthly_usd = r.optReal(10);
+  k.budget_total_usd = r.optReal(11);
+  k.expires_at_ms = r.optInt(12);
+  k.revoked_at_ms = r.optInt(13);
+  k.metadata = r.getText(14);
+  k.created_at_ms = r.getInt(15);
+  k.updated_at_ms = r.getInt(16);
+  return k;
+}
+
+#define SLUICE_CHANNEL_COLUMNS \
+  "id, name, type, base_url, models, priority, weight, headers, enabled, created_at, updated_at"
+
+Channel readChannel(SqlRows& r) {
+  Channel c;
+  c.id = r.getInt(0);
+  c.name = r.getText(1);
+  c.type = r.getText(2);
+  c.base_url = r.getText(3);
+  c.models = r.getText(4);
+  c.priority = r.getInt(5);
+  c.weight = r.getInt(6);
+  c.headers = r.getText(7);
+  c.enabled = r.getBool(8);
+  c.created_at_ms = r.getInt(9);
+  c.updated_at_ms = r.getInt(10);
+  return c;
+}
+
+#define SLUICE_UK_COLUMNS "id, channel_id, secret_encrypted, label, state, disabled_reason, cooldown_until, created_at"
+
+const char* stateName(UpstreamKeyState s) {
+  return s == UpstreamKeyState::Disabled ? "disabled" : "active";
+}
+
+UpstreamKey readUpstreamKey(SqlRows& r) {
+  UpstreamKey k;
+  k.id = r.getInt(0);
+  k.channel_id = r.getInt(1);
+  k.secret_encrypted = r.getBlob(2);
+  k.label = r.getText(3);
+  k.state = r.getText(4) == "disabled" ? UpstreamKeyState::Disabled : UpstreamKeyState::Active;
+  k.disabled_reason = r.getText(5);
+  k.cooldown_until_ms = r.optInt(6);
+  k.created_at_ms = r.getInt(7);
+  return k;
+}
+
+template <class T, class F>
+std::optional<T> first(std::unique_ptr<SqlRows> rows, F read) {
+  if (!rows->next()) return std::nullopt;
+  return read(*rows);
+}
+
+template <class T, class F>
+std::vector<T> all(std::unique_ptr<SqlRows> rows, F read) {
+  std::vector<T> out;
+  while (rows->next()) out.push_back(read(*rows));
+  return out;
+}
+
+}  // namespace
+
+// ---- cursor ----
+
+std::string encodeLogCursor(std::int64_t time_ms, std::int64_t id) {
+  return "c1." + std::to_string(time_ms) + "." + std::to_string(id);
+}
+
+std::pair<std::int64_t, std::int64_t> decodeLogCursor(const std::string& cursor) {
+  auto bad = [&] { return StoreError(StoreErrc::InvalidData, "invalid log cursor '" + cursor.substr(0, 64) + "'"); };
+  if (cursor.rfind("c1.", 0) != 0) throw bad();
+  std::string_view rest = std::string_view(cursor).substr(3);
+  auto dot = rest.find('.');
+  if (dot == std::string_view::npos) throw bad();
+  std::int64_t t = 0, id = 0;
+  auto parse = [](std::string_view s, std::int64_t& v) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return !s.empty() && ec == std::errc() && p == s.data() + s.size();
+  };
+  if (!parse(rest.substr(0, dot), t) || !parse(rest.substr(dot + 1), id)) throw bad();
+  return {t, id};
+}
+
+// ---- store ----
+
+SqlStore::SqlStore(std::unique_ptr<SqlConnection> conn) : conn_(std::move(conn)) {}
+
+int Store::latestSchemaVersion() {
+  auto s = sqliteMigrations();
+  return s.empty() ? 0 : s.back().version;
+}
+
+int SqlStore::schemaVersion() {
+  const char* exists = conn_->dialect() == Dialect::Sqlite
+                           ? "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+                           : "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'schema_migrations' "
+                             "AND schemaname = current_schema()";
+  {
+    auto rows = conn_->query(exists, {});
+    if (!rows->next() || rows->getInt(0) == 0) return 0;
+  }
+  auto rows = conn_->query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", {});
+  return rows->next() ? static_cast<int>(rows->getInt(0)) : 0;
+}
+
+void SqlStore::migrate() {
+  auto migrations = migrationsFor(conn_->dialect());
+  SqlTransaction tx(*conn_);
+  if (conn_->dialect() == Dialect::Postgres) {
+    P lock[] = {P::integer(kMigrationLockId)};
+    conn_->query("SELECT pg_advisory_xact_lock(?)", lock)->next();
+  }
+  conn_->execScript(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+      "applied_at BIGINT NOT NULL)");
+  int current = schemaVersion();
+  int latest = migrations.empty() ? 0 : migrations.back().version;
+  if (current > latest)
+    throw StoreError(StoreErrc::Schema, "database schema is at version " + std::to_string(current) +
+                                            " but this Sluice knows versions up to " + std::to_string(latest) +
+                                            "; run a newer Sluice against this database");
+  for (const Migration& m : migrations) {
+    if (m.version <= current) continue;
+    try {
+      conn_->execScript(m.sql);
+    } catch (const StoreError& e) {
+      if (e.transient()) throw;
+      throw StoreError(StoreErrc::Schema,
+                       "migration " + std::to_string(m.version) + " (" + m.name + ") failed: " + e.what());
+    }
+    P params[] = {P::integer(m.version), P::text(m.name), P::integer(nowMs())};
+    conn_->execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", params);
+  }
+  tx.commit();
+}
+
+// ---- request logs ----
+
+void SqlStore::insertLogs(std::span<const LogRecord> records) {
+  if (records.empty()) return;
+  SqlTransaction tx(*conn_);
+  std::vector<SqlParam> params;
+  params.reserve(std::min(records.size(), kInsertChunk) * kLogColumnCount);
+  for (std::size_t off = 0; off < records.size(); off += kInsertChunk) {
+    std::size_t n = std::min(kInsertChunk, records.size() - off);
+    params.clear();
+    for (std::size_t i = 0; i < n; ++i) appendLogParams(params, records[off + i]);
+    conn_->execute(insertLogsSql(n), params);
+  }
+  tx.commit();
+}
+
+LogPage SqlStore::listLogs(const LogQuery& q) {
+  std::size_t limit = std::clamp<std::size_t>(q.limit, 1, kMaxLogPage);
+  std::string sql = q.include_bodies ? "SELECT id, " SLUICE_LOG_COLUMNS " FROM request_logs WHERE 1 = 1"
+                                     : "SELECT id, " SLUICE_LOG_COLUMNS_NO_BODIES
+                                       ", NULL, NULL FROM request_logs WHERE 1 = 1";
+  std::vector<SqlParam> params;
+  std::int64_t cursor_time = 0, cursor_id = 0;
+  if (q.from_ms) {
+    sql += " AND time_ms >= ?";
+    params.push_back(P::integer(*q.from_ms));
+  }
+  if (q.to_ms) {
+    sql += " AND time_ms < ?";
+    params.push_back(P::integer(*q.to_ms));
+  }
+  if (q.virtual_key_id) {
+    sql += " AND virtual_key_id = ?";
+    params.push_back(P::integer(*q.virtual_key_id));
+  }
+  if (q.model) {
+    sql += " AND model = ?";
+    params.push_back(P::text(*q.model));
+  }
+  if (q.channel) {
+    sql += " AND channel = ?";
+    params.push_back(P::text(*q.channel));
+  }
+  if (q.status) {
+    sql += " AND status = ?";
+    params.push_back(P::integer(*q.status));
+  }
+  if (!q.cursor.empty()) {
+    std::tie(cursor_time, cursor_id) = decodeLogCursor(q.cursor);
+    sql += " AND (time_ms < ? OR (time_ms = ? AND id < ?))";
+    params.push_back(P::integer(cursor_time));
+    params.push_back(P::integer(cursor_time));
+    params.push_back(P::integer(cursor_id));
+  }
+  sql += " ORDER BY time_ms DESC, id DESC LIMIT ?";
+  params.push_back(P::integer(static_cast<std::int64_t>(limit + 1)));  // one more: is there a next page?
+
+  LogPage page;
+  auto rows = conn_->query(sql, params);
+  while (rows->next()) {
+    if (page.entries.size() == limit) {
+      const LogEntry& last = page.entries.back();
+      page.next_cursor = encodeLogCursor(last.record.time_ms, last.id);
+      break;
+    }
+    LogEntry e;
+    e.id = rows->getInt(0);
+    LogRecord& r = e.record;
+    r.time_ms = rows->getInt(1);
+    r.request_id = rows->getText(2);
+    r.virtual_key_id = rows->optInt(3);
+    r.channel = rows->getText(4);
+    r.upstream_key = rows->getText(5);
+    r.model = rows->getText(6);
+    r.status = static_cast<int>(rows->getInt(7));
+    r.attempts = rows->getText(8);
+    r.ttfb_ms = rows->getInt(9);
+    r.duration_ms = rows->getInt(10);
+    r.input_tokens = rows->getInt(11);
+    r.output_tokens = rows->getInt(12);
+    r.cached_tokens = rows->getInt(13);
+    r.cost_usd = rows->getReal(14);
+    r.client_addr = rows->getText(15);
+    r.user_agent = rows->getText(16);
+    r.stream = rows->getBool(17);
+    r.request_body = rows->optText(18);
+    r.response_body = rows->optText(19);
+    page.entries.push_back(std::move(e));
+  }
+  return page;
+}
+
+std::vector<UsageRow> SqlStore::usage(const UsageQuery& q) {
+  // Group-by expressions come from this fixed list, never from the caller's text.
+  std::string select, group;
+  auto dim = [&](bool on, const char* expr, const char* absent) {
+    select += on ? expr : absent;
+    select += ", ";
+    if (on) {
+      if (!group.empty()) group += ", ";
+      group += expr;
+    }
+  };
+  dim(q.by_day, "(time_ms / 86400000) * 86400000", "0");
+  dim(q.by_virtual_key, "virtual_key_id", "NULL");
+  dim(q.by_model, "model", "''");
+  dim(q.by_channel, "channel", "''");
+  std::string sql = "SELECT " + select +
+                    "COUNT(*), COALESCE(SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), 0), "
+                    "COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
+                    "COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(cost_usd), 0) "
+                    "FROM request_logs WHERE time_ms >= ? AND time_ms < ?";
+  std::vector<SqlParam> params{P::integer(q.from_ms), P::integer(q.to_ms)};
+  if (q.virtual_key_id) {
+    sql += " AND virtual_key_id = ?";
+    params.push_back(P::integer(*q.virtual_key_id));
+  }
+  if (q.model) {
+    sql += " AND model = ?";
+    params.push_back(P::text(*q.model));
+  }
+  if (q.channel) {
+    sql += " AND channel = ?";
+    params.push_back(P::text(*q.channel));
+  }
+  if (!group.empty()) sql += " GROUP BY " + group + " ORDER BY " + group;
+
+  std::vector<UsageRow> out;
+  auto rows = conn_->query(sql, params);
+  while (rows->next()) {
+    UsageRow u;
+    u.day_ms = rows->getInt(0);
+    u.virtual_key_id = rows->optInt(1);
+    u.model = rows->getText(2);
+    u.channel = rows->getText(3);
+    u.requests = rows->getInt(4);
+    u.errors = rows->getInt(5);
+    u.input_tokens = rows->getInt(6);
+    u.output_tokens = rows->getInt(7);
+    u.cached_tokens = rows->getInt(8);
+    u.cost_usd = rows->getReal(9);
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+std::int64_t SqlStore::deleteLogsBefore(std::int64_t unix_ms) {
+  // Chunks: each DELETE is its own short transaction, so the log writer is never held up
+  // behind one long retention sweep.
+  std::int64_t total = 0;
+  for (;;) {
+    P params[] = {P::integer(unix_ms), P::integer(kDeleteChunk)};
+    std::int64_t n = conn_->execute(
+        "DELETE FROM request_logs WHERE id IN (SELECT id FROM request_logs WHERE time_ms < ? LIMIT ?)", params);
+    total += n;
+    if (n < kDeleteChunk) return total;
+  }
+}
+
+// ---- virtual keys ----
+
+std::int64_t SqlStore::insertReturningId(const std::string& sql, std::span<const SqlParam> params) {
+  auto rows = conn_->query(sql + " RETURNING id", params);
+  if (!rows->next()) throw StoreError(StoreErrc::Internal, "insert returned no id");
+  return rows->getInt(0);
+}
+
+std::int64_t SqlStore::createVirtualKey(const VirtualKey& k) {
+  std::int64_t now = nowMs();
+  P params[] = {P::text(k.name),
+                P::text(k.key_hash),
+                P::text(k.key_prefix),
+                P::text(k.allowed_models),
+                P::text(k.allowed_channels),
+                P::optInt(k.rpm),
+                P::optInt(k.tpm),
+                P::optInt(k.max_concurrent),
+                P::optReal(k.budget_daily_usd),
+                P::optReal(k.budget_monthly_usd),
+                P::optReal(k.budget_total_usd),
+                P::optInt(k.expires_at_ms),
+                P::optInt(k.revoked_at_ms),
+                P::text(k.metadata),
+                P::integer(now),
+                P::integer(now)};
+  return insertReturningId(
+      "INSERT INTO virtual_keys (name, key_hash, key_prefix, allowed_models, allowed_channels, rpm, tpm, "
+      "max_concurrent, budget_daily_usd, budget_monthly_usd, budget_total_usd, expires_at, revoked_at, metadata, "
+      "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      params);
+}
+
+std::optional<VirtualKey> SqlStore::getVirtualKey(std::int64_t id) {
+  P params[] = {P::integer(id)};
+  return first<VirtualKey>(conn_->query("SELECT " SLUICE_VK_COLUMNS " FROM virtual_keys WHERE id = ?", params),
+                           readVirtualKey);
+}
+
+std::optional<VirtualKey> SqlStore::findVirtualKeyByHash(const std::string& key_hash) {
+  P params[] = {P::text(key_hash)};
+  return first<VirtualKey>(conn_->query("SELECT " SLUICE_VK_COLUMNS " FROM virtual_keys WHERE key_hash = ?", params),
+                           readVirtualKey);
+}
+
+std::vector<VirtualKey> SqlStore::listVirtualKeys() {
+  return all<VirtualKey>(conn_->query("SELECT " SLUICE_VK_COLUMNS " FROM virtual_keys ORDER BY id", {}),
+                         readVirtualKey);
+}
+
+bool SqlStore::updateVirtualKey(const VirtualKey& k) {
+  P params[] = {P::text(k.name),
+                P::text(k.key_prefix),
+                P::text(k.allowed_models),
+                P::text(k.allowed_channels),
+                P::optInt(k.rpm),
+                P::optInt(k.tpm),
+                P::optInt(k.max_concurrent),
+                P::optReal(k.budget_daily_usd),
+                P::optReal(k.budget_monthly_usd),
+                P::optReal(k.budget_total_usd),
+                P::optInt(k.expires_at_ms),
+                P::optInt(k.revoked_at_ms),
+                P::text(k.metadata),
+                P::integer(nowMs()),
+                P::integer(k.id)};
+  return conn_->execute(
+             "UPDATE virtual_keys SET name = ?, key_prefix = ?, allowed_models = ?, allowed_channels = ?, rpm = ?, "
+             "tpm = ?, max_concurrent = ?, budget_daily_usd = ?, budget_monthly_usd = ?, budget_total_usd = ?, "
+             "expires_at = ?, revoked_at = ?, metadata = ?, updated_at = ? WHERE id = ?",
+             params) > 0;
+}
+
+bool SqlStore::revokeVirtualKey(std::int64_t id, std::int64_t at_ms) {
+  P params[] = {P::integer(at_ms), P::integer(nowMs()), P::integer(id)};
+  return conn_->execute("UPDATE virtual_keys SET revoked_at = ?, updated_at = ? WHERE id = ?", params) > 0;
+}
+
+bool SqlStore::deleteVirtualKey(std::int64_t id) {
+  P params[] = {P::integer(id)};
+  return conn_->execute("DELETE FROM virtual_keys WHERE id = ?", params) > 0;
+}
+
+// ---- channels ----
+
+std::int64_t SqlStore::createChannel(const Channel& c) {
+  std::int64_t now = nowMs();
+  P params[] = {P::text(c.name),        P::text(c.type),      P::text(c.base_url), P::text(c.models),
+                P::integer(c.priority), P::integer(c.weight), P::text(c.headers),  P::boolean(c.enabled),
+                P::integer(now),        P::integer(now)};
+  return insertReturningId(
+      "INSERT INTO channels (name, type, base_url, models, priority, weight, headers, enabled, created_at, "
+      "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      params);
+}
+
+std::optional<Channel> SqlStore::getChannel(std::int64_t id) {
+  P params[] = {P::integer(id)};
+  return first<Channel>(conn_->query("SELECT " SLUICE_CHANNEL_COLUMNS " FROM channels WHERE id = ?", params),
+                        readChannel);
+}
+
+std::optional<Channel> SqlStore::findChannelByName(const std::string& name) {
+  P params[] = {P::text(name)};
+  return first<Channel>(conn_->query("SELECT " SLUICE_CHANNEL_COLUMNS " FROM channels WHERE name = ?", params),
+                        readChannel);
+}
+
+std::vector<Channel> SqlStore::listChannels() {
+  return all<Channel>(conn_->query("SELECT " SLUICE_CHANNEL_COLUMNS " FROM channels ORDER BY priority, name", {}),
+                      readChannel);
+}
+
+bool SqlStore::updateChannel(const Channel& c) {
+  P params[] = {P::text(c.name),        P::text(c.type),      P::text(c.base_url), P::text(c.models),
+                P::integer(c.priority), P::integer(c.weight), P::text(c.headers),  P::boolean(c.enabled),
+                P::integer(nowMs()),    P::integer(c.id)};
+  return conn_->execute(
+             "UPDATE channels SET name = ?, type = ?, base_url = ?, models = ?, priority = ?, weight = ?, "
+             "headers = ?, enabled = ?, updated_at = ? WHERE id = ?",
+             params) > 0;
+}
+
+bool SqlStore::deleteChannel(std::int64_t id) {
+  P params[] = {P::integer(id)};
+  return conn_->execute("DELETE FROM channels WHERE id = ?", params) > 0;
+}
+
+// ---- upstream keys ----
+
+std::int64_t SqlStore::createUpstreamKey(const UpstreamKey& k) {
+  P params[] = {P::integer(k.channel_id),    P::blob(k.secret_encrypted), P::text(k.label),
+                P::text(stateName(k.state)), P::text(k.disabled_reason),  P::optInt(k.cooldown_until_ms),
+                P::integer(nowMs())};
+  return insertReturningId(
+      "INSERT INTO upstream_keys (channel_id, secret_encrypted, label, state, disabled_reason, cooldown_until, "
+      "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      params);
+}
+
+std::optional<UpstreamKey> SqlStore::getUpstreamKey(std::int64_t id) {
+  P params[] = {P::integer(id)};
+  return first<UpstreamKey>(conn_->query("SELECT " SLUICE_UK_COLUMNS " FROM upstream_keys WHERE id = ?", params),
+                            readUpstreamKey);
+}
+
+std::vector<UpstreamKey> SqlStore::listUpstreamKeys(std::optional<std::int64_t> channel_id) {
+  if (!channel_id)
+    return all<UpstreamKey>(conn_->query("SELECT " SLUICE_UK_COLUMNS " FROM upstream_keys ORDER BY id", {}),
+                            readUpstreamKey);
+  P params[] = {P::integer(*channel_id)};
+  return all<UpstreamKey>(
+      conn_->query("SELECT " SLUICE_UK_COLUMNS " FROM upstream_keys WHERE channel_id = ? ORDER BY id", params),
+      readUpstreamKey);
+}
+
+bool SqlStore::updateUpstreamKey(const UpstreamKey& k) {
+  P params[] = {
+      P::integer(k.channel_id),   P::blob(k.secret_encrypted),    P::text(k.label), P::text(stateName(k.state)),
+      P::text(k.disabled_reason), P::optInt(k.cooldown_until_ms), P::integer(k.id)};
+  return conn_->execute(
+             "UPDATE upstream_keys SET channel_id = ?, secret_encrypted = ?, label = ?, state = ?, "
+             "disabled_reason = ?, cooldown_until = ? WHERE id = ?",
+             params) > 0;
+}
+
+bool SqlStore::setUpstreamKeyState(std::int64_t id, UpstreamKeyState state, const std::string& reason,
+                                   std::optional<std::int64_t> cooldown_until_ms) {
+  P params[] = {P::text(stateName(state)), P::text(reason), P::optInt(cooldown_until_ms), P::integer(id)};
+  return conn_->execute("UPDATE upstream_keys SET state = ?, disabled_reason = ?, cooldown_until = ? WHERE id = ?",
+                        params) > 0;
+}
+
+bool SqlStore::deleteUpstreamKey(std::int64_t id) {
+  P params[] = {P::integer(id)};
+  return conn_->execute("DELETE FROM upstream_keys WHERE id = ?", params) > 0;
+}
+
+}  // namespace sluice::store

@@ -1,0 +1,60 @@
+// SqlStore: the Store, written once over SqlConnection; the dialects differ only in their
+// connection and their migrations. Thread-safety: one thread at a time (see Store).
+#pragma once
+#include <memory>
+
+#include "store/SqlConnection.hpp"
+#include "store/Store.hpp"
+
+namespace sluice::store {
+
+class SqlStore final : public Store {
+ public:
+  explicit SqlStore(std::unique_ptr<SqlConnection> conn);
+
+  void migrate() override;
+  int schemaVersion() override;
+
+  void insertLogs(std::span<const LogRecord> records) override;
+  LogPage listLogs(const LogQuery& query) override;
+  std::vector<UsageRow> usage(const UsageQuery& query) override;
+  std::int64_t deleteLogsBefore(std::int64_t unix_ms) override;
+
+  std::int64_t createVirtualKey(const VirtualKey& key) override;
+  std::optional<VirtualKey> getVirtualKey(std::int64_t id) override;
+  std::optional<VirtualKey> findVirtualKeyByHash(const std::string& key_hash) override;
+  std::vector<VirtualKey> listVirtualKeys() override;
+  bool updateVirtualKey(const VirtualKey& key) override;
+  bool revokeVirtualKey(std::int64_t id, std::int64_t at_ms) override;
+  bool deleteVirtualKey(std::int64_t id) override;
+
+  std::int64_t createChannel(const Channel& channel) override;
+  std::optional<Channel> getChannel(std::int64_t id) override;
+  std::optional<Channel> findChannelByName(const std::string& name) override;
+  std::vector<Channel> listChannels() override;
+  bool updateChannel(const Channel& channel) override;
+  bool deleteChannel(std::int64_t id) override;
+
+  std::int64_t createUpstreamKey(const UpstreamKey& key) override;
+  std::optional<UpstreamKey> getUpstreamKey(std::int64_t id) override;
+  std::vector<UpstreamKey> listUpstreamKeys(std::optional<std::int64_t> channel_id) override;
+  bool updateUpstreamKey(const UpstreamKey& key) override;
+  bool setUpstreamKeyState(std::int64_t id, UpstreamKeyState state, const std::string& reason,
+                           std::optional<std::int64_t> cooldown_until_ms) override;
+  bool deleteUpstreamKey(std::int64_t id) override;
+
+  // Rows per multi-row INSERT statement in insertLogs (19 parameters each).
+  static constexpr std::size_t kInsertChunk = 64;
+  // Rows per DELETE statement in deleteLogsBefore.
+  static constexpr std::int64_t kDeleteChunk = 5000;
+
+ private:
+  std::int64_t insertReturningId(const std::string& sql, std::span<const SqlParam> params);
+  std::unique_ptr<SqlConnection> conn_;
+};
+
+// Opaque log cursor for a (time_ms, id) position; decodeLogCursor throws InvalidData.
+std::string encodeLogCursor(std::int64_t time_ms, std::int64_t id);
+std::pair<std::int64_t, std::int64_t> decodeLogCursor(const std::string& cursor);
+
+}  // namespace sluice::store

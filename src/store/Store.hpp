@@ -1,0 +1,214 @@
+// Store: the control plane's persistent state (virtual keys, channels, upstream keys) and the
+// request log, behind one interface with a SQLite and a PostgreSQL implementation.
+// Thread-safety: a Store object holds one connection and is used from one thread at a time;
+// give each thread (the LogWriter, the admin API) its own Store from Store::open().
+// Errors: every method throws StoreError; its code() says whether retrying may help.
+// Times are Unix milliseconds (UTC) throughout. JSON-valued fields are JSON text; the database
+// checks that they parse (a bad one is StoreErrc::InvalidData).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace sluice::store {
+
+enum class StoreErrc {
+  BadUrl,       // the store URL cannot be used; fix the configuration
+  Unavailable,  // cannot reach the database, or it is busy/full/shutting down: retry later
+  Conflict,     // a unique or foreign-key constraint refused the change (e.g. duplicate name)
+  InvalidData,  // a value was refused (malformed JSON, bad cursor, out-of-range value)
+  Schema,       // the database schema is newer than this binary knows, or a migration failed
+  Internal,     // anything else the database reported
+};
+
+class StoreError : public std::runtime_error {
+ public:
+  StoreError(StoreErrc code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  StoreErrc code() const noexcept { return code_; }
+  // True when the same operation may succeed later (database down, busy, restarting).
+  bool transient() const noexcept { return code_ == StoreErrc::Unavailable; }
+
+ private:
+  StoreErrc code_;
+};
+
+// One proxied request, as the log writer stores it.
+struct LogRecord {
+  std::int64_t time_ms = 0;                    // when the request arrived
+  std::string request_id;                      // x-request-id
+  std::optional<std::int64_t> virtual_key_id;  // empty: master key or unauthenticated
+  std::string channel;                         // channel name that served (or last failed)
+  std::string upstream_key;                    // masked upstream key id, never the secret
+  std::string model;
+  int status = 0;               // HTTP status sent to the client
+  std::string attempts = "[]";  // JSON array: each attempt with its error
+  std::int64_t ttfb_ms = 0;
+  std::int64_t duration_ms = 0;
+  std::int64_t input_tokens = 0;
+  std::int64_t output_tokens = 0;
+  std::int64_t cached_tokens = 0;
+  double cost_usd = 0;
+  std::string client_addr;
+  std::string user_agent;
+  bool stream = false;
+  std::optional<std::string> request_body;  // only when body logging is on; caller caps size
+  std::optional<std::string> response_body;
+};
+
+// A stored log row: the record plus its database id.
+struct LogEntry {
+  std::int64_t id = 0;
+  LogRecord record;
+};
+
+// Newest first. Every filter is optional; the time range is [from_ms, to_ms).
+struct LogQuery {
+  std::optional<std::int64_t> from_ms;
+  std::optional<std::int64_t> to_ms;
+  std::optional<std::int64_t> virtual_key_id;
+  std::optional<std::string> model;
+  std::optional<std::string> channel;
+  std::optional<int> status;
+  std::size_t limit = 100;      // clamped to [1, kMaxLogPage]
+  std::string cursor;           // empty: first page; else LogPage::next_cursor of the previous page
+  bool include_bodies = false;  // request/response bodies are left empty unless asked for
+};
+inline constexpr std::size_t kMaxLogPage = 1000;
+
+struct LogPage {
+  std::vector<LogEntry> entries;
+  std::string next_cursor;  // empty when there are no more rows
+};
+
+// Usage summed over request_logs in [from_ms, to_ms), grouped by the dimensions asked for.
+struct UsageQuery {
+  std::int64_t from_ms = 0;
+  std::int64_t to_ms = 0;
+  bool by_day = false;  // UTC days
+  bool by_virtual_key = false;
+  bool by_model = false;
+  bool by_channel = false;
+  std::optional<std::int64_t> virtual_key_id;  // filters
+  std::optional<std::string> model;
+  std::optional<std::string> channel;
+};
+
+// A dimension not grouped by is left empty (day_ms = 0, strings empty, virtual_key_id empty).
+struct UsageRow {
+  std::int64_t day_ms = 0;  // start of the UTC day
+  std::optional<std::int64_t> virtual_key_id;
+  std::string model;
+  std::string channel;
+  std::int64_t requests = 0;
+  std::int64_t errors = 0;  // status >= 400
+  std::int64_t input_tokens = 0;
+  std::int64_t output_tokens = 0;
+  std::int64_t cached_tokens = 0;
+  double cost_usd = 0;
+};
+
+struct VirtualKey {
+  std::int64_t id = 0;  // assigned by the store
+  std::string name;
+  std::string key_hash;                 // SHA-256 hex of the secret; unique
+  std::string key_prefix;               // first 8 characters, shown to users
+  std::string allowed_models = "[]";    // JSON array; empty array = all
+  std::string allowed_channels = "[]";  // JSON array; empty array = all
+  std::optional<std::int64_t> rpm;
+  std::optional<std::int64_t> tpm;
+  std::optional<std::int64_t> max_concurrent;
+  std::optional<double> budget_daily_usd;
+  std::optional<double> budget_monthly_usd;
+  std::optional<double> budget_total_usd;
+  std::optional<std::int64_t> expires_at_ms;
+  std::optional<std::int64_t> revoked_at_ms;
+  std::string metadata = "{}";     // JSON object
+  std::int64_t created_at_ms = 0;  // set by the store
+  std::int64_t updated_at_ms = 0;  // set by the store
+};
+
+struct Channel {
+  std::int64_t id = 0;
+  std::string name;  // unique
+  std::string type;  // openai | anthropic | gemini | azure | openai-compatible | mock
+  std::string base_url;
+  std::string models = "[]";  // JSON array of names or globs
+  std::int64_t priority = 1;
+  std::int64_t weight = 1;
+  std::string headers = "{}";  // JSON object of extra upstream headers
+  bool enabled = true;
+  std::int64_t created_at_ms = 0;
+  std::int64_t updated_at_ms = 0;
+};
+
+enum class UpstreamKeyState { Active, Disabled };
+
+struct UpstreamKey {
+  std::int64_t id = 0;
+  std::int64_t channel_id = 0;   // deleting the channel deletes its keys
+  std::string secret_encrypted;  // opaque bytes (the caller encrypts); may hold any byte
+  std::string label;
+  UpstreamKeyState state = UpstreamKeyState::Active;
+  std::string disabled_reason;
+  std::optional<std::int64_t> cooldown_until_ms;
+  std::int64_t created_at_ms = 0;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // "sqlite://./sluice.db", "sqlite:///abs/path.db", "sqlite://:memory:" (query: ?busy_timeout_ms=N),
+  // or "postgres://user:pass@host:5432/db" / "postgresql://..." (any libpq URI parameter).
+  // Connects; throws StoreError (BadUrl or Unavailable) with a message that names the problem
+  // and never the password.
+  static std::unique_ptr<Store> open(const std::string& url);
+
+  // Brings the schema to the newest version this binary knows, each version in its own
+  // transaction. Safe to run concurrently from several instances and to run again.
+  virtual void migrate() = 0;
+  // Highest applied migration (0 = none) and the newest this binary knows.
+  virtual int schemaVersion() = 0;
+  static int latestSchemaVersion();
+
+  // ---- request logs ----
+  // All rows in one transaction: either all are stored or none.
+  virtual void insertLogs(std::span<const LogRecord> records) = 0;
+  virtual LogPage listLogs(const LogQuery& query) = 0;
+  virtual std::vector<UsageRow> usage(const UsageQuery& query) = 0;
+  // Retention: deletes rows with time_ms < unix_ms, in chunks so writers are not held up;
+  // returns how many were deleted.
+  virtual std::int64_t deleteLogsBefore(std::int64_t unix_ms) = 0;
+
+  // ---- virtual keys ----  create* return the new id; update*/delete* return false if no such id.
+  virtual std::int64_t createVirtualKey(const VirtualKey& key) = 0;
+  virtual std::optional<VirtualKey> getVirtualKey(std::int64_t id) = 0;
+  virtual std::optional<VirtualKey> findVirtualKeyByHash(const std::string& key_hash) = 0;
+  virtual std::vector<VirtualKey> listVirtualKeys() = 0;
+  virtual bool updateVirtualKey(const VirtualKey& key) = 0;  // all fields but id/key_hash/created_at
+  virtual bool revokeVirtualKey(std::int64_t id, std::int64_t at_ms) = 0;
+  virtual bool deleteVirtualKey(std::int64_t id) = 0;
+
+  // ---- channels ----
+  virtual std::int64_t createChannel(const Channel& channel) = 0;
+  virtual std::optional<Channel> getChannel(std::int64_t id) = 0;
+  virtual std::optional<Channel> findChannelByName(const std::string& name) = 0;
+  virtual std::vector<Channel> listChannels() = 0;  // by priority, then name
+  virtual bool updateChannel(const Channel& channel) = 0;
+  virtual bool deleteChannel(std::int64_t id) = 0;
+
+  // ---- upstream keys ----
+  virtual std::int64_t createUpstreamKey(const UpstreamKey& key) = 0;
+  virtual std::optional<UpstreamKey> getUpstreamKey(std::int64_t id) = 0;
+  virtual std::vector<UpstreamKey> listUpstreamKeys(std::optional<std::int64_t> channel_id) = 0;
+  virtual bool updateUpstreamKey(const UpstreamKey& key) = 0;  // all fields but id/created_at
+  virtual bool setUpstreamKeyState(std::int64_t id, UpstreamKeyState state, const std::string& reason,
+                                   std::optional<std::int64_t> cooldown_until_ms) = 0;
+  virtual bool deleteUpstreamKey(std::int64_t id) = 0;
+};
+
+}  // namespace sluice::store

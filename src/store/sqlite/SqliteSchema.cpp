@@ -1,0 +1,90 @@
+#include "store/Migrations.hpp"
+
+namespace sluice::store {
+namespace {
+
+// AUTOINCREMENT on the control tables: an id is never reused, so a deleted key's logs never
+// point at a new key. request_logs keeps the plain rowid (cheaper; ids only order rows).
+constexpr Migration kMigrations[] = {
+    {1, "control plane: virtual_keys, channels, upstream_keys", R"sql(
+CREATE TABLE virtual_keys (
+  id                 INTEGER PRIMARY KEY AUTOINCREMENT,
+  name               TEXT    NOT NULL,
+  key_hash           TEXT    NOT NULL UNIQUE,
+  key_prefix         TEXT    NOT NULL,
+  allowed_models     TEXT    NOT NULL DEFAULT '[]' CHECK (json_valid(allowed_models)),
+  allowed_channels   TEXT    NOT NULL DEFAULT '[]' CHECK (json_valid(allowed_channels)),
+  rpm                INTEGER,
+  tpm                INTEGER,
+  max_concurrent     INTEGER,
+  budget_daily_usd   REAL,
+  budget_monthly_usd REAL,
+  budget_total_usd   REAL,
+  expires_at         INTEGER,
+  revoked_at         INTEGER,
+  metadata           TEXT    NOT NULL DEFAULT '{}' CHECK (json_valid(metadata)),
+  created_at         INTEGER NOT NULL,
+  updated_at         INTEGER NOT NULL
+);
+CREATE TABLE channels (
+  id         INTEGER PRIMARY KEY AUTOINCREMENT,
+  name       TEXT    NOT NULL UNIQUE,
+  type       TEXT    NOT NULL,
+  base_url   TEXT    NOT NULL DEFAULT '',
+  models     TEXT    NOT NULL DEFAULT '[]' CHECK (json_valid(models)),
+  priority   INTEGER NOT NULL DEFAULT 1,
+  weight     INTEGER NOT NULL DEFAULT 1 CHECK (weight >= 0),
+  headers    TEXT    NOT NULL DEFAULT '{}' CHECK (json_valid(headers)),
+  enabled    INTEGER NOT NULL DEFAULT 1,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE TABLE upstream_keys (
+  id               INTEGER PRIMARY KEY AUTOINCREMENT,
+  channel_id       INTEGER NOT NULL REFERENCES channels(id) ON DELETE CASCADE,
+  secret_encrypted BLOB    NOT NULL,
+  label            TEXT    NOT NULL DEFAULT '',
+  state            TEXT    NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'disabled')),
+  disabled_reason  TEXT    NOT NULL DEFAULT '',
+  cooldown_until   INTEGER,
+  created_at       INTEGER NOT NULL
+);
+CREATE INDEX upstream_keys_channel ON upstream_keys (channel_id);
+)sql"},
+    {2, "request_logs", R"sql(
+CREATE TABLE request_logs (
+  id             INTEGER PRIMARY KEY,
+  time_ms        INTEGER NOT NULL,
+  request_id     TEXT    NOT NULL,
+  virtual_key_id INTEGER,
+  channel        TEXT    NOT NULL DEFAULT '',
+  upstream_key   TEXT    NOT NULL DEFAULT '',
+  model          TEXT    NOT NULL DEFAULT '',
+  status         INTEGER NOT NULL,
+  attempts       TEXT    NOT NULL DEFAULT '[]',
+  ttfb_ms        INTEGER NOT NULL DEFAULT 0,
+  duration_ms    INTEGER NOT NULL DEFAULT 0,
+  input_tokens   INTEGER NOT NULL DEFAULT 0,
+  output_tokens  INTEGER NOT NULL DEFAULT 0,
+  cached_tokens  INTEGER NOT NULL DEFAULT 0,
+  cost_usd       REAL    NOT NULL DEFAULT 0,
+  client_addr    TEXT    NOT NULL DEFAULT '',
+  user_agent     TEXT    NOT NULL DEFAULT '',
+  stream         INTEGER NOT NULL DEFAULT 0,
+  request_body   TEXT,
+  response_body  TEXT
+);
+CREATE INDEX request_logs_time ON request_logs (time_ms, id);
+CREATE INDEX request_logs_key_time ON request_logs (virtual_key_id, time_ms);
+CREATE INDEX request_logs_model_time ON request_logs (model, time_ms);
+CREATE INDEX request_logs_channel_time ON request_logs (channel, time_ms);
+)sql"},
+};
+
+}  // namespace
+
+std::span<const Migration> sqliteMigrations() {
+  return kMigrations;
+}
+
+}  // namespace sluice::store

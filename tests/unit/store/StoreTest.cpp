@@ -1,0 +1,712 @@
+// The same tests against SQLite and PostgreSQL (see StoreTestSupport.hpp for the databases).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "StoreTestSupport.hpp"
+#include "store/SqlConnection.hpp"
+#include "store/SqlStore.hpp"
+#include "store/postgres/PostgresConnection.hpp"
+
+namespace sluice::store {
+namespace {
+
+using testing::Backend;
+using testing::sampleLog;
+using testing::TestDatabase;
+
+constexpr std::int64_t kDay = 86'400'000;
+constexpr std::int64_t kT0 = 1'700'006'400'000;  // 2023-11-15T00:00:00Z, a day boundary
+
+class StoreTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    testing::requireBackend(GetParam());
+    if (IsSkipped() || HasFatalFailure()) return;
+    db_ = std::make_unique<TestDatabase>(GetParam());
+    store_ = Store::open(db_->url());
+    store_->migrate();
+  }
+
+  std::int64_t countRows(const std::string& table) {
+    auto c = openSqlConnection(db_->url());
+    auto rows = c->query("SELECT COUNT(*) FROM " + table, {});
+    rows->next();
+    return rows->getInt(0);
+  }
+
+  std::unique_ptr<TestDatabase> db_;
+  std::unique_ptr<Store> store_;
+};
+
+// ---- migrations ----
+
+TEST_P(StoreTest, MigrateIsVersionedAndIdempotent) {
+  EXPECT_EQ(store_->schemaVersion(), Store::latestSchemaVersion());
+  EXPECT_GE(Store::latestSchemaVersion(), 2);
+  store_->migrate();
+  Store::open(db_->url())->migrate();
+  EXPECT_EQ(store_->schemaVersion(), Store::latestSchemaVersion());
+  EXPECT_EQ(countRows("schema_migrations"), Store::latestSchemaVersion());
+  // The data survives a re-run.
+  VirtualKey k;
+  k.name = "a";
+  k.key_hash = "h";
+  k.key_prefix = "sk-a";
+  store_->createVirtualKey(k);
+  store_->migrate();
+  EXPECT_EQ(store_->listVirtualKeys().size(), 1u);
+}
+
+TEST_P(StoreTest, FreshDatabaseStartsAtVersionZeroAndMigratesConcurrently) {
+  TestDatabase fresh(GetParam());
+  EXPECT_EQ(Store::open(fresh.url())->schemaVersion(), 0);
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 3; ++i)
+    threads.emplace_back([&] {
+      try {
+        Store::open(fresh.url())->migrate();
+        ++ok;
+      } catch (const StoreError& e) {
+        ADD_FAILURE() << e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 3);
+  EXPECT_EQ(Store::open(fresh.url())->schemaVersion(), Store::latestSchemaVersion());
+  auto c = openSqlConnection(fresh.url());
+  auto rows = c->query("SELECT COUNT(*) FROM schema_migrations", {});
+  rows->next();
+  EXPECT_EQ(rows->getInt(0), Store::latestSchemaVersion());
+}
+
+TEST_P(StoreTest, RefusesASchemaNewerThanItKnows) {
+  auto c = openSqlConnection(db_->url());
+  SqlParam p[] = {SqlParam::integer(Store::latestSchemaVersion() + 1), SqlParam::text("from the future"),
+                  SqlParam::integer(0)};
+  c->execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", p);
+  try {
+    store_->migrate();
+    FAIL() << "migrate() accepted a newer schema";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.code(), StoreErrc::Schema);
+    EXPECT_NE(std::string(e.what()).find("newer Sluice"), std::string::npos) << e.what();
+  }
+}
+
+// ---- request logs ----
+
+TEST_P(StoreTest, InsertedLogsRoundTripEveryField) {
+  LogRecord a = sampleLog(kT0 + 5, "req-a");
+  a.request_body = R"({"model":"gpt-4o-mini","messages":[]})";
+  a.response_body = std::string("data: {\"x\":1}\n\n");
+  LogRecord b = sampleLog(kT0 + 6, "req-b");
+  b.virtual_key_id.reset();
+  b.status = 502;
+  b.stream = false;
+  b.cost_usd = 1.0 / 3.0;
+  b.input_tokens = 1'000'000'000'000;
+  b.user_agent = "naïve 😀 agent";
+  std::vector<LogRecord> batch{a, b};
+  store_->insertLogs(batch);
+
+  LogQuery q;
+  q.include_bodies = true;
+  LogPage page = store_->listLogs(q);
+  ASSERT_EQ(page.entries.size(), 2u);
+  EXPECT_TRUE(page.next_cursor.empty());
+  const LogRecord& gb = page.entries[0].record;  // newest first
+  const LogRecord& ga = page.entries[1].record;
+  EXPECT_GT(page.entries[0].id, 0);
+  EXPECT_EQ(ga.time_ms, a.time_ms);
+  EXPECT_EQ(ga.request_id, "req-a");
+  EXPECT_EQ(ga.virtual_key_id, 7);
+  EXPECT_EQ(ga.channel, a.channel);
+  EXPECT_EQ(ga.upstream_key, a.upstream_key);
+  EXPECT_EQ(ga.model, a.model);
+  EXPECT_EQ(ga.status, 200);
+  EXPECT_EQ(ga.attempts, a.attempts);
+  EXPECT_EQ(ga.ttfb_ms, a.ttfb_ms);
+  EXPECT_EQ(ga.duration_ms, a.duration_ms);
+  EXPECT_EQ(ga.input_tokens, a.input_tokens);
+  EXPECT_EQ(ga.output_tokens, a.output_tokens);
+  EXPECT_EQ(ga.cached_tokens, a.cached_tokens);
+  EXPECT_DOUBLE_EQ(ga.cost_usd, a.cost_usd);
+  EXPECT_EQ(ga.client_addr, a.client_addr);
+  EXPECT_EQ(ga.user_agent, a.user_agent);
+  EXPECT_TRUE(ga.stream);
+  EXPECT_EQ(ga.request_body, a.request_body);
+  EXPECT_EQ(ga.response_body, a.response_body);
+
+  EXPECT_FALSE(gb.virtual_key_id.has_value());
+  EXPECT_EQ(gb.status, 502);
+  EXPECT_FALSE(gb.stream);
+  EXPECT_DOUBLE_EQ(gb.cost_usd, 1.0 / 3.0);
+  EXPECT_EQ(gb.input_tokens, 1'000'000'000'000);
+  EXPECT_EQ(gb.user_agent, "naïve 😀 agent");
+  EXPECT_FALSE(gb.request_body.has_value());
+  EXPECT_FALSE(gb.response_body.has_value());
+
+  // Bodies only when asked for.
+  page = store_->listLogs(LogQuery{});
+  ASSERT_EQ(page.entries.size(), 2u);
+  EXPECT_FALSE(page.entries[1].record.request_body.has_value());
+}
+
+TEST_P(StoreTest, LogTextThatIsNotValidUtf8IsStillStored) {
+  LogRecord r = sampleLog(kT0, "req-bytes");
+  r.request_body = std::string("cut mid-character: \xE2\x82", 21);  // a size cap split a UTF-8 sequence
+  r.user_agent = std::string("nul\0byte", 8);
+  r.attempts = "not json at all";
+  store_->insertLogs(std::span(&r, 1));
+  LogQuery q;
+  q.include_bodies = true;
+  auto page = store_->listLogs(q);
+  ASSERT_EQ(page.entries.size(), 1u);
+  EXPECT_EQ(page.entries[0].record.request_id, "req-bytes");
+  EXPECT_EQ(page.entries[0].record.attempts, "not json at all");
+  EXPECT_EQ(page.entries[0].record.request_body->rfind("cut mid-character: ", 0), 0u);
+}
+
+TEST_P(StoreTest, EmptyBatchIsANoOp) {
+  store_->insertLogs({});
+  EXPECT_TRUE(store_->listLogs(LogQuery{}).entries.empty());
+}
+
+class LogFixture : public StoreTest {
+ protected:
+  void SetUp() override {
+    StoreTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    // 40 rows over 4 days; keys 1/2, models m1/m2, channels c1/c2, every 5th a 500.
+    std::vector<LogRecord> rows;
+    for (int i = 0; i < 40; ++i) {
+      LogRecord r = sampleLog(kT0 + (i / 10) * kDay + i * 1000, "req-" + std::to_string(i));
+      r.virtual_key_id = 1 + i % 2;
+      r.model = i % 4 < 2 ? "m1" : "m2";
+      r.channel = i % 3 == 0 ? "c1" : "c2";
+      r.status = i % 5 == 4 ? 500 : 200;
+      r.input_tokens = i;
+      r.output_tokens = 2 * i;
+      r.cached_tokens = 1;
+      r.cost_usd = 0.5;
+      rows.push_back(std::move(r));
+    }
+    store_->insertLogs(rows);
+    all_ = rows;
+  }
+  std::vector<std::string> ids(const LogQuery& q) {
+    std::vector<std::string> out;
+    for (auto& e : store_->listLogs(q).entries) out.push_back(e.record.request_id);
+    return out;
+  }
+  template <class Pred>
+  std::vector<std::string> expected(Pred pred) {
+    std::vector<std::string> out;
+    for (auto it = all_.rbegin(); it != all_.rend(); ++it)
+      if (pred(*it)) out.push_back(it->request_id);
+    return out;
+  }
+  std::vector<LogRecord> all_;
+};
+
+TEST_P(LogFixture, ListFiltersByEveryField) {
+  LogQuery q;
+  q.limit = 1000;
+  EXPECT_EQ(ids(q), expected([](auto&) { return true; }));
+
+  LogQuery t = q;
+  t.from_ms = kT0 + kDay;
+  t.to_ms = kT0 + 3 * kDay;
+  EXPECT_EQ(ids(t), expected([](auto& r) { return r.time_ms >= kT0 + kDay && r.time_ms < kT0 + 3 * kDay; }));
+  EXPECT_EQ(ids(t).size(), 20u);
+
+  LogQuery k = q;
+  k.virtual_key_id = 2;
+  EXPECT_EQ(ids(k), expected([](auto& r) { return r.virtual_key_id == 2; }));
+
+  LogQuery m = q;
+  m.model = "m2";
+  EXPECT_EQ(ids(m), expected([](auto& r) { return r.model == "m2"; }));
+
+  LogQuery c = q;
+  c.channel = "c1";
+  EXPECT_EQ(ids(c), expected([](auto& r) { return r.channel == "c1"; }));
+
+  LogQuery s = q;
+  s.status = 500;
+  EXPECT_EQ(ids(s), expected([](auto& r) { return r.status == 500; }));
+  EXPECT_EQ(ids(s).size(), 8u);
+
+  LogQuery combo = q;
+  combo.virtual_key_id = 1;
+  combo.model = "m1";
+  combo.channel = "c2";
+  combo.from_ms = kT0 + kDay;
+  EXPECT_EQ(ids(combo), expected([](auto& r) {
+              return r.virtual_key_id == 1 && r.model == "m1" && r.channel == "c2" && r.time_ms >= kT0 + kDay;
+            }));
+
+  LogQuery none = q;
+  none.model = "no-such-model' OR '1'='1";  // parameters, not SQL
+  EXPECT_TRUE(ids(none).empty());
+}
+
+TEST_P(LogFixture, CursorPaginationVisitsEveryRowOnceNewestFirst) {
+  // Rows sharing a timestamp must not be skipped or repeated across pages.
+  std::vector<LogRecord> same;
+  for (int i = 0; i < 5; ++i) same.push_back(sampleLog(kT0 + 2 * kDay + 20'500, "same-" + std::to_string(i)));
+  store_->insertLogs(same);
+
+  for (std::size_t limit : {1u, 3u, 7u, 45u, 100u}) {
+    LogQuery q;
+    q.limit = limit;
+    std::vector<LogEntry> seen;
+    int pages = 0;
+    do {
+      LogPage page = store_->listLogs(q);
+      ASSERT_LE(page.entries.size(), limit);
+      seen.insert(seen.end(), page.entries.begin(), page.entries.end());
+      q.cursor = page.next_cursor;
+      ASSERT_LT(++pages, 100);
+    } while (!q.cursor.empty());
+    ASSERT_EQ(seen.size(), 45u) << "limit " << limit;
+    std::set<std::int64_t> unique_ids;
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+      unique_ids.insert(seen[i].id);
+      if (i) {
+        auto prev = std::make_pair(seen[i - 1].record.time_ms, seen[i - 1].id);
+        auto cur = std::make_pair(seen[i].record.time_ms, seen[i].id);
+        EXPECT_GT(prev, cur);
+      }
+    }
+    EXPECT_EQ(unique_ids.size(), 45u);
+  }
+
+  // With a filter, the cursor keeps the filter's rows only.
+  LogQuery f;
+  f.model = "m1";
+  f.limit = 4;
+  std::size_t n = 0;
+  do {
+    LogPage page = store_->listLogs(f);
+    for (auto& e : page.entries) EXPECT_EQ(e.record.model, "m1");
+    n += page.entries.size();
+    f.cursor = page.next_cursor;
+  } while (!f.cursor.empty());
+  EXPECT_EQ(n, 20u);
+}
+
+TEST_P(LogFixture, BadCursorIsInvalidData) {
+  for (std::string bad : {"garbage", "c1.", "c1.12", "c1.x.1", "c1.1.2.3", "c2.1.2"}) {
+    LogQuery q;
+    q.cursor = bad;
+    try {
+      store_->listLogs(q);
+      ADD_FAILURE() << "accepted cursor " << bad;
+    } catch (const StoreError& e) {
+      EXPECT_EQ(e.code(), StoreErrc::InvalidData) << bad;
+    }
+  }
+}
+
+TEST_P(LogFixture, LimitIsClamped) {
+  LogQuery q;
+  q.limit = 0;
+  EXPECT_EQ(store_->listLogs(q).entries.size(), 1u);
+  q.limit = 1'000'000;
+  EXPECT_EQ(store_->listLogs(q).entries.size(), 40u);
+}
+
+TEST_P(LogFixture, UsageAggregatesByEachDimension) {
+  UsageQuery total;
+  total.from_ms = kT0;
+  total.to_ms = kT0 + 10 * kDay;
+  auto rows = store_->usage(total);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].requests, 40);
+  EXPECT_EQ(rows[0].errors, 8);
+  EXPECT_EQ(rows[0].input_tokens, 780);  // 0 + 1 + ... + 39
+  EXPECT_EQ(rows[0].output_tokens, 1560);
+  EXPECT_EQ(rows[0].cached_tokens, 40);
+  EXPECT_DOUBLE_EQ(rows[0].cost_usd, 20.0);
+  EXPECT_FALSE(rows[0].virtual_key_id.has_value());
+  EXPECT_EQ(rows[0].day_ms, 0);
+
+  UsageQuery by_day = total;
+  by_day.by_day = true;
+  rows = store_->usage(by_day);
+  ASSERT_EQ(rows.size(), 4u);
+  for (int d = 0; d < 4; ++d) {
+    EXPECT_EQ(rows[d].day_ms, kT0 + d * kDay);
+    EXPECT_EQ(rows[d].requests, 10);
+    EXPECT_EQ(rows[d].input_tokens, 45 + 100 * d);
+  }
+
+  UsageQuery by_key = total;
+  by_key.by_virtual_key = true;
+  rows = store_->usage(by_key);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].virtual_key_id, 1);
+  EXPECT_EQ(rows[0].input_tokens, 380);  // even i
+  EXPECT_EQ(rows[1].virtual_key_id, 2);
+  EXPECT_EQ(rows[1].input_tokens, 400);
+
+  UsageQuery by_model_channel = total;
+  by_model_channel.by_model = true;
+  by_model_channel.by_channel = true;
+  rows = store_->usage(by_model_channel);
+  ASSERT_EQ(rows.size(), 4u);
+  std::int64_t sum = 0;
+  for (auto& r : rows) {
+    std::int64_t expect = 0;
+    for (auto& l : all_)
+      if (l.model == r.model && l.channel == r.channel) ++expect;
+    EXPECT_EQ(r.requests, expect) << r.model << "/" << r.channel;
+    sum += r.requests;
+  }
+  EXPECT_EQ(sum, 40);
+  EXPECT_EQ(rows[0].model, "m1");
+  EXPECT_EQ(rows[0].channel, "c1");
+
+  UsageQuery filtered = by_day;
+  filtered.from_ms = kT0 + kDay;
+  filtered.to_ms = kT0 + 2 * kDay;
+  filtered.virtual_key_id = 1;
+  filtered.model = "m1";
+  filtered.channel = "c2";
+  rows = store_->usage(filtered);
+  std::int64_t expect = 0;
+  for (auto& l : all_)
+    if (l.time_ms >= kT0 + kDay && l.time_ms < kT0 + 2 * kDay && l.virtual_key_id == 1 && l.model == "m1" &&
+        l.channel == "c2")
+      ++expect;
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].requests, expect);
+
+  UsageQuery empty = total;
+  empty.from_ms = kT0 + 100 * kDay;
+  empty.to_ms = kT0 + 101 * kDay;
+  rows = store_->usage(empty);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].requests, 0);
+  EXPECT_DOUBLE_EQ(rows[0].cost_usd, 0);
+  empty.by_day = true;
+  EXPECT_TRUE(store_->usage(empty).empty());
+}
+
+TEST_P(StoreTest, DeleteLogsBeforeRemovesOnlyOlderRowsInChunks) {
+  const std::int64_t n = SqlStore::kDeleteChunk + 1234;  // more than one chunk
+  std::vector<LogRecord> rows;
+  for (std::int64_t i = 0; i < n; ++i) rows.push_back(sampleLog(kT0 + i, "old"));
+  for (int i = 0; i < 10; ++i) rows.push_back(sampleLog(kT0 + kDay + i, "new"));
+  store_->insertLogs(rows);
+  EXPECT_EQ(store_->deleteLogsBefore(kT0 + kDay), n);
+  EXPECT_EQ(countRows("request_logs"), 10);
+  EXPECT_EQ(store_->deleteLogsBefore(kT0 + kDay), 0);
+  EXPECT_EQ(store_->deleteLogsBefore(kT0 + kDay + 5), 5);
+}
+
+// ---- virtual keys ----
+
+TEST_P(StoreTest, VirtualKeyCrud) {
+  VirtualKey k;
+  k.name = "team-a";
+  k.key_hash = std::string(64, 'a');
+  k.key_prefix = "sk-sluic";
+  k.allowed_models = R"(["gpt-4o-mini","claude-*"])";
+  k.allowed_channels = R"(["openai"])";
+  k.rpm = 60;
+  k.tpm = 100000;
+  k.max_concurrent = 4;
+  k.budget_daily_usd = 1.5;
+  k.budget_monthly_usd = 30;
+  k.expires_at_ms = kT0 + kDay;
+  k.metadata = R"({"owner":"ana"})";
+  std::int64_t id = store_->createVirtualKey(k);
+  EXPECT_GT(id, 0);
+
+  auto got = store_->getVirtualKey(id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->id, id);
+  EXPECT_EQ(got->name, "team-a");
+  EXPECT_EQ(got->key_hash, k.key_hash);
+  EXPECT_EQ(got->key_prefix, "sk-sluic");
+  EXPECT_EQ(got->allowed_models, k.allowed_models);
+  EXPECT_EQ(got->allowed_channels, k.allowed_channels);
+  EXPECT_EQ(got->rpm, 60);
+  EXPECT_EQ(got->tpm, 100000);
+  EXPECT_EQ(got->max_concurrent, 4);
+  EXPECT_EQ(got->budget_daily_usd, 1.5);
+  EXPECT_EQ(got->budget_monthly_usd, 30.0);
+  EXPECT_FALSE(got->budget_total_usd);
+  EXPECT_EQ(got->expires_at_ms, kT0 + kDay);
+  EXPECT_FALSE(got->revoked_at_ms);
+  EXPECT_EQ(got->metadata, k.metadata);
+  EXPECT_GT(got->created_at_ms, 0);
+  EXPECT_EQ(got->created_at_ms, got->updated_at_ms);
+
+  auto by_hash = store_->findVirtualKeyByHash(k.key_hash);
+  ASSERT_TRUE(by_hash);
+  EXPECT_EQ(by_hash->id, id);
+  EXPECT_FALSE(store_->findVirtualKeyByHash(std::string(64, 'b')));
+  EXPECT_FALSE(store_->getVirtualKey(id + 1000));
+
+  // Same hash again: a conflict the admin API can answer with 409.
+  try {
+    store_->createVirtualKey(k);
+    FAIL() << "duplicate key_hash accepted";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.code(), StoreErrc::Conflict) << e.what();
+  }
+  // Malformed JSON is refused.
+  VirtualKey bad = k;
+  bad.key_hash = std::string(64, 'c');
+  bad.allowed_models = "[not json";
+  try {
+    store_->createVirtualKey(bad);
+    FAIL() << "malformed JSON accepted";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.code(), StoreErrc::InvalidData) << e.what();
+  }
+
+  VirtualKey k2 = k;
+  k2.key_hash = std::string(64, 'd');
+  k2.name = "team-b";
+  std::int64_t id2 = store_->createVirtualKey(k2);
+  auto list = store_->listVirtualKeys();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].id, id);
+  EXPECT_EQ(list[1].id, id2);
+
+  VirtualKey upd = *got;
+  upd.name = "team-a2";
+  upd.rpm.reset();
+  upd.budget_total_usd = 100;
+  upd.allowed_models = "[]";
+  upd.key_hash = "ignored";  // the hash never changes
+  EXPECT_TRUE(store_->updateVirtualKey(upd));
+  got = store_->getVirtualKey(id);
+  EXPECT_EQ(got->name, "team-a2");
+  EXPECT_FALSE(got->rpm);
+  EXPECT_EQ(got->budget_total_usd, 100.0);
+  EXPECT_EQ(got->allowed_models, "[]");
+  EXPECT_EQ(got->key_hash, k.key_hash);
+  EXPECT_GE(got->updated_at_ms, got->created_at_ms);
+  upd.id = id + 1000;
+  EXPECT_FALSE(store_->updateVirtualKey(upd));
+
+  EXPECT_TRUE(store_->revokeVirtualKey(id, kT0 + 42));
+  EXPECT_EQ(store_->getVirtualKey(id)->revoked_at_ms, kT0 + 42);
+  EXPECT_FALSE(store_->revokeVirtualKey(id + 1000, kT0));
+
+  EXPECT_TRUE(store_->deleteVirtualKey(id));
+  EXPECT_FALSE(store_->deleteVirtualKey(id));
+  EXPECT_FALSE(store_->getVirtualKey(id));
+  // Ids are not reused: old log rows never point at a new key.
+  VirtualKey k3 = k;
+  k3.key_hash = std::string(64, 'e');
+  EXPECT_GT(store_->createVirtualKey(k3), id2);
+}
+
+// ---- channels and upstream keys ----
+
+TEST_P(StoreTest, ChannelCrud) {
+  Channel c;
+  c.name = "openai";
+  c.type = "openai";
+  c.base_url = "https://api.openai.com/v1";
+  c.models = R"(["gpt-4o-mini","gpt-4.1*"])";
+  c.priority = 2;
+  c.weight = 3;
+  c.headers = R"({"OpenAI-Organization":"org-1"})";
+  std::int64_t id = store_->createChannel(c);
+  auto got = store_->getChannel(id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->name, "openai");
+  EXPECT_EQ(got->type, "openai");
+  EXPECT_EQ(got->base_url, c.base_url);
+  EXPECT_EQ(got->models, c.models);
+  EXPECT_EQ(got->priority, 2);
+  EXPECT_EQ(got->weight, 3);
+  EXPECT_EQ(got->headers, c.headers);
+  EXPECT_TRUE(got->enabled);
+  EXPECT_GT(got->created_at_ms, 0);
+  EXPECT_EQ(store_->findChannelByName("openai")->id, id);
+  EXPECT_FALSE(store_->findChannelByName("nope"));
+
+  try {
+    store_->createChannel(c);
+    FAIL() << "duplicate channel name accepted";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.code(), StoreErrc::Conflict) << e.what();
+  }
+
+  Channel c2 = c;
+  c2.name = "anthropic";
+  c2.type = "anthropic";
+  c2.priority = 1;
+  std::int64_t id2 = store_->createChannel(c2);
+  auto list = store_->listChannels();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].id, id2);  // lower priority value first
+  EXPECT_EQ(list[1].id, id);
+
+  got->enabled = false;
+  got->weight = 0;
+  got->models = "[]";
+  EXPECT_TRUE(store_->updateChannel(*got));
+  got = store_->getChannel(id);
+  EXPECT_FALSE(got->enabled);
+  EXPECT_EQ(got->weight, 0);
+  EXPECT_EQ(got->models, "[]");
+  got->name = "anthropic";  // renaming onto another channel's name
+  try {
+    store_->updateChannel(*got);
+    FAIL() << "rename onto an existing name accepted";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.code(), StoreErrc::Conflict) << e.what();
+  }
+  got->weight = -1;
+  got->name = "openai";
+  try {
+    store_->updateChannel(*got);
+    FAIL() << "negative weight accepted";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.code(), StoreErrc::InvalidData) << e.what();
+  }
+
+  EXPECT_TRUE(store_->deleteChannel(id2));
+  EXPECT_FALSE(store_->deleteChannel(id2));
+  EXPECT_EQ(store_->listChannels().size(), 1u);
+}
+
+TEST_P(StoreTest, UpstreamKeyCrudKeepsSecretBytesAndCascadesWithTheChannel) {
+  Channel c;
+  c.name = "openai";
+  c.type = "openai";
+  std::int64_t ch = store_->createChannel(c);
+  c.name = "other";
+  std::int64_t ch2 = store_->createChannel(c);
+
+  UpstreamKey k;
+  k.channel_id = ch;
+  k.secret_encrypted = std::string("\x00\x01\xff\xfe nonce\x00tag", 14);
+  k.label = "primary";
+  std::int64_t id = store_->createUpstreamKey(k);
+  auto got = store_->getUpstreamKey(id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->channel_id, ch);
+  EXPECT_EQ(got->secret_encrypted, k.secret_encrypted);
+  EXPECT_EQ(got->label, "primary");
+  EXPECT_EQ(got->state, UpstreamKeyState::Active);
+  EXPECT_EQ(got->disabled_reason, "");
+  EXPECT_FALSE(got->cooldown_until_ms);
+  EXPECT_GT(got->created_at_ms, 0);
+
+  UpstreamKey k2 = k;
+  k2.channel_id = ch2;
+  k2.label = "other";
+  std::int64_t id2 = store_->createUpstreamKey(k2);
+  UpstreamKey k3 = k;
+  k3.label = "secondary";
+  std::int64_t id3 = store_->createUpstreamKey(k3);
+  EXPECT_EQ(store_->listUpstreamKeys(std::nullopt).size(), 3u);
+  auto on_ch = store_->listUpstreamKeys(ch);
+  ASSERT_EQ(on_ch.size(), 2u);
+  EXPECT_EQ(on_ch[0].id, id);
+  EXPECT_EQ(on_ch[1].id, id3);
+
+  EXPECT_TRUE(store_->setUpstreamKeyState(id, UpstreamKeyState::Disabled, "401 invalid key", kT0 + 60'000));
+  got = store_->getUpstreamKey(id);
+  EXPECT_EQ(got->state, UpstreamKeyState::Disabled);
+  EXPECT_EQ(got->disabled_reason, "401 invalid key");
+  EXPECT_EQ(got->cooldown_until_ms, kT0 + 60'000);
+  EXPECT_TRUE(store_->setUpstreamKeyState(id, UpstreamKeyState::Active, "", std::nullopt));
+  got = store_->getUpstreamKey(id);
+  EXPECT_EQ(got->state, UpstreamKeyState::Active);
+  EXPECT_FALSE(got->cooldown_until_ms);
+  EXPECT_FALSE(store_->setUpstreamKeyState(id + 1000, UpstreamKeyState::Active, "", std::nullopt));
+
+  got->label = "renamed";
+  got->secret_encrypted = "rotated";
+  EXPECT_TRUE(store_->updateUpstreamKey(*got));
+  EXPECT_EQ(store_->getUpstreamKey(id)->label, "renamed");
+  EXPECT_EQ(store_->getUpstreamKey(id)->secret_encrypted, "rotated");
+
+  // A key for a channel that does not exist.
+  UpstreamKey orphan = k;
+  orphan.channel_id = ch2 + 1000;
+  try {
+    store_->createUpstreamKey(orphan);
+    FAIL() << "upstream key for a missing channel accepted";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.code(), StoreErrc::Conflict) << e.what();
+  }
+
+  EXPECT_TRUE(store_->deleteUpstreamKey(id3));
+  EXPECT_FALSE(store_->deleteUpstreamKey(id3));
+  EXPECT_TRUE(store_->deleteChannel(ch));
+  EXPECT_FALSE(store_->getUpstreamKey(id));  // cascaded
+  EXPECT_TRUE(store_->getUpstreamKey(id2));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),
+                         testing::backendName);
+INSTANTIATE_TEST_SUITE_P(Backends, LogFixture, ::testing::Values(Backend::Sqlite, Backend::Postgres),
+                         testing::backendName);
+
+// ---- opening ----
+
+TEST(StoreOpen, BadUrlsSayWhatIsWrong) {
+  for (std::string url : {"mysql://db/x", "", "sqlite://", "sqlite://x.db?journal=off",
+                          "sqlite://x.db?busy_timeout_ms=x", "postgres://u:hunter2@host:notaport/db"}) {
+    try {
+      Store::open(url);
+      ADD_FAILURE() << "opened " << url;
+    } catch (const StoreError& e) {
+      EXPECT_EQ(e.code(), StoreErrc::BadUrl) << url << ": " << e.what();
+      EXPECT_EQ(std::string(e.what()).find("hunter2"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(StoreOpen, UnreachableServerIsUnavailableAndHidesThePassword) {
+  testing::TcpGate gate("127.0.0.1", 9);  // a port, then closed: connection refused
+  int port = gate.port();
+  gate.close();
+  try {
+    Store::open("postgres://sluice:hunter2@127.0.0.1:" + std::to_string(port) + "/x?connect_timeout=2");
+    FAIL() << "connected to a closed port";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.code(), StoreErrc::Unavailable);
+    std::string msg = e.what();
+    EXPECT_EQ(msg.find("hunter2"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cannot connect"), std::string::npos) << msg;
+  }
+  try {
+    Store::open("sqlite:///nonexistent-dir/sub/sluice.db");
+    FAIL() << "opened a file in a missing directory";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.code(), StoreErrc::Unavailable) << e.what();
+  }
+}
+
+TEST(StoreOpen, RedactsPasswordsAndSanitizesText) {
+  EXPECT_EQ(redactUrlPassword("postgres://u:p%40ss@h:5432/db"), "postgres://u:***@h:5432/db");
+  EXPECT_EQ(redactUrlPassword("postgres://u@h/db"), "postgres://u@h/db");
+  EXPECT_EQ(redactUrlPassword("postgres://h:5432/db"), "postgres://h:5432/db");
+  EXPECT_EQ(sanitizeUtf8("ok é 😀"), "ok é 😀");
+  EXPECT_EQ(sanitizeUtf8(std::string("a\0b", 3)),
+            "a\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(sanitizeUtf8("x\xE2\x82"), "x\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(sanitizeUtf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong
+}
+
+}  // namespace
+}  // namespace sluice::store
