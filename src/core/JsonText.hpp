@@ -6,7 +6,8 @@
 
 namespace sluice {
 
-// Appends s as a JSON string literal (quoted, escaped). Input is assumed to be valid UTF-8.
+// Appends s as a JSON string literal (quoted, escaped), copying runs of plain bytes in bulk.
+// Input is assumed to be valid UTF-8.
 void appendJsonString(std::string& out, std::string_view s);
 
 }  // namespace sluice

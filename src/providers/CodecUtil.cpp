@@ -1,0 +1,232 @@
+#include "providers/CodecUtil.hpp"
+
+#include <fmt/format.h>
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include <array>
+#include <charconv>
+#include <cstring>
+
+namespace sluice::providers {
+
+std::string_view formatName(Format f) {
+  switch (f) {
+    case Format::OpenAIChat:
+      return "OpenAI Chat Completions";
+    case Format::AnthropicMessages:
+      return "Anthropic Messages";
+  }
+  return "?";
+}
+
+ErrorKind errorKindForStatus(int status) {
+  switch (status) {
+    case 400:
+      return ErrorKind::InvalidRequest;
+    case 401:
+      return ErrorKind::Authentication;
+    case 402:
+      return ErrorKind::Billing;
+    case 403:
+      return ErrorKind::Permission;
+    case 404:
+      return ErrorKind::NotFound;
+    case 413:
+      return ErrorKind::RequestTooLarge;
+    case 429:
+      return ErrorKind::RateLimit;
+    case 503:
+    case 529:
+      return ErrorKind::Overloaded;
+    case 504:
+      return ErrorKind::Timeout;
+    default:
+      return status >= 500 ? ErrorKind::Api : ErrorKind::InvalidRequest;
+  }
+}
+
+int statusForErrorKind(ErrorKind k) {
+  switch (k) {
+    case ErrorKind::InvalidRequest:
+      return 400;
+    case ErrorKind::Authentication:
+      return 401;
+    case ErrorKind::Billing:
+      return 402;
+    case ErrorKind::Permission:
+      return 403;
+    case ErrorKind::NotFound:
+      return 404;
+    case ErrorKind::RequestTooLarge:
+      return 413;
+    case ErrorKind::RateLimit:
+      return 429;
+    case ErrorKind::Api:
+      return 500;
+    case ErrorKind::Timeout:
+      return 504;
+    case ErrorKind::Overloaded:
+      return 529;
+  }
+  return 500;
+}
+
+}  // namespace sluice::providers
+
+namespace sluice::providers::detail {
+
+namespace json = boost::json;
+
+void appendInt(std::string& out, std::int64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+bool SseSplitter::parseEvent(std::string_view ev, std::string_view& name, std::string_view& data) {
+  int dataLines = 0;
+  std::size_t pos = 0;
+  while (pos < ev.size()) {
+    auto nl = ev.find('\n', pos);
+    std::string_view line = ev.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? ev.size() : nl + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty() || line.front() == ':') continue;
+    auto colon = line.find(':');
+    std::string_view field = line.substr(0, colon);
+    std::string_view value = colon == std::string_view::npos ? std::string_view{} : line.substr(colon + 1);
+    if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    if (field == "event") {
+      name = value;
+    } else if (field == "data") {
+      if (dataLines == 0) {
+        data = value;
+      } else {
+        if (dataLines == 1) joined_.assign(data);
+        joined_.push_back('\n');
+        joined_.append(value);
+        data = joined_;
+      }
+      ++dataLines;
+    }
+  }
+  return dataLines > 0 || !name.empty();
+}
+
+std::size_t SseSplitter::nextEventEnd(std::string_view s, std::size_t pos) {
+  while (pos < s.size()) {
+    const void* nl = std::memchr(s.data() + pos, '\n', s.size() - pos);
+    if (!nl) break;
+    std::size_t i = static_cast<std::size_t>(static_cast<const char*>(nl) - s.data());
+    if (i + 1 < s.size() && s[i + 1] == '\n') return i + 2;
+    if (i + 2 < s.size() && s[i + 1] == '\r' && s[i + 2] == '\n') return i + 3;
+    pos = i + 1;
+  }
+  return s.size();
+}
+
+std::size_t SseSplitter::lastEventEnd(std::string_view s) {
+  for (std::size_t i = s.size(); i >= 2; --i) {
+    if (s[i - 1] == '\n' && (s[i - 2] == '\n' || (i >= 3 && s[i - 2] == '\r' && s[i - 3] == '\n'))) return i;
+  }
+  return 0;
+}
+
+const json::value* Fields::get(std::string_view key) const {
+  auto* v = obj.if_contains(key);
+  return v && !v->is_null() ? v : nullptr;
+}
+
+std::string Fields::sub(std::string_view key) const {
+  return path.empty() ? std::string(key) : fmt::format("{}.{}", path, key);
+}
+
+std::optional<ApiError> Fields::str(std::string_view key, std::string& out, bool required) const {
+  auto* v = get(key);
+  if (!v) {
+    if (required) return ApiError::invalid(sub(key), fmt::format("{} is required", sub(key)));
+    return std::nullopt;
+  }
+  if (!v->is_string()) return ApiError::invalid(sub(key), fmt::format("{} must be a string", sub(key)));
+  out.assign(v->as_string().data(), v->as_string().size());
+  return std::nullopt;
+}
+
+std::optional<ApiError> Fields::num(std::string_view key, std::optional<double>& out) const {
+  auto* v = get(key);
+  if (!v) return std::nullopt;
+  if (v->is_double()) {
+    out = v->as_double();
+  } else if (v->is_int64()) {
+    out = static_cast<double>(v->as_int64());
+  } else if (v->is_uint64()) {
+    out = static_cast<double>(v->as_uint64());
+  } else {
+    return ApiError::invalid(sub(key), fmt::format("{} must be a number", sub(key)));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> Fields::integer(std::string_view key, std::optional<std::int64_t>& out) const {
+  auto* v = get(key);
+  if (!v) return std::nullopt;
+  if (auto i = asInt(v)) {
+    out = *i;
+    return std::nullopt;
+  }
+  if (v->is_double() && v->as_double() == static_cast<double>(static_cast<std::int64_t>(v->as_double()))) {
+    out = static_cast<std::int64_t>(v->as_double());
+    return std::nullopt;
+  }
+  return ApiError::invalid(sub(key), fmt::format("{} must be an integer", sub(key)));
+}
+
+std::optional<ApiError> Fields::boolean(std::string_view key, std::optional<bool>& out) const {
+  auto* v = get(key);
+  if (!v) return std::nullopt;
+  if (!v->is_bool()) return ApiError::invalid(sub(key), fmt::format("{} must be a boolean", sub(key)));
+  out = v->as_bool();
+  return std::nullopt;
+}
+
+std::string indexPath(std::string_view base, std::size_t i) {
+  return fmt::format("{}[{}]", base, i);
+}
+
+std::optional<std::int64_t> asInt(const json::value* v) {
+  if (!v) return std::nullopt;
+  if (v->is_int64()) return v->as_int64();
+  if (v->is_uint64()) return static_cast<std::int64_t>(v->as_uint64());
+  return std::nullopt;
+}
+
+std::string_view asStr(const json::value* v) {
+  if (!v || !v->is_string()) return {};
+  return std::string_view(v->as_string().data(), v->as_string().size());
+}
+
+std::optional<ApiError> parseJson(std::string_view text, json::value& out, std::string_view what) {
+  boost::system::error_code ec;
+  out = json::parse(text, ec);
+  if (ec) return ApiError::invalid("", fmt::format("{} is not valid JSON: {}", what, ec.message()));
+  return std::nullopt;
+}
+
+bool parseDataUrl(std::string_view url, std::string& media_type, std::string& data) {
+  if (!url.starts_with("data:")) return false;
+  auto comma = url.find(',');
+  if (comma == std::string_view::npos) return false;
+  auto meta = url.substr(5, comma - 5);
+  static constexpr std::string_view kB64 = ";base64";
+  if (!meta.ends_with(kB64)) return false;
+  media_type.assign(meta.substr(0, meta.size() - kB64.size()));
+  data.assign(url.substr(comma + 1));
+  return true;
+}
+
+ApiError upstreamStreamError(std::string message) {
+  return ApiError{502, ErrorKind::Api, std::move(message), {}, {}};
+}
+
+}  // namespace sluice::providers::detail

@@ -1,0 +1,96 @@
+// CodecUtil: helpers shared by the provider codecs: SSE framing, JSON field access with
+// path-aware errors, and fast hand-built JSON text for stream events. Internal to providers/.
+#pragma once
+#include <boost/json/fwd.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/JsonText.hpp"
+#include "providers/Canonical.hpp"
+
+// Returns the error of an std::optional<ApiError>-returning call, if any.
+#define SLUICE_PROVIDERS_TRY(expr)   \
+  do {                               \
+    if (auto e_ = (expr)) return e_; \
+  } while (0)
+
+namespace sluice::providers::detail {
+
+using sluice::appendJsonString;  // core/JsonText.hpp
+void appendInt(std::string& out, std::int64_t v);
+
+// Splits an SSE byte stream into events, holding back at most one unfinished event.
+// For each complete event calls handler(event_name, data) with `data` the joined data lines.
+class SseSplitter {
+ public:
+  template <class Handler>
+  bool feed(std::string_view in, Handler&& handler) {
+    if (carry_.empty()) {
+      auto end = lastEventEnd(in);
+      forEach(in.substr(0, end), handler);
+      carry_.assign(in.substr(end));
+    } else {
+      // Only the appended bytes (and the 3 before them) can complete an event.
+      std::size_t from = carry_.size() > 3 ? carry_.size() - 3 : 0;
+      carry_.append(in);
+      auto end = lastEventEnd(std::string_view(carry_).substr(from));
+      if (end != 0) {
+        end += from;
+        forEach(std::string_view(carry_).substr(0, end), handler);
+        carry_.erase(0, end);
+      }
+    }
+    return carry_.size() <= StreamDecoder::kMaxEvent;
+  }
+  std::size_t pending() const { return carry_.size(); }
+
+ private:
+  template <class Handler>
+  void forEach(std::string_view region, Handler& handler) {
+    std::size_t pos = 0;
+    while (pos < region.size()) {
+      auto end = nextEventEnd(region, pos);
+      std::string_view name, data;
+      if (parseEvent(region.substr(pos, end - pos), name, data)) handler(name, data);
+      pos = end;
+    }
+  }
+  bool parseEvent(std::string_view ev, std::string_view& name, std::string_view& data);
+  static std::size_t nextEventEnd(std::string_view s, std::size_t pos);
+  static std::size_t lastEventEnd(std::string_view s);
+
+  std::string carry_;
+  std::string joined_;  // data of a multi-line event
+};
+
+// Typed access to a JSON object's members; `path` names the object for error messages.
+struct Fields {
+  const boost::json::object& obj;
+  std::string path;
+
+  const boost::json::value* get(std::string_view key) const;  // null when absent or JSON null
+  std::string sub(std::string_view key) const;                // "path.key"
+  // Each returns an error when present with the wrong type; absent leaves `out` untouched.
+  std::optional<ApiError> str(std::string_view key, std::string& out, bool required = false) const;
+  std::optional<ApiError> num(std::string_view key, std::optional<double>& out) const;
+  std::optional<ApiError> integer(std::string_view key, std::optional<std::int64_t>& out) const;
+  std::optional<ApiError> boolean(std::string_view key, std::optional<bool>& out) const;
+};
+
+std::string indexPath(std::string_view base, std::size_t i);  // base[i]
+std::optional<std::int64_t> asInt(const boost::json::value* v);
+std::string_view asStr(const boost::json::value* v);  // empty when not a string
+
+// Parses `text` as JSON; on failure returns a 400 naming `what`.
+std::optional<ApiError> parseJson(std::string_view text, boost::json::value& out, std::string_view what);
+
+// Parses a data: URL "data:<mime>;base64,<data>"; false if `url` is not one.
+bool parseDataUrl(std::string_view url, std::string& media_type, std::string& data);
+
+// Stream-side rendering of an upstream error event that has no usable body.
+ApiError upstreamStreamError(std::string message);
+
+}  // namespace sluice::providers::detail

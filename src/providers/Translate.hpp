@@ -1,0 +1,90 @@
+// Translate: the one entry point the gateway calls to serve a client of one wire format from an
+// upstream of another (OpenAI Chat <-> Anthropic Messages). Requests, whole responses, errors
+// and streams. Pure code, no I/O. Functions are thread-safe; a StreamTranslator is one per
+// stream and not thread-safe.
+//
+// Rules (details in openai/ChatCodec.hpp and anthropic/MessagesCodec.hpp):
+//  - unknown request fields are dropped when translating (native passthrough keeps them);
+//    fields with no equivalent are either dropped by a documented rule or rejected with a 400
+//    naming the field;
+//  - reasoning stays reasoning: Anthropic thinking <-> OpenAI `reasoning_content`;
+//  - errors keep the upstream status and are re-shaped into the client's format;
+//  - a non-streaming request gets a JSON body; a stream always ends with the client format's
+//    closing events (OpenAI `data: [DONE]`; Anthropic message_delta + message_stop), preceded by
+//    an error event when the upstream stopped before finishing.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "providers/Canonical.hpp"
+
+namespace sluice::providers {
+
+struct TranslateContext {
+  std::string upstream_model;                 // model name to send upstream; empty keeps the client's
+  bool openai_max_completion_tokens = false;  // see EncodeOptions
+  bool include_usage = false;                 // OpenAI clients: the client asked for the usage chunk
+  std::int64_t created = 0;                   // OpenAI `created`; 0: now (tests pin it)
+};
+
+// What the gateway needs to know about a translated request.
+struct RequestInfo {
+  std::string model;  // as the client named it
+  bool stream = false;
+  bool include_usage = false;  // copy into TranslateContext::include_usage for the stream
+};
+
+// Client request body -> upstream request body. On error the request must not be sent; answer
+// with errorBody(client, err) and err.status.
+std::optional<TranslateError> translateRequest(Format client, Format upstream, std::string_view body,
+                                               std::string& upstream_body, const TranslateContext& ctx,
+                                               RequestInfo* info = nullptr);
+
+// Upstream non-stream success body -> client body. `usage` (optional) receives the token counts.
+// On error (the upstream body is not a response of its format) answer with errorBody(), 502.
+std::optional<TranslateError> translateResponse(Format client, Format upstream, std::string_view upstream_body,
+                                                std::string& client_body, const TranslateContext& ctx,
+                                                Usage* usage = nullptr);
+
+// Upstream error (status + body in the upstream's format, or anything) -> client-format body.
+// The client should get the same status as the upstream (`status_out` = that status).
+std::string translateError(Format client, Format upstream, int status, std::string_view upstream_body,
+                           int* status_out = nullptr);
+
+// A gateway- or translation-made error in the client's format.
+std::string errorBody(Format client, const ApiError& err);
+
+class StreamTranslator final : private StreamEventSink {
+ public:
+  StreamTranslator(std::unique_ptr<StreamDecoder> decoder, std::unique_ptr<StreamEncoder> encoder);
+
+  // Upstream bytes in any split -> client bytes appended to `client_out`. Holds back at most one
+  // unfinished upstream event. Returns false when an event exceeds StreamDecoder::kMaxEvent;
+  // the caller should then call finish() (which writes an error event) and stop.
+  bool feed(std::string_view upstream_bytes, std::string& client_out);
+  // The upstream is done (or broke): writes the closing events the client still needs.
+  void finish(std::string& client_out);
+
+  // Token usage seen so far (input includes cached; see Canonical.hpp).
+  const Usage& usage() const { return usage_; }
+  // The upstream sent its own end-of-stream event.
+  bool sawUpstreamEnd() const { return saw_done_; }
+  // The client stream is complete (closing or error events written).
+  bool ended() const { return encoder_->ended(); }
+
+ private:
+  void onEvent(const StreamEvent& ev) override;
+
+  std::unique_ptr<StreamDecoder> decoder_;
+  std::unique_ptr<StreamEncoder> encoder_;
+  std::string* out_ = nullptr;
+  Usage usage_;
+  bool saw_done_ = false;
+  bool overflow_ = false;
+};
+
+std::unique_ptr<StreamTranslator> makeStreamTranslator(Format client, Format upstream, const TranslateContext& ctx);
+
+}  // namespace sluice::providers

@@ -1,0 +1,52 @@
+// MessagesCodec: Anthropic Messages <-> canonical form (Canonical.hpp), both directions,
+// streaming and not, plus error bodies. Pure functions and per-stream objects; no I/O.
+//
+// Rules where Anthropic Messages and the canonical form differ (the translation contract):
+//  - max_tokens is required upstream: kDefaultMaxTokens when the client gave none (plus the
+//    thinking budget when thinking is on).
+//  - `role: "system"` entries inside messages are accepted and hoisted into the system prompt;
+//    an empty `tools` array is accepted.
+//  - dropped when translating: cache_control, citations, service_tier, container, mcp_servers,
+//    top_k toward providers without it, any unknown field.
+//  - rejected with 400: document / search_result / server-tool blocks, non-custom tool types
+//    (web_search, bash, ...), n > 1, temperature above 1 (Anthropic's range is 0..1),
+//    response_format json_schema (no equivalent), max_tokens not above the thinking budget.
+//  - JSON mode: response_format json_object becomes an instruction appended to the system
+//    prompt (kJsonModeInstruction); Anthropic has no JSON mode switch.
+//  - reasoning: thinking blocks <-> Reasoning parts (signature kept), redacted_thinking <->
+//    RedactedReasoning. Reasoning without a signature (from OpenAI-format clients) cannot be
+//    replayed to Anthropic and is dropped from requests.
+//  - tool calls whose arguments are not a JSON object (a truncated model output) are encoded as
+//    input {"_raw_arguments": "<text>"} rather than guessed at.
+//  - server_tool_use / *_tool_result blocks in responses (server tools) are not surfaced to
+//    clients of other formats.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "providers/Canonical.hpp"
+
+namespace sluice::providers::anthropic {
+
+inline constexpr std::int64_t kDefaultMaxTokens = 4096;
+inline constexpr std::string_view kJsonModeInstruction =
+    "Respond with a single valid JSON object and nothing else: no prose, no code fences.";
+
+std::optional<ApiError> decodeMessagesRequest(std::string_view body, Request& out);
+std::optional<ApiError> encodeMessagesRequest(const Request& req, const EncodeOptions& opts, std::string& out);
+
+std::optional<ApiError> decodeMessagesResponse(std::string_view body, Response& out);
+void encodeMessagesResponse(const Response& res, std::string& out);
+
+// Error bodies: {"type":"error","error":{"type","message"}}.
+void encodeMessagesError(const ApiError& err, std::string& out);
+ApiError decodeMessagesError(int status, std::string_view body);
+
+std::string_view stopReasonName(FinishReason f);
+
+std::unique_ptr<StreamDecoder> makeMessagesStreamDecoder();
+std::unique_ptr<StreamEncoder> makeMessagesStreamEncoder();
+
+}  // namespace sluice::providers::anthropic
