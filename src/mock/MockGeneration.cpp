@@ -44,10 +44,22 @@ std::string_view mockWord(std::size_t i) { return kWords[i % kWords.size()]; }
 std::string Generation::piece(std::size_t i) const {
   if (last_piece && pieces > 0 && i == pieces - 1) return *last_piece;
   std::string out;
-  if (i > 0) out.push_back(' ');
-  out.append(mockWord(i));
+  if (script) {
+    if (i < script->size()) out = (*script)[i];
+  } else {
+    if (i > 0) out.push_back(' ');
+    out.append(mockWord(i));
+  }
   if (out.size() < piece_bytes) out.append(piece_bytes - out.size(), '.');
   return out;
+}
+
+std::size_t Generation::tokensPerChoice() const {
+  if (!hasToolCalls()) return pieces;
+  std::size_t n = 0;
+  for (const auto& c : tools->calls)
+    n += static_cast<std::size_t>(estimateTokens(c.name) + estimateTokens(c.arguments));
+  return std::max<std::size_t>(n, 1);
 }
 
 std::string Generation::text() const {
@@ -56,11 +68,10 @@ std::string Generation::text() const {
   return out;
 }
 
-Generation planGeneration(std::size_t chunks, std::optional<std::int64_t> max_tokens,
-                          const std::vector<std::string>& stop, int choices) {
-  Generation g;
-  g.choices = std::max(1, choices);
-  g.pieces = chunks;
+namespace {
+
+Generation limitGeneration(Generation g, std::optional<std::int64_t> max_tokens, const std::vector<std::string>& stop) {
+  const std::size_t chunks = g.pieces;
   if (max_tokens && *max_tokens >= 0 && static_cast<std::uint64_t>(*max_tokens) < chunks) {
     g.pieces = static_cast<std::size_t>(*max_tokens);
     g.truncated_by_length = true;
@@ -72,7 +83,11 @@ Generation planGeneration(std::size_t chunks, std::optional<std::int64_t> max_to
   std::size_t cut = std::string::npos;
   for (const auto& s : stop) {
     if (s.empty()) continue;
-    cut = std::min(cut, full.find(s));
+    const std::size_t at = full.find(s);
+    if (at < cut) {
+      cut = at;
+      g.stop_sequence = s;
+    }
   }
   if (cut == std::string::npos) return g;
 
@@ -95,6 +110,74 @@ Generation planGeneration(std::size_t chunks, std::optional<std::int64_t> max_to
     break;
   }
   return g;
+}
+
+}  // namespace
+
+Generation planGeneration(std::size_t chunks, std::optional<std::int64_t> max_tokens,
+                          const std::vector<std::string>& stop, int choices) {
+  Generation g;
+  g.choices = std::max(1, choices);
+  g.pieces = chunks;
+  return limitGeneration(std::move(g), max_tokens, stop);
+}
+
+Generation planReply(std::string_view text, std::size_t chunks, std::optional<std::int64_t> max_tokens,
+                     const std::vector<std::string>& stop, int choices) {
+  Generation g;
+  g.choices = std::max(1, choices);
+  auto pieces = std::make_shared<std::vector<std::string>>(splitText(text, chunks));
+  g.pieces = pieces->size();
+  g.script = std::move(pieces);
+  return limitGeneration(std::move(g), max_tokens, stop);
+}
+
+Generation planToolCalls(std::vector<ToolCall> calls, std::size_t chunks, int choices) {
+  Generation g;
+  g.choices = std::max(1, choices);
+  auto set = std::make_shared<ToolCalls>();
+  const std::size_t per_call = std::clamp<std::size_t>(chunks, 1, 4);
+  for (std::size_t j = 0; j < calls.size(); ++j) {
+    auto& c = calls[j];
+    c.deltas = splitText(c.arguments, per_call);
+    if (c.deltas.empty()) c.deltas.emplace_back();
+    for (std::size_t d = 0; d < c.deltas.size(); ++d) set->steps.emplace_back(j, d);
+  }
+  set->calls = std::move(calls);
+  g.pieces = set->steps.size();
+  g.tools = std::move(set);
+  return g;
+}
+
+namespace {
+bool continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+}  // namespace
+
+std::vector<std::string> splitText(std::string_view text, std::size_t n) {
+  std::vector<std::size_t> starts;  // byte offset of every code point
+  for (std::size_t i = 0; i < text.size(); ++i)
+    if (!continuation(text[i])) starts.push_back(i);
+  std::vector<std::string> out;
+  const std::size_t points = starts.size();
+  if (n == 0 || points == 0) return out;
+  n = std::min(n, points);
+  out.reserve(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t a = starts[points * k / n];
+    const std::size_t b = k + 1 == n ? text.size() : starts[points * (k + 1) / n];
+    out.emplace_back(text.substr(a, b - a));
+  }
+  return out;
+}
+
+std::string_view utf8Prefix(std::string_view text, std::size_t n) {
+  std::size_t points = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (continuation(text[i])) continue;
+    if (points == n) return text.substr(0, i);
+    ++points;
+  }
+  return text;
 }
 
 std::int64_t estimateTokens(std::string_view text) {

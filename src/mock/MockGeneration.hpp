@@ -1,38 +1,78 @@
 // MockGeneration: what the mock "says", independent of any wire format. Every provider format
-// (OpenAI now; Anthropic and Gemini later) renders the same Generation, so the answers, token
-// counts and embeddings agree across formats. Pure functions; thread-safe.
+// (OpenAI Chat/Completions/Responses, Anthropic Messages, Gemini) renders the same Generation,
+// so the answers, tool calls, token counts and embeddings agree across formats.
+// Pure functions; thread-safe.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/JsonText.hpp"
 
 namespace sluice::mock {
 
+// One function/tool call the mock decided to make. Ids are format-specific prefixes
+// ("call_", "toolu_", "fc_") + `id_token`, so one answer has the same ids in every format.
+struct ToolCall {
+  std::string name;
+  std::string arguments;            // a JSON object, compact
+  std::string id_token;             // random alphanumerics
+  std::vector<std::string> deltas;  // `arguments` cut for streaming; concatenated == arguments
+};
+
+struct ToolCalls {
+  std::vector<ToolCall> calls;
+  std::vector<std::pair<std::size_t, std::size_t>> steps;  // content step -> (call, delta)
+};
+
 // The answer of one request: `pieces` content chunks per choice, each one word of a fixed
-// sentence ("Hello from sluice mock. ..."), the last possibly cut short by a stop sequence.
+// sentence ("Hello from sluice mock. ..."), or of `script` when set, the last possibly cut short
+// by a stop sequence. When `tools` is set the answer is tool calls instead of text, and a content
+// step is one argument delta of one call.
 struct Generation {
   int choices = 1;
-  std::size_t pieces = 0;                 // content chunks per choice == completion tokens per choice
+  std::size_t pieces = 0;                 // content steps per choice (== completion tokens for text)
   std::optional<std::string> last_piece;  // replaces piece(pieces-1) when a stop sequence cut it
   bool truncated_by_length = false;       // max_tokens capped the answer
   std::size_t piece_bytes = 0;            // when set, each piece is padded to this size
+  std::optional<std::string> stop_sequence;                  // the stop sequence that ended the text
+  std::shared_ptr<const std::vector<std::string>> script;    // text pieces instead of the sentence
+  std::shared_ptr<const ToolCalls> tools;                    // tool calls instead of text
 
-  // OpenAI's names; other formats map them (e.g. Anthropic end_turn / max_tokens).
-  const char* finishReason() const { return truncated_by_length ? "length" : "stop"; }
+  bool hasToolCalls() const { return tools && !tools->calls.empty(); }
+  // OpenAI's names; other formats map them (e.g. Anthropic end_turn / max_tokens / tool_use).
+  const char* finishReason() const {
+    return hasToolCalls() ? "tool_calls" : truncated_by_length ? "length" : "stop";
+  }
   std::string piece(std::size_t i) const;
   std::string text() const;  // all pieces of one choice, concatenated
-  std::size_t completionTokens() const { return pieces * static_cast<std::size_t>(choices); }
+  // Text: one token per piece; tool calls: the estimate of their names and arguments.
+  std::size_t tokensPerChoice() const;
+  std::size_t completionTokens() const { return tokensPerChoice() * static_cast<std::size_t>(choices); }
 };
 
 // chunks: the configured number of content chunks; max_tokens caps it (finish "length");
 // a stop sequence found in the text ends it early (finish "stop").
 Generation planGeneration(std::size_t chunks, std::optional<std::int64_t> max_tokens,
                           const std::vector<std::string>& stop, int choices);
+
+// A given text (e.g. the answer to a tool result) said in min(chunks, code points) pieces, with the
+// same max_tokens / stop handling as planGeneration.
+Generation planReply(std::string_view text, std::size_t chunks, std::optional<std::int64_t> max_tokens,
+                     const std::vector<std::string>& stop, int choices);
+
+// Tool calls as the answer: each call's arguments cut into clamp(chunks, 1, 4) deltas.
+Generation planToolCalls(std::vector<ToolCall> calls, std::size_t chunks, int choices);
+
+// `text` cut into at most n pieces of about equal length, on UTF-8 code point boundaries.
+std::vector<std::string> splitText(std::string_view text, std::size_t n);
+// The first `n` code points of `text`.
+std::string_view utf8Prefix(std::string_view text, std::size_t n);
 
 // The raw word of piece i, without the separating space.
 std::string_view mockWord(std::size_t i);

@@ -1,6 +1,9 @@
 #include "mock/MockService.hpp"
 
+#include "mock/AnthropicMock.hpp"
+#include "mock/GeminiMock.hpp"
 #include "mock/OpenAIMock.hpp"
+#include "mock/ResponsesMock.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -26,27 +29,100 @@ enum Endpoint : int {
   kEmbeddings,
   kModels,
   kModel,
+  kResponses,
+  kAnthropicMessages,
+  kAnthropicCountTokens,
+  kAnthropicModels,
+  kAnthropicModel,
+  kGeminiModels,
+  kGeminiModel,
+  kGeminiGenerate,
+  kGeminiStream,
+  kGeminiCountTokens,
+  kGeminiEmbed,
+  kGeminiBatchEmbed,
 };
+
+enum class Family { OpenAI, Anthropic, Gemini };
 
 struct Route {
   Endpoint endpoint = kNone;
   bhttp::verb method = bhttp::verb::get;
-  std::string_view model_id;  // kModel
+  std::string_view model_id;  // kModel, kAnthropicModel, kGemini*
+  Family family = Family::OpenAI;
 };
 
-// One table of paths. Anthropic (/v1/messages) and Gemini (/v1beta/models/...) go here too.
+bool startsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+// Gemini: [/gemini]/v1beta/models[/{model}[:{method}]] (and /gemini/v1/...).
+Route geminiRoute(std::string_view rest) {
+  Route none{kNone, bhttp::verb::get, {}, Family::Gemini};
+  if (rest == "models") return {kGeminiModels, bhttp::verb::get, {}, Family::Gemini};
+  if (!startsWith(rest, "models/") || rest.size() == 7) return none;
+  rest.remove_prefix(7);
+  const auto colon = rest.find(':');
+  if (colon == std::string_view::npos) return {kGeminiModel, bhttp::verb::get, rest, Family::Gemini};
+  const std::string_view model = rest.substr(0, colon), method = rest.substr(colon + 1);
+  if (model.empty()) return none;
+  Endpoint e = kNone;
+  if (method == "generateContent") e = kGeminiGenerate;
+  else if (method == "streamGenerateContent") e = kGeminiStream;
+  else if (method == "countTokens") e = kGeminiCountTokens;
+  else if (method == "embedContent") e = kGeminiEmbed;
+  else if (method == "batchEmbedContents") e = kGeminiBatchEmbed;
+  if (e == kNone) return none;
+  return {e, bhttp::verb::post, model, Family::Gemini};
+}
+
+// One table of paths: OpenAI (/v1/...), Anthropic (/v1/messages, /anthropic/v1/...), Gemini
+// (/v1beta/..., /gemini/v1beta/...).
 Route route(std::string_view path) {
   if (path == "/v1/chat/completions" || path == "/chat/completions") return {kChat, bhttp::verb::post, {}};
   if (path == "/v1/completions" || path == "/completions") return {kCompletions, bhttp::verb::post, {}};
   if (path == "/v1/embeddings" || path == "/embeddings") return {kEmbeddings, bhttp::verb::post, {}};
+  if (path == "/v1/responses" || path == "/responses") return {kResponses, bhttp::verb::post, {}};
   if (path == "/v1/models" || path == "/models") return {kModels, bhttp::verb::get, {}};
+  if (path == "/v1/messages") return {kAnthropicMessages, bhttp::verb::post, {}, Family::Anthropic};
+  if (path == "/v1/messages/count_tokens") return {kAnthropicCountTokens, bhttp::verb::post, {}, Family::Anthropic};
   for (std::string_view prefix : {"/v1/models/", "/models/"})
     if (path.size() > prefix.size() && path.substr(0, prefix.size()) == prefix)
       return {kModel, bhttp::verb::get, path.substr(prefix.size())};
+  if (startsWith(path, "/anthropic/")) {
+    const std::string_view p = path.substr(10);
+    if (p == "/v1/messages") return {kAnthropicMessages, bhttp::verb::post, {}, Family::Anthropic};
+    if (p == "/v1/messages/count_tokens") return {kAnthropicCountTokens, bhttp::verb::post, {}, Family::Anthropic};
+    if (p == "/v1/models") return {kAnthropicModels, bhttp::verb::get, {}, Family::Anthropic};
+    if (p.size() > 11 && startsWith(p, "/v1/models/"))
+      return {kAnthropicModel, bhttp::verb::get, p.substr(11), Family::Anthropic};
+    return {kNone, bhttp::verb::get, {}, Family::Anthropic};
+  }
+  if (startsWith(path, "/v1beta/")) return geminiRoute(path.substr(8));
+  if (startsWith(path, "/gemini/")) {
+    const std::string_view p = path.substr(7);
+    if (startsWith(p, "/v1beta/")) return geminiRoute(p.substr(8));
+    if (startsWith(p, "/v1/")) return geminiRoute(p.substr(4));
+    return {kNone, bhttp::verb::get, {}, Family::Gemini};
+  }
   if (path == "/healthz") return {kHealth, bhttp::verb::get, {}};
   if (path == "/mock/stats") return {kStats, bhttp::verb::get, {}};
   if (path == "/mock/reset") return {kStatsReset, bhttp::verb::post, {}};
   return {};
+}
+
+// The value of query parameter `name` in a request target, or nullopt.
+std::optional<std::string_view> queryParam(std::string_view target, std::string_view name) {
+  const auto q = target.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const auto amp = rest.find('&');
+    const std::string_view kv = rest.substr(0, amp);
+    const auto eq = kv.find('=');
+    if (kv.substr(0, eq) == name) return eq == std::string_view::npos ? std::string_view() : kv.substr(eq + 1);
+    if (amp == std::string_view::npos) break;
+    rest.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
 }
 
 bool internal(Endpoint e) { return e == kHealth || e == kStats || e == kStatsReset; }
@@ -63,6 +139,7 @@ net::awaitable<void> sleepMs(std::int64_t ms) {
 http::Response makeResponse(int status, std::string body, std::string_view content_type,
                             std::string_view request_id) {
   http::Response res{static_cast<bhttp::status>(status), 11};
+  if (status == 529) res.reason("Overloaded");  // Anthropic's; unknown to Beast
   res.set(bhttp::field::content_type, content_type);
   if (!request_id.empty()) res.set("x-request-id", request_id);
   res.body() = std::move(body);
@@ -73,17 +150,41 @@ http::Response errorResponse(const ApiError& e, std::string_view request_id) {
   return makeResponse(e.status, openai::errorJson(e), "application/json", request_id);
 }
 
+// An error in the caller's wire format; Anthropic's carry the request id in `request-id` too.
+http::Response familyError(Family f, const ApiError& e, std::string_view request_id) {
+  if (f == Family::Anthropic) {
+    auto res = makeResponse(e.status, anthropic::errorJson(e, request_id), "application/json", request_id);
+    if (!request_id.empty()) res.set("request-id", request_id);
+    return res;
+  }
+  if (f == Family::Gemini) return makeResponse(e.status, gemini::errorJson(e), "application/json; charset=UTF-8", request_id);
+  return errorResponse(e, request_id);
+}
+
+ApiError badRequest(Family f, std::string message) {
+  if (f == Family::Anthropic) return anthropic::error(400, std::move(message));
+  if (f == Family::Gemini) return gemini::error(400, std::move(message));
+  ApiError e;
+  e.message = std::move(message);
+  return e;
+}
+
+constexpr std::string_view kSseType = "text/event-stream; charset=utf-8";
+
 constexpr std::size_t kBatchBytes = 256 * 1024;
 
 // Writes a stream: in one write when unpaced (the mock must not be the bottleneck),
 // else one event per write with chunk_interval_ms before each content step. With reset_after
 // N (<= content steps), breaks the connection after N content steps: no finish, no [DONE].
 net::awaitable<void> writeStream(http::Responder& r, const SseScript& s, const MockKnobs& k,
-                                 std::string_view request_id, MockStats& stats) {
+                                 std::string_view request_id, MockStats& stats,
+                                 std::string_view content_type = kSseType, bool request_id_header = false) {
   std::string fields;
-  fields.reserve(128);
-  fields.append("Content-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\nx-request-id: ");
+  fields.reserve(192);
+  fields.append("Content-Type: ").append(content_type);
+  fields.append("\r\nCache-Control: no-cache\r\nx-request-id: ");
   fields.append(request_id).append("\r\n");
+  if (request_id_header) fields.append("request-id: ").append(request_id).append("\r\n");
   if (!co_await r.beginStream(200, "OK", fields)) co_return;
   if (k.reset_after == 0) {  // the header, then the connection breaks: not one body byte
     co_await r.flushHeader();
@@ -138,18 +239,23 @@ net::awaitable<void> writeStream(http::Responder& r, const SseScript& s, const M
 // A complete JSON answer, after the time a streamed one would have taken; with reset_after N
 // (<= content steps) only the first N/steps of the body is sent before the connection breaks.
 net::awaitable<void> writeAnswer(http::Responder& r, std::string body, std::size_t steps, const MockKnobs& k,
-                                 std::string_view request_id) {
+                                 std::string_view request_id, std::string_view content_type = "application/json",
+                                 bool request_id_header = false) {
   const bool reset = k.reset_after >= 0 && static_cast<std::size_t>(k.reset_after) <= steps;
   const std::size_t paced = reset ? static_cast<std::size_t>(k.reset_after) : steps;
   co_await sleepMs(static_cast<std::int64_t>(k.chunk_interval_ms) * static_cast<std::int64_t>(paced));
   if (!reset) {
-    co_await r.send(makeResponse(200, std::move(body), "application/json", request_id));
+    http::Response res = makeResponse(200, std::move(body), content_type, request_id);
+    if (request_id_header) res.set("request-id", request_id);
+    co_await r.send(std::move(res));
     co_return;
   }
   const std::size_t cut = steps == 0 ? 0 : body.size() * static_cast<std::size_t>(k.reset_after) / steps;
   if (cut > 0) {
-    std::string fields = "Content-Type: application/json\r\nx-request-id: ";
+    std::string fields = "Content-Type: ";
+    fields.append(content_type).append("\r\nx-request-id: ");
     fields.append(request_id).append("\r\n");
+    if (request_id_header) fields.append("request-id: ").append(request_id).append("\r\n");
     if (co_await r.beginStream(200, "OK", fields)) co_await r.writeChunk(std::string_view(body).substr(0, cut));
   }
   r.abort();
@@ -160,16 +266,28 @@ net::awaitable<void> writeAnswer(http::Responder& r, std::string body, std::size
 net::awaitable<void> MockService::handle(http::Request& req, http::Responder& r) {
   std::string_view target = req.target();
   const std::string path(target.substr(0, target.find('?')));
-  const Route rt = route(path);
+  Route rt = route(path);
+  // GET /v1/models from an Anthropic client (anthropic-version header) lists Claude models.
+  if ((rt.endpoint == kModels || rt.endpoint == kModel) && req.find("anthropic-version") != req.end()) {
+    rt.endpoint = rt.endpoint == kModels ? kAnthropicModels : kAnthropicModel;
+    rt.family = Family::Anthropic;
+  }
 
   if (!internal(rt.endpoint)) stats_.record(MockStats::sample(req));
 
   if (rt.endpoint == kNone) {
-    co_await r.send(errorResponse(openai::unknownPathError(req.method_string(), path), {}));
+    ApiError e = openai::unknownPathError(req.method_string(), path);
+    if (rt.family == Family::Anthropic) e = anthropic::error(404, "Not found");
+    if (rt.family == Family::Gemini) e = gemini::error(404, "Method not found: " + std::string(req.method_string()) + " " + path);
+    http::Response res = familyError(rt.family, e, {});
+    co_await r.send(std::move(res));
     co_return;
   }
   if (req.method() != rt.method) {
-    auto res = errorResponse(openai::methodNotAllowedError(req.method_string(), path, bhttp::to_string(rt.method)), {});
+    ApiError e = openai::methodNotAllowedError(req.method_string(), path, bhttp::to_string(rt.method));
+    if (rt.family == Family::Anthropic) e = anthropic::error(405, e.message);
+    if (rt.family == Family::Gemini) e = gemini::error(405, e.message);
+    auto res = familyError(rt.family, e, {});
     res.set(bhttp::field::allow, bhttp::to_string(rt.method));
     co_await r.send(std::move(res));
     co_return;
@@ -188,19 +306,21 @@ net::awaitable<void> MockService::handle(http::Request& req, http::Responder& r)
     default:
       break;
   }
-  co_await serveOpenAI(rt.endpoint, rt.model_id, req, r);
+  co_await serve(rt.endpoint, static_cast<int>(rt.family), rt.model_id, req, r);
 }
 
-net::awaitable<void> MockService::serveOpenAI(int endpoint, std::string_view model_id, http::Request& req,
-                                              http::Responder& r) {
-  const std::string request_id = randomId("req_", 32);
+net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string_view model_id, http::Request& req,
+                                        http::Responder& r) {
+  const Family family = static_cast<Family>(family_id);
+  const bool anth = family == Family::Anthropic;
+  const std::string request_id = randomId("req_", anth ? 24 : 32);
 
   MockKnobs k = MockKnobs::fromOptions(options_);
   if (auto bad = applyKnobHeaders(req, k)) {
-    ApiError e;
-    e.message = "Invalid mock knob: " + *bad + ".";
+    ApiError e = badRequest(family, "Invalid mock knob: " + *bad + ".");
     e.code = "invalid_mock_header";
-    co_await r.send(errorResponse(e, request_id));
+    http::Response res = familyError(family, e, request_id);
+    co_await r.send(std::move(res));
     co_return;
   }
 
@@ -214,6 +334,11 @@ net::awaitable<void> MockService::serveOpenAI(int endpoint, std::string_view mod
       boost::system::error_code jec;
       boost::json::parse(*k.fail_body, jec);
       res = makeResponse(k.fail_status, *k.fail_body, jec ? "text/plain" : "application/json", request_id);
+      if (anth) res.set("request-id", request_id);
+    } else if (anth) {
+      res = familyError(family, anthropic::simulatedFailure(k.fail_status), request_id);
+    } else if (family == Family::Gemini) {
+      res = familyError(family, gemini::simulatedFailure(k.fail_status), request_id);
     } else {
       res = errorResponse(openai::simulatedFailure(k.fail_status), request_id);
     }
@@ -221,32 +346,76 @@ net::awaitable<void> MockService::serveOpenAI(int endpoint, std::string_view mod
     co_await r.send(std::move(res));
     co_return;
   }
-  if (k.reset_after == 0) {  // "after 0 chunks" of a plain answer: not a single byte
-    if (endpoint == kModels || endpoint == kModel || endpoint == kEmbeddings) {
-      r.abort();
-      co_return;
-    }
+  const bool plain = endpoint == kModels || endpoint == kModel || endpoint == kEmbeddings ||
+                     endpoint == kAnthropicModels || endpoint == kAnthropicModel || endpoint == kAnthropicCountTokens ||
+                     endpoint == kGeminiModels || endpoint == kGeminiModel || endpoint == kGeminiCountTokens ||
+                     endpoint == kGeminiEmbed || endpoint == kGeminiBatchEmbed;
+  if (k.reset_after == 0 && plain) {  // "after 0 chunks" of a plain answer: not a single byte
+    r.abort();
+    co_return;
   }
 
-  if (endpoint == kModels) {
-    co_await r.send(makeResponse(200, openai::modelsJson(), "application/json", request_id));
-    co_return;
-  }
-  if (endpoint == kModel) {
-    if (auto m = openai::modelJson(model_id))
-      co_await r.send(makeResponse(200, std::move(*m), "application/json", request_id));
-    else
-      co_await r.send(errorResponse(openai::modelNotFoundError(model_id), request_id));
-    co_return;
+  const std::string_view gjson = "application/json; charset=UTF-8";
+  switch (endpoint) {
+    case kModels: {
+      http::Response res = makeResponse(200, openai::modelsJson(), "application/json", request_id);
+      co_await r.send(std::move(res));
+      co_return;
+    }
+    case kModel: {
+      auto m = openai::modelJson(model_id);
+      http::Response res = m ? makeResponse(200, std::move(*m), "application/json", request_id)
+                             : errorResponse(openai::modelNotFoundError(model_id), request_id);
+      co_await r.send(std::move(res));
+      co_return;
+    }
+    case kAnthropicModels: {
+      http::Response res = makeResponse(200, anthropic::modelsJson(), "application/json", request_id);
+      res.set("request-id", request_id);
+      co_await r.send(std::move(res));
+      co_return;
+    }
+    case kAnthropicModel: {
+      auto m = anthropic::modelJson(model_id);
+      http::Response res;
+      if (m) {
+        res = makeResponse(200, std::move(*m), "application/json", request_id);
+        res.set("request-id", request_id);
+      } else {
+        res = familyError(family, anthropic::error(404, "model: " + std::string(model_id)), request_id);
+      }
+      co_await r.send(std::move(res));
+      co_return;
+    }
+    case kGeminiModels: {
+      http::Response res = makeResponse(200, gemini::modelsJson(), gjson, request_id);
+      co_await r.send(std::move(res));
+      co_return;
+    }
+    case kGeminiModel: {
+      auto m = gemini::modelJson(model_id);
+      http::Response res = m ? makeResponse(200, std::move(*m), gjson, request_id)
+                             : familyError(family, gemini::modelNotFound(model_id), request_id);
+      co_await r.send(std::move(res));
+      co_return;
+    }
+    default:
+      break;
   }
 
   boost::system::error_code ec;
   boost::json::value body = boost::json::parse(req.body(), ec);
   if (ec) {
-    co_await r.send(errorResponse(openai::invalidJsonError(ec.message()), request_id));
+    ApiError e = openai::invalidJsonError(ec.message());
+    if (anth) e = anthropic::error(400, "There was an error parsing the body of your request: " + ec.message());
+    if (family == Family::Gemini) e = gemini::error(400, "Invalid JSON payload received. " + ec.message());
+    http::Response res = familyError(family, e, request_id);
+    co_await r.send(std::move(res));
     co_return;
   }
   const std::int64_t created = unixNow();
+  const auto chunks = static_cast<std::size_t>(k.chunks);
+  const auto piece_bytes = static_cast<std::size_t>(k.piece_bytes);
 
   switch (endpoint) {
     case kChat: {
@@ -255,8 +424,8 @@ net::awaitable<void> MockService::serveOpenAI(int endpoint, std::string_view mod
         co_await r.send(errorResponse(*e, request_id));
         co_return;
       }
-      Generation gen = planGeneration(static_cast<std::size_t>(k.chunks), cr.max_tokens, cr.stop, cr.n);
-      gen.piece_bytes = static_cast<std::size_t>(k.piece_bytes);
+      Generation gen = planAnswer(cr.tools, chunks, cr.max_tokens, cr.stop, cr.n);
+      gen.piece_bytes = piece_bytes;
       openai::ResponseMeta m{randomId("chatcmpl-", 29), created};
       if (cr.stream)
         co_await writeStream(r, openai::chatCompletionStream(cr, gen, m), k, request_id, stats_);
@@ -270,8 +439,8 @@ net::awaitable<void> MockService::serveOpenAI(int endpoint, std::string_view mod
         co_await r.send(errorResponse(*e, request_id));
         co_return;
       }
-      Generation gen = planGeneration(static_cast<std::size_t>(k.chunks), cr.max_tokens, cr.stop, cr.choices);
-      gen.piece_bytes = static_cast<std::size_t>(k.piece_bytes);
+      Generation gen = planGeneration(chunks, cr.max_tokens, cr.stop, cr.choices);
+      gen.piece_bytes = piece_bytes;
       openai::ResponseMeta m{randomId("cmpl-", 29), created};
       if (cr.stream)
         co_await writeStream(r, openai::completionStream(cr, gen, m), k, request_id, stats_);
@@ -288,8 +457,103 @@ net::awaitable<void> MockService::serveOpenAI(int endpoint, std::string_view mod
       co_await r.send(makeResponse(200, openai::embeddingsJson(er), "application/json", request_id));
       co_return;
     }
-    default:
-      co_await r.send(errorResponse(openai::unknownPathError(req.method_string(), req.target()), request_id));
+    case kResponses: {
+      responses::ResponsesRequest rr;
+      if (auto e = responses::parseResponsesRequest(body, rr)) {
+        http::Response res = errorResponse(*e, request_id);
+        co_await r.send(std::move(res));
+        co_return;
+      }
+      Generation gen = planAnswer(rr.tools, chunks, rr.max_output_tokens, {}, 1);
+      gen.piece_bytes = piece_bytes;
+      responses::ResponseMeta m{randomId("resp_", 48), created, randomId("msg_", 48)};
+      if (rr.stream) {
+        SseScript script = responses::responseStream(rr, gen, m);
+        co_await writeStream(r, script, k, request_id, stats_);
+      } else {
+        std::string answer = responses::responseJson(rr, gen, m);
+        co_await writeAnswer(r, std::move(answer), gen.pieces, k, request_id);
+      }
+      co_return;
+    }
+    case kAnthropicMessages: {
+      anthropic::MessagesRequest mr;
+      if (auto e = anthropic::parseMessagesRequest(body, mr)) {
+        http::Response res = familyError(family, *e, request_id);
+        co_await r.send(std::move(res));
+        co_return;
+      }
+      Generation gen = planAnswer(mr.tools, chunks, mr.max_tokens, mr.stop, 1);
+      gen.piece_bytes = piece_bytes;
+      const std::string id = randomId("msg_01", 22);
+      if (mr.stream) {
+        SseScript script = anthropic::messageStream(mr, gen, id);
+        co_await writeStream(r, script, k, request_id, stats_, kSseType, true);
+      } else {
+        std::string answer = anthropic::messageJson(mr, gen, id);
+        co_await writeAnswer(r, std::move(answer), gen.pieces, k, request_id, "application/json", true);
+      }
+      co_return;
+    }
+    case kAnthropicCountTokens: {
+      std::int64_t tokens = 0;
+      http::Response res;
+      if (auto e = anthropic::parseCountTokensRequest(body, tokens)) {
+        res = familyError(family, *e, request_id);
+      } else {
+        res = makeResponse(200, anthropic::countTokensJson(tokens), "application/json", request_id);
+        res.set("request-id", request_id);
+      }
+      co_await r.send(std::move(res));
+      co_return;
+    }
+    case kGeminiGenerate:
+    case kGeminiStream: {
+      gemini::GenerateRequest gr;
+      if (auto e = gemini::parseGenerateRequest(body, model_id, gr)) {
+        http::Response res = familyError(family, *e, request_id);
+        co_await r.send(std::move(res));
+        co_return;
+      }
+      Generation gen = planAnswer(gr.tools, chunks, gr.max_tokens, gr.stop, gr.candidates);
+      gen.piece_bytes = piece_bytes;
+      const std::string response_id = randomId("", 22);
+      if (endpoint == kGeminiStream) {
+        const bool sse = queryParam(req.target(), "alt") == std::optional<std::string_view>("sse");
+        SseScript script = gemini::generateStream(gr, gen, response_id, sse);
+        co_await writeStream(r, script, k, request_id, stats_, sse ? std::string_view("text/event-stream") : gjson);
+      } else {
+        std::string answer = gemini::generateJson(gr, gen, response_id);
+        co_await writeAnswer(r, std::move(answer), gen.pieces, k, request_id, gjson);
+      }
+      co_return;
+    }
+    case kGeminiCountTokens: {
+      std::int64_t tokens = 0;
+      http::Response res;
+      if (auto e = gemini::parseCountTokensRequest(body, tokens))
+        res = familyError(family, *e, request_id);
+      else
+        res = makeResponse(200, gemini::countTokensJson(tokens), gjson, request_id);
+      co_await r.send(std::move(res));
+      co_return;
+    }
+    case kGeminiEmbed:
+    case kGeminiBatchEmbed: {
+      const bool batch = endpoint == kGeminiBatchEmbed;
+      gemini::EmbedRequest er;
+      http::Response res;
+      if (auto e = gemini::parseEmbedRequest(body, batch, er))
+        res = familyError(family, *e, request_id);
+      else
+        res = makeResponse(200, gemini::embedJson(er, batch), gjson, request_id);
+      co_await r.send(std::move(res));
+      co_return;
+    }
+    default: {
+      http::Response res = errorResponse(openai::unknownPathError(req.method_string(), req.target()), request_id);
+      co_await r.send(std::move(res));
+    }
   }
 }
 

@@ -1,5 +1,5 @@
 // MockService: the request handler of the mock provider. Routes by path to a wire format
-// (OpenAI today; Anthropic and Gemini slot in beside it), applies the knobs (latency, chunking,
+// (OpenAI Chat/Completions/Embeddings/Responses, Anthropic Messages, Gemini), applies the knobs (latency, chunking,
 // failures, broken connections) and records what it received. One instance serves every
 // worker; handle() is safe to run concurrently on any number of threads.
 #pragma once
@@ -25,7 +25,9 @@ class MockService {
   MockStats& stats() { return stats_; }
 
  private:
-  net::awaitable<void> serveOpenAI(int endpoint, std::string_view model_id, http::Request& req, http::Responder& r);
+  // One answer of any wire format: knobs, latency, injected failures, then the endpoint.
+  net::awaitable<void> serve(int endpoint, int family, std::string_view model_id, http::Request& req,
+                             http::Responder& r);
 
   MockOptions options_;
   MockStats stats_;

@@ -10,8 +10,6 @@ namespace sluice::mock::openai {
 
 namespace json = boost::json;
 
-namespace {
-
 // ------------------------------------------------------------------ request validation
 
 const char* kindName(const json::value& v) {
@@ -60,10 +58,14 @@ ApiError outOfRange(std::string_view param, std::int64_t got, std::int64_t lo, s
   return e;
 }
 
+namespace {
+
 const json::value* field(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
   return (v && !v->is_null()) ? v : nullptr;
 }
+
+}  // namespace
 
 // Integers, and doubles with an integral value (JSON has one number type).
 bool asInteger(const json::value& v, std::int64_t& out) {
@@ -84,6 +86,8 @@ bool asInteger(const json::value& v, std::int64_t& out) {
   }
   return false;
 }
+
+namespace {
 
 std::optional<ApiError> readInt(const json::object& o, std::string_view key, std::optional<std::int64_t>& out) {
   const json::value* v = field(o, key);
@@ -201,6 +205,78 @@ std::size_t messageBytes(const json::object& m) {
   return n;
 }
 
+// tools, tool_choice, parallel_tool_calls and the conversation of a chat request.
+std::optional<ApiError> readChatTools(const json::object& o, const json::array& msgs, ToolDecision& out) {
+  ToolRequest tr;
+  if (const auto* tools = field(o, "tools")) {
+    if (!tools->is_array()) return invalidType("tools", "an array", *tools);
+    std::size_t i = 0;
+    for (const auto& t : tools->get_array()) {
+      const auto* to = t.if_object();
+      if (!to) return invalidType("tools[" + std::to_string(i) + "]", "an object", t);
+      const auto* fn = field(*to, "function");
+      if (fn && fn->is_object()) {
+        const auto* name = field(fn->get_object(), "name");
+        if (!name || !name->is_string()) return missingParam("tools[" + std::to_string(i) + "].function.name");
+        tr.tools.push_back({std::string(name->get_string()), field(fn->get_object(), "parameters")});
+      }
+      ++i;
+    }
+  }
+  if (const auto* tc = field(o, "tool_choice")) {
+    if (tc->is_string()) {
+      const auto m = tc->get_string();
+      if (m == "none") tr.mode = ToolChoiceMode::None;
+      else if (m == "required") tr.mode = ToolChoiceMode::Required;
+      else if (m != "auto") {
+        ApiError e;
+        e.message = "Invalid value for 'tool_choice': expected one of 'none', 'auto' or 'required', or an object.";
+        e.param = "tool_choice";
+        e.code = "invalid_value";
+        return e;
+      }
+    } else if (const auto* tco = tc->if_object()) {
+      const auto* fn = field(*tco, "function");
+      const auto* name = fn && fn->is_object() ? field(fn->get_object(), "name") : nullptr;
+      if (name && name->is_string()) {
+        tr.mode = ToolChoiceMode::Named;
+        tr.forced_name = std::string(name->get_string());
+      }
+    } else {
+      return invalidType("tool_choice", "a string or an object", *tc);
+    }
+    if (tr.mode != ToolChoiceMode::None && tr.tools.empty()) {
+      ApiError e;
+      e.message = "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.";
+      e.param = "tool_choice";
+      return e;
+    }
+  }
+  if (auto e = readBool(o, "parallel_tool_calls", tr.parallel)) return e;
+
+  std::size_t last_user = msgs.size();
+  for (std::size_t i = msgs.size(); i-- > 0;) {
+    const auto* mo = msgs[i].if_object();
+    const auto* role = mo ? field(*mo, "role") : nullptr;
+    if (role && role->is_string() && role->get_string() == "user") {
+      last_user = i;
+      break;
+    }
+  }
+  if (last_user < msgs.size()) {
+    if (const auto* c = field(msgs[last_user].get_object(), "content")) tr.last_user_text = contentText(*c);
+    for (std::size_t i = last_user + 1; i < msgs.size(); ++i) {
+      const auto* mo = msgs[i].if_object();
+      const auto* role = mo ? field(*mo, "role") : nullptr;
+      if (!role || !role->is_string() || (role->get_string() != "tool" && role->get_string() != "function")) continue;
+      const auto* c = field(*mo, "content");
+      tr.tool_results.push_back(c ? contentText(*c) : std::string());
+    }
+  }
+  out = decideTools(tr);
+  return std::nullopt;
+}
+
 // ------------------------------------------------------------------ rendering
 
 std::string usageJson(std::int64_t prompt, std::int64_t completion, bool details) {
@@ -239,6 +315,60 @@ std::string chunkPrefix(std::string_view object, const std::string& model, const
   p += kSystemFingerprint;
   p += "\",\"choices\":[";
   return p;
+}
+
+// `"tool_calls":[{"index":j,"id":..,"type":"function","function":{"name":..,"arguments":""}}]`
+void appendToolCallStart(std::string& out, const ToolCall& tc, std::size_t j) {
+  out += "\"tool_calls\":[{\"index\":";
+  out += std::to_string(j);
+  out += ",\"id\":\"call_";
+  out += tc.id_token;
+  out += "\",\"type\":\"function\",\"function\":{\"name\":";
+  appendJsonString(out, tc.name);
+  out += ",\"arguments\":\"\"}}]";
+}
+
+// A streamed tool-call answer: the first chunk opens call 0 (with the role), every content step
+// is one argument delta, a call's first step opens it; then finish_reason "tool_calls".
+SseScript chatToolCallStream(const Generation& gen, std::shared_ptr<const std::string> prefix,
+                             std::shared_ptr<const std::string> suffix, bool include_usage, std::int64_t prompt_tokens) {
+  SseScript s;
+  const auto& calls = gen.tools->calls;
+  for (int c = 0; c < gen.choices; ++c) {
+    std::string e = *prefix + "{\"index\":" + std::to_string(c) + ",\"delta\":{\"role\":\"assistant\",\"content\":null,";
+    appendToolCallStart(e, calls[0], 0);
+    e += ",\"refusal\":null},\"logprobs\":null,\"finish_reason\":null}";
+    e += *suffix;
+    s.head.push_back(std::move(e));
+  }
+  s.content_count = gen.pieces;
+  s.content = [prefix, suffix, gen](std::size_t step, std::string& out) {
+    const auto [j, d] = gen.tools->steps[step];
+    const ToolCall& tc = gen.tools->calls[j];
+    for (int c = 0; c < gen.choices; ++c) {
+      if (d == 0 && j > 0) {
+        out += *prefix;
+        out += "{\"index\":" + std::to_string(c) + ",\"delta\":{";
+        appendToolCallStart(out, tc, j);
+        out += "},\"logprobs\":null,\"finish_reason\":null}";
+        out += *suffix;
+      }
+      out += *prefix;
+      out += "{\"index\":" + std::to_string(c) + ",\"delta\":{\"tool_calls\":[{\"index\":" + std::to_string(j) +
+             ",\"function\":{\"arguments\":";
+      appendJsonString(out, tc.deltas[d]);
+      out += "}}]},\"logprobs\":null,\"finish_reason\":null}";
+      out += *suffix;
+    }
+  };
+  for (int c = 0; c < gen.choices; ++c)
+    s.tail.push_back(*prefix + "{\"index\":" + std::to_string(c) +
+                     ",\"delta\":{},\"logprobs\":null,\"finish_reason\":\"tool_calls\"}" + *suffix);
+  if (include_usage)
+    s.tail.push_back(*prefix + "],\"usage\":" +
+                     usageJson(prompt_tokens, static_cast<std::int64_t>(gen.completionTokens()), true) + "}\n\n");
+  s.tail.emplace_back(kDone);
+  return s;
 }
 
 struct ModelInfo {
@@ -305,6 +435,7 @@ std::optional<ApiError> parseChatRequest(const json::value& body, ChatRequest& o
   if (auto e = readMaxTokens(*o, "max_completion_tokens", mct)) return e;
   out.max_tokens = mct ? mct : mt;
   if (auto e = readStop(*o, out.stop)) return e;
+  if (auto e = readChatTools(*o, msgs->get_array(), out.tools)) return e;
   return std::nullopt;
 }
 
@@ -436,10 +567,28 @@ std::optional<ApiError> parseEmbeddingsRequest(const json::value& body, Embeddin
 std::string chatCompletionJson(const ChatRequest& req, const Generation& gen, const ResponseMeta& meta) {
   const std::string text = gen.text();
   json::array choices;
+  json::array calls;
+  if (gen.hasToolCalls()) {
+    for (const auto& tc : gen.tools->calls) {
+      json::object fn;
+      fn["name"] = tc.name;
+      fn["arguments"] = tc.arguments;
+      json::object call;
+      call["id"] = "call_" + tc.id_token;
+      call["type"] = "function";
+      call["function"] = std::move(fn);
+      calls.push_back(std::move(call));
+    }
+  }
   for (int c = 0; c < gen.choices; ++c) {
     json::object msg;
     msg["role"] = "assistant";
-    msg["content"] = text;
+    if (gen.hasToolCalls()) {
+      msg["content"] = nullptr;
+      msg["tool_calls"] = calls;
+    } else {
+      msg["content"] = text;
+    }
     msg["refusal"] = nullptr;
     msg["annotations"] = json::array();
     json::object choice;
@@ -466,6 +615,7 @@ SseScript chatCompletionStream(const ChatRequest& req, const Generation& gen, co
   auto prefix = std::make_shared<const std::string>(chunkPrefix("chat.completion.chunk", req.model, meta, true));
   auto suffix = std::make_shared<const std::string>(req.include_usage ? "],\"usage\":null}\n\n" : "]}\n\n");
   SseScript s;
+  if (gen.hasToolCalls()) return chatToolCallStream(gen, prefix, suffix, req.include_usage, req.prompt_tokens);
   for (int c = 0; c < gen.choices; ++c) {
     s.head.push_back(*prefix + "{\"index\":" + std::to_string(c) +
                      ",\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"refusal\":null},"

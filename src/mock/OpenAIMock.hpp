@@ -6,6 +6,7 @@
 #include "mock/ApiError.hpp"
 #include "mock/MockGeneration.hpp"
 #include "mock/SseScript.hpp"
+#include "mock/ToolPlanner.hpp"
 
 #include <boost/json/fwd.hpp>
 
@@ -36,6 +37,7 @@ struct ChatRequest {
   std::optional<std::int64_t> max_tokens;  // max_completion_tokens, else max_tokens
   std::vector<std::string> stop;
   std::int64_t prompt_tokens = 0;  // estimate: per message ceil(bytes/4) + 4
+  ToolDecision tools;              // from tools, tool_choice, parallel_tool_calls and the messages
 };
 
 struct CompletionRequest {
@@ -72,6 +74,13 @@ std::string embeddingsJson(const EmbeddingsRequest& req);
 // GET /v1/models and GET /v1/models/{id}; nullopt when the id is unknown.
 std::string modelsJson();
 std::optional<std::string> modelJson(std::string_view id);
+
+// Helpers shared by the other formats' parsers (same validation messages).
+const char* kindName(const boost::json::value& v);
+ApiError invalidType(std::string_view param, std::string_view expected, const boost::json::value& got);
+ApiError missingParam(std::string_view param);
+// Integers, and doubles with an integral value.
+bool asInteger(const boost::json::value& v, std::int64_t& out);
 
 // {"error":{"message","type","param","code"}}
 std::string errorJson(const ApiError& e);

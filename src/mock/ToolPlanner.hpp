@@ -1,0 +1,69 @@
+// ToolPlanner: decides whether the mock answers with tool calls, and with which arguments.
+// Format-neutral: each wire format's parser extracts the offered tools, the tool choice and the
+// conversation's last user turn / tool results into a ToolRequest, and renders the decision.
+//
+// The rules, the same in every format:
+//  - a tool result after the last user turn (OpenAI role "tool", Anthropic tool_result, Gemini
+//    functionResponse, Responses function_call_output) -> a text answer, "The tool returned: "
+//    + the first 200 code points of the result(s), so agent loops finish;
+//  - tool choice "none" (or no tools) -> the usual text;
+//  - the last user turn names offered tools (case-insensitive, whole word; "get_weather" also
+//    as "get weather") -> one call per named tool, in the order named (parallel calls; only the
+//    first when parallel calls are disabled);
+//  - else it asks "use/call/invoke/run a|the|any|your [X] tool|function" -> the tool whose name
+//    contains X, else the first tool;
+//  - a forced choice (OpenAI "required" / a named function, Anthropic "any" / "tool", Gemini mode
+//    ANY, Responses "required") calls a tool even when not asked: the named / first allowed one.
+// Arguments fit the tool's JSON schema: required properties only, strings "example", numbers 1
+// (or the minimum), booleans true, enums their first value, objects recursively, arrays one item.
+// Pure functions; thread-safe.
+#pragma once
+#include "mock/MockGeneration.hpp"
+
+#include <boost/json/fwd.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sluice::mock {
+
+inline constexpr std::size_t kToolResultEcho = 200;  // code points of the result quoted back
+
+struct ToolSpec {
+  std::string name;
+  const boost::json::value* schema = nullptr;  // JSON schema of the arguments; may be null
+};
+
+enum class ToolChoiceMode { Auto, None, Required, Named };
+
+struct ToolRequest {
+  std::vector<ToolSpec> tools;
+  ToolChoiceMode mode = ToolChoiceMode::Auto;
+  std::string forced_name;           // Named
+  std::vector<std::string> allowed;  // Gemini allowedFunctionNames; empty = all
+  bool parallel = true;
+  std::string last_user_text;
+  std::vector<std::string> tool_results;  // after the last user turn, in order
+};
+
+struct ToolDecision {
+  std::vector<ToolCall> calls;       // empty: answer in text
+  std::optional<std::string> reply;  // the text answer to tool results
+};
+
+ToolDecision decideTools(const ToolRequest& req);
+
+// Arguments for a schema, as a JSON object text. Null or non-object schemas give "{}".
+std::string exampleArguments(const boost::json::value* schema);
+boost::json::value exampleValue(const boost::json::value& schema);
+
+// The Generation for a decision: tool calls, the reply to tool results, or the usual sentence.
+Generation planAnswer(const ToolDecision& d, std::size_t chunks, std::optional<std::int64_t> max_tokens,
+                      const std::vector<std::string>& stop, int choices);
+
+// Text of a message content that is a string or an array of parts with "text" (any format);
+// other values are serialized as JSON.
+std::string contentText(const boost::json::value& v);
+
+}  // namespace sluice::mock
