@@ -355,11 +355,11 @@ class Gateway {
     co_await r.send(std::move(res));
   }
 
-  net::awaitable<void> sendError(http::Responder& r, const RequestContext& ctx, RequestRecord& rec, int status,
-                                 std::string_view type, std::string_view code, const std::string& msg) {
+  net::awaitable<void> sendError(http::Responder& r, const RequestContext& ctx, RequestRecord& rec, Wire wire,
+                                 int status, std::string_view type, std::string_view code, const std::string& msg) {
     rec.status = status;
     rec.error = msg;
-    auto res = openaiError(status, type, code, msg);
+    auto res = errorResponse(wire, status, type, code, msg);
     res.set("x-request-id", ctx.id);
     if (status == 401) res.set(bhttp::field::www_authenticate, "Bearer");
     co_await r.send(std::move(res));
@@ -396,53 +396,140 @@ class Gateway {
       co_return;
     }
 
-    bool isApi = path.starts_with("/v1/");
-    if (!isApi) {
+    // Which API the client speaks decides the error format from here on.
+    ClientCall call;
+    bool isModels = false;
+    if (!classify(path, req, call, isModels)) {
       std::string message = fmt::format("no route for {} {}", std::string(req.method_string()), path);
-      co_await sendError(r, ctx, rec, 404, "invalid_request_error", "not_found", message);
+      co_await sendError(r, ctx, rec, call.wire, 404, "invalid_request_error", "not_found", message);
       co_return;
     }
+    call.query = queryWithoutKey(ctx.query);
 
     // Auth before anything else reveals what is configured.
     auto key = presentedKey(req, ctx.query);
     if (key.empty()) {
-      std::string message = "no API key: send 'Authorization: Bearer YOUR_KEY' (or x-api-key)";
-      co_await sendError(r, ctx, rec, 401, "invalid_request_error", "missing_api_key", message);
+      std::string message = "no API key: send 'Authorization: Bearer YOUR_KEY' (or x-api-key, x-goog-api-key)";
+      co_await sendError(r, ctx, rec, call.wire, 401, "invalid_request_error", "missing_api_key", message);
       co_return;
     }
     const auto& master = snap.cfg->auth.master_key;
     if (master.empty() || !constantTimeEquals(key, master)) {
       std::string message = "the API key is not valid for this gateway";
-      co_await sendError(r, ctx, rec, 401, "invalid_request_error", "invalid_api_key", message);
+      co_await sendError(r, ctx, rec, call.wire, 401, "invalid_request_error", "invalid_api_key", message);
       co_return;
     }
 
-    if (path == "/v1/models" && method == bhttp::verb::get) {
-      json::array data;
-      for (const auto& name : snap.router->modelNames())
-        data.push_back(json::object{{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "sluice"}});
+    if (isModels) {
+      if (method != bhttp::verb::get) {
+        std::string message = fmt::format("{} takes GET", path);
+        co_await sendError(r, ctx, rec, call.wire, 405, "invalid_request_error", "method_not_allowed", message);
+        co_return;
+      }
       rec.status = 200;
-      json::value list = json::object{{"object", "list"}, {"data", std::move(data)}};
+      json::value list = modelList(snap, call.wire);
       co_await sendJson(r, ctx, 200, list);
       co_return;
     }
-
-    if (isProxied(path)) {
-      if (path == "/v1/responses" && boost::beast::iequals(req[bhttp::field::upgrade], "websocket")) {
-        std::string message = "WebSocket is not supported on /v1/responses; use HTTP";
-        co_await sendError(r, ctx, rec, 426, "invalid_request_error", "upgrade_required", message);
-        co_return;
-      }
-      if (method != bhttp::verb::post) {
-        std::string message = fmt::format("{} takes POST", path);
-        co_await sendError(r, ctx, rec, 405, "invalid_request_error", "method_not_allowed", message);
-        co_return;
-      }
-      co_await proxyOpenAI(snap, ws.pool, req, r, ctx, path.substr(3), rec);
+    if (call.wire == Wire::OpenAI && path == "/v1/responses" &&
+        boost::beast::iequals(req[bhttp::field::upgrade], "websocket")) {
+      std::string message = "WebSocket is not supported on /v1/responses; use HTTP";
+      co_await sendError(r, ctx, rec, call.wire, 426, "invalid_request_error", "upgrade_required", message);
       co_return;
     }
-    std::string message = fmt::format("no route for {} {}", std::string(req.method_string()), path);
-    co_await sendError(r, ctx, rec, 404, "invalid_request_error", "not_found", message);
+    if (method != bhttp::verb::post) {
+      std::string message = fmt::format("{} takes POST", path);
+      co_await sendError(r, ctx, rec, call.wire, 405, "invalid_request_error", "method_not_allowed", message);
+      co_return;
+    }
+    co_await proxy(snap, ws.pool, req, r, ctx, call, rec);
+  }
+
+  // Maps a path to the API it belongs to. False: no such endpoint (call.wire still says
+  // which format the 404 should take).
+  static bool classify(const std::string& path, const http::Request& req, ClientCall& call, bool& isModels) {
+    std::string_view p = path;
+    if (p.starts_with("/anthropic/")) {
+      call.wire = Wire::Anthropic;
+      p.remove_prefix(10);
+    } else if (p.starts_with("/gemini/")) {
+      call.wire = Wire::Gemini;
+      p.remove_prefix(7);
+    }
+    if (p.starts_with("/v1beta/")) call.wire = Wire::Gemini;
+    if (p == "/v1/messages" || p == "/v1/messages/count_tokens") {
+      call.wire = Wire::Anthropic;
+      call.op = std::string(p);
+      return true;
+    }
+    if (p == "/v1/models") {
+      // Anthropic's SDK lists models at the same path; its version header tells them apart.
+      if (!req["anthropic-version"].empty()) call.wire = Wire::Anthropic;
+      isModels = call.wire != Wire::Gemini;
+      return isModels;
+    }
+    if (call.wire == Wire::Gemini) {
+      if (p == "/v1beta/models") {
+        isModels = true;
+        return true;
+      }
+      static constexpr std::string_view kModels = "/v1beta/models/";
+      if (!p.starts_with(kModels)) return false;
+      auto rest = p.substr(kModels.size());
+      auto colon = rest.rfind(':');
+      if (colon == std::string_view::npos || colon == 0) return false;
+      call.model = std::string(rest.substr(0, colon));
+      call.op = std::string(rest.substr(colon + 1));
+      static constexpr std::string_view kOps[] = {"generateContent", "streamGenerateContent", "countTokens",
+                                                  "embedContent", "batchEmbedContents"};
+      return std::find(std::begin(kOps), std::end(kOps), call.op) != std::end(kOps);
+    }
+    if (call.wire == Wire::OpenAI && isProxied(p)) {
+      call.op = std::string(p.substr(3));
+      return true;
+    }
+    return false;
+  }
+
+  // The query to pass upstream: everything but the client's own key.
+  static std::string queryWithoutKey(std::string_view q) {
+    std::string out;
+    std::size_t pos = 0;
+    while (pos <= q.size() && !q.empty()) {
+      auto amp = q.find('&', pos);
+      auto part = q.substr(pos, amp == std::string_view::npos ? std::string_view::npos : amp - pos);
+      if (!part.empty() && !part.starts_with("key=")) out.append(out.empty() ? "" : "&").append(part);
+      if (amp == std::string_view::npos) break;
+      pos = amp + 1;
+    }
+    return out;
+  }
+
+  // The models the channels serve, in the listing shape of the client's API.
+  static json::value modelList(const Snapshot& snap, Wire w) {
+    json::array data;
+    auto names = snap.router->modelNames();
+    switch (w) {
+      case Wire::OpenAI:
+        for (const auto& name : names)
+          data.push_back(json::object{{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "sluice"}});
+        return json::object{{"object", "list"}, {"data", std::move(data)}};
+      case Wire::Anthropic: {
+        for (const auto& name : names)
+          data.push_back(json::object{{"type", "model"}, {"id", name}, {"display_name", name},
+                                      {"created_at", "1970-01-01T00:00:00Z"}});
+        json::value first = names.empty() ? json::value(nullptr) : json::value(names.front());
+        json::value last = names.empty() ? json::value(nullptr) : json::value(names.back());
+        return json::object{{"data", std::move(data)}, {"has_more", false}, {"first_id", first}, {"last_id", last}};
+      }
+      case Wire::Gemini:
+        for (const auto& name : names)
+          data.push_back(json::object{{"name", "models/" + name}, {"displayName", name},
+                                      {"supportedGenerationMethods",
+                                       json::array{"generateContent", "streamGenerateContent", "countTokens"}}});
+        return json::object{{"models", std::move(data)}};
+    }
+    return json::object{};
   }
 
   static void renderKeyStates(const Snapshot& snap, std::string& out) {

@@ -12,7 +12,8 @@
 #include <optional>
 
 #include "metrics/Metrics.hpp"
-#include "providers/openai/StreamFilter.hpp"
+#include "gateway/StreamTaps.hpp"
+#include "providers/Translate.hpp"
 
 namespace sluice::gateway {
 
@@ -21,19 +22,6 @@ namespace json = boost::json;
 using Clock = std::chrono::steady_clock;
 using Millis = std::chrono::milliseconds;
 using routing::Outcome;
-
-http::Response openaiError(int status, std::string_view type, std::string_view code, std::string_view message) {
-  http::Response res{static_cast<bhttp::status>(status), 11};
-  res.set(bhttp::field::content_type, "application/json");
-  json::object err{{"message", message}, {"type", type}, {"param", nullptr}};
-  if (code.empty()) {
-    err["code"] = nullptr;
-  } else {
-    err["code"] = code;
-  }
-  res.body() = json::serialize(json::object{{"error", std::move(err)}});
-  return res;
-}
 
 namespace {
 
@@ -138,12 +126,32 @@ struct Relay {
   http::Request& req;
   http::Responder& r;
   const RequestContext& ctx;
-  std::string_view suffix;
+  const ClientCall& call;
   RequestRecord& rec;
-  std::string_view body;  // what to send upstream
+  std::string_view body;  // what to send upstream to a channel of the client's own format
+  std::string_view upstream_model;
   bool stream;
   bool strip_usage;
   Deadline deadline;
+  std::string translated_body;  // the body for a channel of the other format, made on first use
+  bool have_translated = false;
+
+  Wire upWire(const routing::Pick& p) const { return channelWire(p.channel->cfg.type); }
+  bool translating(const routing::Pick& p) const { return upWire(p) != call.wire; }
+  providers::Format clientFormat() const {
+    return call.wire == Wire::Anthropic ? providers::Format::AnthropicMessages : providers::Format::OpenAIChat;
+  }
+  providers::Format upstreamFormat(const routing::Pick& p) const {
+    return upWire(p) == Wire::Anthropic ? providers::Format::AnthropicMessages : providers::Format::OpenAIChat;
+  }
+  providers::TranslateContext translateContext(const routing::Pick& p) const {
+    providers::TranslateContext tc;
+    tc.upstream_model = std::string(upstream_model);
+    tc.openai_max_completion_tokens = p.channel->cfg.type == config::ChannelType::OpenAI;
+    tc.include_usage = client_asked_usage;
+    return tc;
+  }
+  bool client_asked_usage = false;
 
   // The upstream request head, formatted once per attempt (no Beast fields or serializer:
   // this runs for every request).
@@ -151,7 +159,18 @@ struct Relay {
     const auto& ch = *p.channel;
     std::string h;
     h.reserve(512 + body.size() / 64);
-    h.append("POST ").append(ch.endpoint.base_path).append(suffix).append(" HTTP/1.1\r\n");
+    const Wire up = upWire(p);
+    const std::string_view sendBody = translating(p) ? std::string_view(translated_body) : body;
+    h.append("POST ").append(ch.endpoint.base_path);
+    if (up != call.wire) {
+      h.append(up == Wire::Anthropic ? "/v1/messages" : "/chat/completions");
+    } else if (up == Wire::Gemini) {
+      h.append("/v1beta/models/").append(upstream_model).append(":").append(call.op);
+    } else {
+      h.append(call.op);
+    }
+    if (!call.query.empty() && up == call.wire) h.append("?").append(call.query);
+    h.append(" HTTP/1.1\r\n");
     h.append("Host: ").append(ch.endpoint.host_header).append("\r\n");
     bool haveType = false;
     for (const auto& f : req) {
@@ -165,8 +184,16 @@ struct Relay {
     }
     for (const auto& [k, v] : ch.cfg.headers) h.append(k).append(": ").append(v).append("\r\n");
     if (!haveType) h.append("Content-Type: application/json\r\n");
-    if (!p.key->secret.empty()) h.append("Authorization: Bearer ").append(p.key->secret).append("\r\n");
-    h.append("Content-Length: ").append(std::to_string(body.size())).append("\r\n\r\n");
+    if (!p.key->secret.empty()) {
+      switch (up) {
+        case Wire::OpenAI: h.append("Authorization: Bearer "); break;
+        case Wire::Anthropic: h.append("x-api-key: "); break;
+        case Wire::Gemini: h.append("x-goog-api-key: "); break;
+      }
+      h.append(p.key->secret).append("\r\n");
+    }
+    if (up == Wire::Anthropic && req["anthropic-version"].empty()) h.append("anthropic-version: 2023-06-01\r\n");
+    h.append("Content-Length: ").append(std::to_string(sendBody.size())).append("\r\n\r\n");
     return h;
   }
 
@@ -204,7 +231,29 @@ struct Relay {
     Attempt a;
     std::unique_ptr<upstream::Connection> conn;
     std::optional<upstream::ResponseParser> parser;
+    if (translating(p) && !have_translated) {
+      // The client's request in the other format. A request that cannot be expressed there is
+      // the client's to fix: answer now rather than try another channel.
+      auto err = providers::translateRequest(clientFormat(), upstreamFormat(p), req.body(), translated_body,
+                                             translateContext(p));
+      if (err) {
+        a.outcome = Outcome::ClientError;
+        a.status = err->status;
+        a.why = err->message;
+        http::Response res{static_cast<bhttp::status>(err->status), 11};
+        res.set(bhttp::field::content_type, "application/json");
+        res.set("x-request-id", ctx.id);
+        res.body() = providers::errorBody(clientFormat(), *err);
+        rec.status = err->status;
+        rec.error = err->message;
+        co_await r.send(std::move(res));
+        a.delivered = true;
+        co_return a;
+      }
+      have_translated = true;
+    }
     const std::string upHead = buildUpstreamHead(p);
+    const std::string_view sendBody = translating(p) ? std::string_view(translated_body) : body;
     // A pooled connection the provider closed while idle shows up as a failed write or an
     // early EOF; that is not the provider's fault, so try once more on a fresh connection.
     for (int fresh = 0; fresh < 2; ++fresh) {
@@ -215,7 +264,7 @@ struct Relay {
         co_return a;
       }
       conn = std::move(c);
-      auto wec = co_await conn->writeRaw(upHead, body, deadline.cap(t.connect));
+      auto wec = co_await conn->writeRaw(upHead, sendBody, deadline.cap(t.connect));
       if (!wec) {
         parser.emplace();
         parser->body_limit(boost::none);
@@ -259,7 +308,12 @@ struct Relay {
         a.outcome = Outcome::ClientError;
         http::Response res{head.result(), 11};
         copyResponseHeaders(head, res, p, attemptNo);
-        res.body() = std::move(errBody);
+        if (translating(p)) {
+          res.body() = providers::translateError(clientFormat(), upstreamFormat(p), a.status, errBody);
+          res.set(bhttp::field::content_type, "application/json");
+        } else {
+          res.body() = std::move(errBody);
+        }
         rec.status = a.status;
         co_await r.send(std::move(res));
         a.delivered = true;
@@ -291,8 +345,23 @@ struct Relay {
       }
     }
     auto& head = parser.get();
-    providers::openai::Usage usage;
-    if (providers::openai::parseUsageFromBody(whole, usage)) {
+    Usage usage;
+    if (translating(p)) {
+      std::string clientBody;
+      providers::Usage cu;
+      if (auto err = providers::translateResponse(clientFormat(), upstreamFormat(p), whole, clientBody,
+                                                  translateContext(p), &cu)) {
+        conn->close();
+        a.outcome = Outcome::ChannelFailure;
+        a.why = "upstream response could not be translated: " + err->message;
+        co_return a;
+      }
+      whole = std::move(clientBody);
+      usage = fromCanonical(cu);
+      rec.input_tokens = usage.prompt_tokens;
+      rec.output_tokens = usage.completion_tokens;
+      rec.cached_tokens = usage.cached_tokens;
+    } else if (usageFromBody(call.wire, whole, usage)) {
       rec.input_tokens = usage.prompt_tokens;
       rec.output_tokens = usage.completion_tokens;
       rec.cached_tokens = usage.cached_tokens;
@@ -317,7 +386,10 @@ struct Relay {
                                               std::unique_ptr<upstream::Connection> conn,
                                               upstream::ResponseParser& parser, Attempt a) {
     const auto& t = snap.cfg->routing.timeouts;
-    providers::openai::StreamFilter filter(strip_usage);
+    auto tap = translating(p) ? makeTranslatingTap(providers::makeStreamTranslator(clientFormat(), upstreamFormat(p),
+                                                                                   translateContext(p)))
+                              : makeStreamTap(call.wire, strip_usage);
+    auto& filter = *tap;
     std::string out;
     out.reserve(kReadChunk);
     char buf[kReadChunk];
@@ -338,7 +410,8 @@ struct Relay {
       bool ok = filter.feed(std::string_view(buf, n), out);
       if (!ok) ec = boost::beast::errc::make_error_code(boost::beast::errc::message_size);
       // The usual last read carries the final events and the upstream's end: send both in one write.
-      bool last = parser.is_done() && !ec && filter.leftover().empty();
+      bool last = parser.is_done() && !ec;
+      if (last) filter.finish(out);
       if (!out.empty() || last) {
         if (!begun) {
           std::string lines = responseFieldLines(head, p, attemptNo);
@@ -371,11 +444,9 @@ struct Relay {
           co_return a;  // nothing reached the client: another attempt is still invisible
         }
         // After the first byte: no retry. End with a well-formed error event and close.
-        json::object err{{"message", why + " (after the response started; not retried)"},
-                         {"type", "server_error"},
-                         {"param", nullptr},
-                         {"code", timedOut ? "upstream_timeout" : "upstream_stream_broken"}};
-        std::string event = "data: " + json::serialize(json::object{{"error", std::move(err)}}) + "\n\n";
+        std::string event = streamErrorEvent(call.wire, timedOut ? 504 : 502,
+                                             timedOut ? "upstream_timeout" : "upstream_stream_broken",
+                                             why + " (after the response started; not retried)");
         r.setKeepAlive(false);
         co_await r.writeChunk(event);
         co_await r.endStream();
@@ -388,16 +459,13 @@ struct Relay {
       }
       if (parser.is_done()) break;
     }
-    if (!r.finished()) {
-      if (!filter.leftover().empty()) co_await r.writeChunk(filter.leftover());
-      co_await r.endStream();
-    }
+    if (!r.finished()) co_await r.endStream();
     if (head.keep_alive()) {
       pool.release(std::move(conn));
     } else {
       conn->close();
     }
-    const auto& u = filter.usage();
+    const auto u = filter.usage();
     if (u.known()) {
       rec.input_tokens = u.prompt_tokens;
       rec.output_tokens = u.completion_tokens;
@@ -435,7 +503,7 @@ struct BodyFacts {
   std::string error_code;
 };
 
-BodyFacts inspectBody(std::string_view text) {
+BodyFacts inspectBody(std::string_view text, const ClientCall& call) {
   BodyFacts f;
   auto bad = [&](std::string code, std::string msg) {
     f.error_code = std::move(code);
@@ -454,9 +522,17 @@ BodyFacts inspectBody(std::string_view text) {
   json::value body = jp.release();
   if (!body.is_object()) return bad("invalid_json", "request body must be a JSON object");
   const auto& obj = body.as_object();
+  if (call.wire == Wire::Gemini) {
+    // The model is in the path; streaming is the method.
+    f.model = call.model;
+    f.stream = call.op == "streamGenerateContent";
+    return f;
+  }
   const auto* modelV = obj.if_contains("model");
   if (!modelV || !modelV->is_string() || modelV->as_string().empty())
-    return bad("missing_model", "\"model\" is required and must be a non-empty string, e.g. \"gpt-4o-mini\"");
+    return bad("missing_model", call.wire == Wire::Anthropic
+                                    ? "\"model\" is required and must be a non-empty string, e.g. \"claude-sonnet-4-5\""
+                                    : "\"model\" is required and must be a non-empty string, e.g. \"gpt-4o-mini\"");
   f.model = std::string(modelV->as_string());
   if (const auto* s = obj.if_contains("stream")) {
     if (!s->is_bool() && !s->is_null()) return bad("invalid_type", "\"stream\" must be true or false");
@@ -495,20 +571,20 @@ std::string rewriteBody(std::string_view text, const BodyFacts& facts, const std
 
 }  // namespace
 
-boost::asio::awaitable<void> proxyOpenAI(const Snapshot& snap, upstream::Pool& pool, http::Request& req,
-                                         http::Responder& r, const RequestContext& ctx, std::string_view suffix,
-                                         RequestRecord& rec) {
+boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, http::Request& req,
+                                   http::Responder& r, const RequestContext& ctx, const ClientCall& call,
+                                   RequestRecord& rec) {
   auto fail = [&](int status, std::string_view type, std::string_view code, const std::string& msg) {
     rec.status = status;
     rec.error = msg;
-    auto res = openaiError(status, type, code, msg);
+    auto res = errorResponse(call.wire, status, type, code, msg);
     res.set("x-request-id", ctx.id);
     return res;
   };
 
   // Parse the body once: the model picks the channels, stream decides the relay.
   const auto& text = req.body();
-  BodyFacts facts = inspectBody(text);
+  BodyFacts facts = inspectBody(text, call);
   if (!facts.error.empty()) {
     http::Response reply = fail(400, "invalid_request_error", facts.error_code, facts.error);
     co_await r.send(std::move(reply));
@@ -521,23 +597,27 @@ boost::asio::awaitable<void> proxyOpenAI(const Snapshot& snap, upstream::Pool& p
 
   std::string upstreamModel;
   auto candidates = snap.router->candidates(model, upstreamModel);
-  // Only OpenAI-wire channels can take this request as it is. When the preferred channel
-  // speaks another format, say so rather than quietly answering from a lower-priority one.
-  auto speaksOpenAI = [](const routing::Channel* c) {
-    auto t = c->cfg.type;
-    return t == config::ChannelType::OpenAI || t == config::ChannelType::OpenAICompatible ||
-           t == config::ChannelType::Mock;
+  // Channels of the client's own format take the request as it is; chat requests are
+  // translated between the OpenAI and Anthropic formats. When the preferred channel can take it
+  // neither way, say so rather than quietly answering from a lower-priority one.
+  const bool translatable = (call.wire == Wire::OpenAI && call.op == "/chat/completions") ||
+                            (call.wire == Wire::Anthropic && call.op == "/v1/messages");
+  auto sameWire = [&](const routing::Channel* c) {
+    if (c->cfg.type == config::ChannelType::Azure) return false;  // deployment URLs: not yet
+    Wire w = channelWire(c->cfg.type);
+    return w == call.wire || (translatable && w != Wire::Gemini);
   };
-  if (!candidates.empty() && !speaksOpenAI(candidates.front())) {
+  if (!candidates.empty() && !sameWire(candidates.front())) {
     const auto* c = candidates.front();
     http::Response reply = fail(501, "invalid_request_error", "format_not_supported",
                                 fmt::format("model \"{}\" is served by channel \"{}\" of type {}, and relaying "
-                                            "OpenAI-format requests to that provider's API is not supported yet",
-                                            model, c->cfg.name, config::channelTypeName(c->cfg.type)));
+                                            "{}-format requests to that provider's API is not supported yet",
+                                            model, c->cfg.name, config::channelTypeName(c->cfg.type),
+                                            wireName(call.wire)));
     co_await r.send(std::move(reply));
     co_return;
   }
-  std::erase_if(candidates, [&](const routing::Channel* c) { return !speaksOpenAI(c); });
+  std::erase_if(candidates, [&](const routing::Channel* c) { return !sameWire(c); });
   if (candidates.empty()) {
     auto names = snap.router->modelNames();
     std::string list;
@@ -550,14 +630,16 @@ boost::asio::awaitable<void> proxyOpenAI(const Snapshot& snap, upstream::Pool& p
   }
 
   // What goes upstream: the original bytes unless the model name or usage option must change.
-  bool injectUsage = stream && !facts.asked_usage && suffix == "/chat/completions";
+  bool injectUsage = call.wire == Wire::OpenAI && stream && !facts.asked_usage && call.op == "/chat/completions";
+  bool renameModel = upstreamModel != model && call.wire != Wire::Gemini;  // Gemini: the model is in the path
   std::string rewritten;
-  if (upstreamModel != model || injectUsage) rewritten = rewriteBody(text, facts, upstreamModel != model ? &upstreamModel : nullptr, injectUsage);
+  if (renameModel || injectUsage) rewritten = rewriteBody(text, facts, renameModel ? &upstreamModel : nullptr, injectUsage);
   std::string_view upstreamBody = rewritten.empty() ? std::string_view(text) : std::string_view(rewritten);
 
   const auto& cfg = *snap.cfg;
-  Relay relay{snap, pool, req, r, ctx, suffix, rec, upstreamBody, stream, injectUsage,
+  Relay relay{snap, pool, req, r, ctx, call, rec, upstreamBody, upstreamModel, stream, injectUsage,
               Deadline{ctx.start + cfg.routing.timeouts.total}};
+  relay.client_asked_usage = facts.asked_usage;
   routing::Attempts attempts(*snap.router, std::move(candidates));
   std::vector<std::string> summary;
   bool allTimeouts = true, all429 = true;

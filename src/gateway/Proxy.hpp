@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "gateway/Wire.hpp"
 #include "http/Server.hpp"
 #include "routing/Router.hpp"
 #include "upstream/Client.hpp"
@@ -43,12 +44,19 @@ struct RequestRecord {
   std::string error;
 };
 
-// Relays req (path under /v1, e.g. "/chat/completions") to the channels serving its model.
-boost::asio::awaitable<void> proxyOpenAI(const Snapshot& snap, upstream::Pool& pool, http::Request& req,
-                                         http::Responder& r, const RequestContext& ctx, std::string_view suffix,
-                                         RequestRecord& rec);
+// What a client asked for, as the router saw it in the path.
+struct ClientCall {
+  Wire wire = Wire::OpenAI;
+  // OpenAI: the path under /v1 ("/chat/completions"); Anthropic: "/v1/messages" or
+  // "/v1/messages/count_tokens"; Gemini: the method ("generateContent", "streamGenerateContent"...).
+  std::string op;
+  std::string model;  // Gemini: from the path (the body has none)
+  std::string query;  // Gemini: the query to pass on (the client's key= removed)
+};
 
-// An OpenAI-format error response.
-http::Response openaiError(int status, std::string_view type, std::string_view code, std::string_view message);
+// Relays req to the channels serving its model, failing over before the first byte.
+boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, http::Request& req,
+                                   http::Responder& r, const RequestContext& ctx, const ClientCall& call,
+                                   RequestRecord& rec);
 
 }  // namespace sluice::gateway

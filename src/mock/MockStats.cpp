@@ -37,6 +37,7 @@ MockStats::Sample MockStats::sample(const http::Request& req) {
   s.method = std::string(req.method_string());
   std::string_view target = req.target();
   s.path = std::string(target.substr(0, target.find('?')));
+  if (auto q = target.find('?'); q != std::string_view::npos) s.query = std::string(target.substr(q + 1));
   s.key = requestKey(req);
   for (const auto& f : req) {
     std::string name(f.name_string());
@@ -91,6 +92,7 @@ std::string MockStats::toJson() const {
   json::object lr;
   lr["method"] = last->method;
   lr["path"] = last->path;
+  lr["query"] = last->query;
   json::object headers;
   for (const auto& [name, value] : last->headers) {
     if (auto* existing = headers.if_contains(name); existing && existing->is_string())

@@ -23,6 +23,7 @@ class MockStats {
   struct Sample {
     std::string method;
     std::string path;
+    std::string query;  // without the '?'; the key= of a Gemini client included, as received
     std::string key;  // empty when the request carried no key
     std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
     std::string body;

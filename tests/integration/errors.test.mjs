@@ -131,12 +131,12 @@ test('a slow client that never finishes its header is cut off', async () => {
 test('a model whose preferred channel speaks another format gets 501, not a quiet fallback', async () => {
   const m = await startMock();
   const g = await startGateway({ channels: [
-    { name: 'claude', type: 'anthropic', base_url: 'https://api.anthropic.com', keys: ['sk-ant-xxxxxxxxxxxx'], models: ['claude-*'], priority: 1 },
+    { name: 'gem', type: 'gemini', base_url: 'https://generativelanguage.googleapis.com', keys: ['AIza-xxxxxxxxxxxx'], models: ['gemini-*'], priority: 1 },
     { name: 'fallback', url: m.url, models: ['*'], priority: 9 },
   ] });
   try {
-    const err = await expectError(await chat(g, { model: 'claude-sonnet-4', messages: [{ role: 'user', content: 'x' }] }), 501, 'format_not_supported');
-    assert.match(err.message, /channel "claude" of type anthropic/);
+    const err = await expectError(await chat(g, { model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'x' }] }), 501, 'format_not_supported');
+    assert.match(err.message, /channel "gem" of type gemini/);
     assert.equal((await m.stats()).requests, 0);
     const ok = await chat(g, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] });
     assert.equal(ok.status, 200);

@@ -1,0 +1,38 @@
+// Stream taps: what the relay runs a same-format stream through. Each passes the upstream's
+// SSE events on (the OpenAI one removes what the gateway itself asked for) and reads the
+// token usage on the way, so streams are counted without buffering them. One per attempt;
+// not thread-safe.
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "gateway/Wire.hpp"
+#include "providers/Translate.hpp"
+#include "providers/openai/StreamFilter.hpp"
+
+namespace sluice::gateway {
+
+using Usage = providers::openai::Usage;
+
+class StreamTap {
+ public:
+  virtual ~StreamTap() = default;
+  // Appends what the client gets to `out`; false when an event grows past the bound.
+  virtual bool feed(std::string_view in, std::string& out) = 0;
+  // The upstream ended cleanly: appends whatever the client still needs (an unfinished event's
+  // bytes; a translated stream's closing events).
+  virtual void finish(std::string& out) = 0;
+  virtual Usage usage() const = 0;
+};
+
+// strip_usage: OpenAI only; the gateway added stream_options.include_usage itself.
+std::unique_ptr<StreamTap> makeStreamTap(Wire w, bool strip_usage);
+// A tap that translates an upstream stream of another format into the client's.
+std::unique_ptr<StreamTap> makeTranslatingTap(std::unique_ptr<providers::StreamTranslator> t);
+Usage fromCanonical(const providers::Usage& u);
+
+// Usage from a whole (non-streamed) response body in format w.
+bool usageFromBody(Wire w, std::string_view body, Usage& usage);
+
+}  // namespace sluice::gateway

@@ -1,0 +1,28 @@
+// Wire formats a client speaks and a channel serves, and the gateway's own errors in each.
+// Pure functions; thread-safe.
+#pragma once
+#include <string>
+#include <string_view>
+
+#include "config/Config.hpp"
+#include "http/Server.hpp"
+
+namespace sluice::gateway {
+
+enum class Wire { OpenAI, Anthropic, Gemini };
+
+const char* wireName(Wire w);
+// The format a channel's upstream speaks (azure and openai-compatible are OpenAI's).
+Wire channelWire(config::ChannelType t);
+
+// An error the gateway itself answers, in the caller's format:
+//  OpenAI    {"error":{"message","type","param":null,"code"}}
+//  Anthropic {"type":"error","error":{"type","message"}}
+//  Gemini    {"error":{"code","message","status"}}
+// `type` is OpenAI's error type; the other formats derive theirs from the status.
+http::Response errorResponse(Wire w, int status, std::string_view type, std::string_view code,
+                             std::string_view message);
+// The event that ends a stream which broke after its first byte, in the caller's format.
+std::string streamErrorEvent(Wire w, int status, std::string_view code, std::string_view message);
+
+}  // namespace sluice::gateway
