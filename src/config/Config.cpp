@@ -35,11 +35,11 @@ constexpr std::array<std::string_view, 7> kServerKeys = {
     "header_timeout", "keepalive_timeout", "shutdown_grace"};
 constexpr std::array<std::string_view, 1> kAuthKeys = {"master_key"};
 constexpr std::array<std::string_view, 1> kUrlKeys = {"url"};
-constexpr std::array<std::string_view, 5> kRoutingKeys = {
-    "max_retries", "timeouts", "cooldown_default", "breaker_failures", "breaker_cooldown"};
+constexpr std::array<std::string_view, 6> kRoutingKeys = {
+    "max_retries", "timeouts", "cooldown_default", "breaker_failures", "breaker_cooldown", "aliases"};
 constexpr std::array<std::string_view, 4> kTimeoutKeys = {"connect", "first_byte", "idle", "total"};
-constexpr std::array<std::string_view, 8> kChannelKeys = {
-    "name", "type", "base_url", "keys", "models", "priority", "weight", "headers"};
+constexpr std::array<std::string_view, 10> kChannelKeys = {
+    "name", "type", "base_url", "keys", "models", "priority", "weight", "headers", "model_map", "api_version"};
 
 struct ChannelTypeEntry {
   ChannelType type;
@@ -424,8 +424,25 @@ class Loader {
         r.breaker_failures = static_cast<int>(integer(v, path, 1, std::numeric_limits<int>::max()));
       } else if (key == "breaker_cooldown") {
         r.breaker_cooldown = duration(v, path, false);
+      } else if (key == "aliases") {
+        modelMap(v, path, r.aliases);
       }
     });
+  }
+
+  // A mapping of model name -> model name (aliases, a channel's model_map).
+  void modelMap(const YAML::Node& node, const std::string& path, std::map<std::string, std::string>& out) {
+    if (node.IsNull()) return;
+    if (!node.IsMap()) fail(node, path + ": expected a mapping of model names to model names, got " + describeNode(node));
+    for (const auto& kv : node) {
+      const YAML::Node& k = kv.first;
+      if (!k.IsScalar() || k.Scalar().empty() || hasControlChar(k.Scalar()))
+        fail(k, path + ": " + (k.IsScalar() ? quote(k.Scalar()) : describeNode(k)) + " is not a model name");
+      const std::string vpath = path + "." + k.Scalar();
+      std::string to = str(kv.second, vpath);
+      if (to.empty() || hasControlChar(to)) fail(kv.second, vpath + ": expected a model name");
+      if (!out.emplace(k.Scalar(), std::move(to)).second) fail(k, path + ": duplicate entry " + quote(k.Scalar()));
+    }
   }
 
   void checkStoreUrl(const YAML::Node& n, const std::string& url) {
@@ -529,6 +546,11 @@ class Loader {
           ch.weight = static_cast<int>(integer(v, kpath, 0, 1'000'000));
         } else if (key == "headers") {
           walkHeaders(v, kpath, ch.headers);
+        } else if (key == "model_map") {
+          modelMap(v, kpath, ch.model_map);
+        } else if (key == "api_version") {
+          ch.api_version = str(v, kpath);
+          if (ch.api_version.empty() || hasControlChar(ch.api_version)) fail(v, kpath + ": expected a version string");
         }
       });
       for (const char* required : {"name", "type", "base_url", "models"}) {

@@ -50,7 +50,10 @@ struct RoutingConfig {
   Millis cooldown_default{30'000};        // 429 without Retry-After
   int breaker_failures = 5;               // consecutive failures that open a channel's breaker
   Millis breaker_cooldown{30'000};        // open -> half-open after this
+  std::map<std::string, std::string> aliases;  // model alias -> model name, resolved before routing
 };
+
+inline constexpr const char* kAzureApiVersion = "2024-10-21";
 
 enum class ChannelType { OpenAI, Anthropic, Gemini, Azure, OpenAICompatible, Mock };
 
@@ -66,6 +69,8 @@ struct ChannelConfig {
   // no channel of the same priority with weight >= 1 is available (all cooling down or open).
   int weight = 1;
   std::map<std::string, std::string> headers;  // extra headers sent upstream
+  std::map<std::string, std::string> model_map;  // client model name -> the name sent upstream
+  std::string api_version;  // azure: the api-version query parameter (default kAzureApiVersion)
   int line = 0;                      // where it was declared (1-based), for messages
 };
 

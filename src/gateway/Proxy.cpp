@@ -120,6 +120,97 @@ double msSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
+// Byte offset -> "line L, column C" for JSON error messages.
+std::string positionOf(std::string_view text, std::size_t offset) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return fmt::format("line {}, column {} (byte {})", line, col, offset);
+}
+
+// What the proxy needs from a request body, read in one parse. The parse uses a per-thread
+// arena and ends before the caller's next suspension, so requests on one worker never share it.
+struct BodyFacts {
+  std::string model;
+  bool stream = false;
+  bool asked_usage = false;      // stream_options.include_usage: true
+  bool has_stream_options = false;
+  std::string error;             // non-empty: a 400 with this message
+  std::string error_code;
+};
+
+BodyFacts inspectBody(std::string_view text, const ClientCall& call) {
+  BodyFacts f;
+  auto bad = [&](std::string code, std::string msg) {
+    f.error_code = std::move(code);
+    f.error = std::move(msg);
+    return f;
+  };
+  if (text.empty()) return bad("invalid_json", "request body is empty: send a JSON object with \"model\" and the request fields");
+  thread_local unsigned char arena[16 * 1024];
+  thread_local unsigned char scratch[4 * 1024];
+  json::monotonic_resource mr(arena, sizeof arena);  // overflows to the heap for big bodies
+  json::parser jp(json::storage_ptr(), json::parse_options(), scratch, sizeof scratch);
+  jp.reset(json::storage_ptr(&mr));
+  boost::system::error_code ec;
+  std::size_t used = jp.write(text.data(), text.size(), ec);
+  if (ec) return bad("invalid_json", fmt::format("request body is not valid JSON at {}: {}", positionOf(text, used), ec.message()));
+  json::value body = jp.release();
+  if (!body.is_object()) return bad("invalid_json", "request body must be a JSON object");
+  const auto& obj = body.as_object();
+  if (call.wire == Wire::Gemini) {
+    // The model is in the path; streaming is the method.
+    f.model = call.model;
+    f.stream = call.op == "streamGenerateContent";
+    return f;
+  }
+  const auto* modelV = obj.if_contains("model");
+  if (!modelV || !modelV->is_string() || modelV->as_string().empty())
+    return bad("missing_model", call.wire == Wire::Anthropic
+                                    ? "\"model\" is required and must be a non-empty string, e.g. \"claude-sonnet-4-5\""
+                                    : "\"model\" is required and must be a non-empty string, e.g. \"gpt-4o-mini\"");
+  f.model = std::string(modelV->as_string());
+  if (const auto* s = obj.if_contains("stream")) {
+    if (!s->is_bool() && !s->is_null()) return bad("invalid_type", "\"stream\" must be true or false");
+    f.stream = s->is_bool() && s->as_bool();
+  }
+  if (const auto* so = obj.if_contains("stream_options")) {
+    f.has_stream_options = true;
+    if (so->is_object())
+      if (const auto* iu = so->as_object().if_contains("include_usage"); iu && iu->is_bool()) f.asked_usage = iu->as_bool();
+  }
+  return f;
+}
+
+// The body to send upstream when the model name or the usage option must change. The common
+// case (only adding stream_options) is a splice after the opening brace; anything else is a
+// parse, edit and serialize.
+std::string rewriteBody(std::string_view text, const BodyFacts& facts, const std::string* new_model, bool inject_usage) {
+  if (!new_model && inject_usage && !facts.has_stream_options) {
+    auto brace = text.find('{');
+    static constexpr std::string_view kAdd = "\"stream_options\":{\"include_usage\":true},";
+    std::string out;
+    out.reserve(text.size() + kAdd.size());
+    out.append(text.substr(0, brace + 1)).append(kAdd).append(text.substr(brace + 1));
+    return out;
+  }
+  json::value body = json::parse(text);
+  auto& obj = body.as_object();
+  if (new_model) obj["model"] = *new_model;
+  if (inject_usage) {
+    auto& so = obj["stream_options"];
+    if (!so.is_object()) so = json::object{};
+    so.as_object()["include_usage"] = true;
+  }
+  return json::serialize(body);
+}
+
 struct Relay {
   const Snapshot& snap;
   upstream::Pool& pool;
@@ -128,13 +219,17 @@ struct Relay {
   const RequestContext& ctx;
   const ClientCall& call;
   RequestRecord& rec;
-  std::string_view body;  // what to send upstream to a channel of the client's own format
-  std::string_view upstream_model;
+  const BodyFacts& facts;
+  std::string_view routed_model;  // the model after aliases and CHANNEL/ pinning
   bool stream;
   bool strip_usage;
   Deadline deadline;
-  std::string translated_body;  // the body for a channel of the other format, made on first use
-  bool have_translated = false;
+  // The body last made for a channel (per upstream format and model name); most requests
+  // make none and send the client's bytes as they are.
+  std::string body_key;
+  std::string body_made;
+  bool body_is_original = false;
+  std::string upstream_model;  // for the current attempt
 
   Wire upWire(const routing::Pick& p) const { return channelWire(p.channel->cfg.type); }
   bool translating(const routing::Pick& p) const { return upWire(p) != call.wire; }
@@ -153,15 +248,44 @@ struct Relay {
   }
   bool client_asked_usage = false;
 
+  // The body to send to p's channel, or an error the client must fix (bad for that format).
+  std::optional<providers::TranslateError> prepareBody(const routing::Pick& p, std::string_view& out) {
+    upstream_model = p.channel->upstreamModel(routed_model);
+    std::string key = std::string(wireName(upWire(p))) + '\n' + upstream_model;
+    if (key != body_key) {
+      body_key = std::move(key);
+      body_is_original = false;
+      if (translating(p)) {
+        body_made.clear();
+        if (auto err = providers::translateRequest(clientFormat(), upstreamFormat(p), req.body(), body_made,
+                                                   translateContext(p))) {
+          body_key.clear();
+          return err;
+        }
+      } else {
+        bool rename = upstream_model != facts.model && call.wire != Wire::Gemini;  // Gemini: model in the path
+        if (rename || strip_usage) {
+          body_made = rewriteBody(req.body(), facts, rename ? &upstream_model : nullptr, strip_usage);
+        } else {
+          body_is_original = true;
+        }
+      }
+    }
+    out = body_is_original ? std::string_view(req.body()) : std::string_view(body_made);
+    return std::nullopt;
+  }
+
   // The upstream request head, formatted once per attempt (no Beast fields or serializer:
   // this runs for every request).
-  std::string buildUpstreamHead(const routing::Pick& p) const {
+  std::string buildUpstreamHead(const routing::Pick& p, std::string_view sendBody) const {
     const auto& ch = *p.channel;
     std::string h;
-    h.reserve(512 + body.size() / 64);
+    h.reserve(512);
     const Wire up = upWire(p);
-    const std::string_view sendBody = translating(p) ? std::string_view(translated_body) : body;
+    const bool azure = ch.cfg.type == config::ChannelType::Azure;
     h.append("POST ").append(ch.endpoint.base_path);
+    // Azure: deployment URLs; the deployment is the (mapped) model name.
+    if (azure) h.append("/openai/deployments/").append(upstream_model);
     if (up != call.wire) {
       h.append(up == Wire::Anthropic ? "/v1/messages" : "/chat/completions");
     } else if (up == Wire::Gemini) {
@@ -169,7 +293,11 @@ struct Relay {
     } else {
       h.append(call.op);
     }
-    if (!call.query.empty() && up == call.wire) h.append("?").append(call.query);
+    if (azure) {
+      h.append("?api-version=").append(ch.cfg.api_version.empty() ? config::kAzureApiVersion : ch.cfg.api_version);
+    } else if (!call.query.empty() && up == call.wire) {
+      h.append("?").append(call.query);
+    }
     h.append(" HTTP/1.1\r\n");
     h.append("Host: ").append(ch.endpoint.host_header).append("\r\n");
     bool haveType = false;
@@ -186,7 +314,7 @@ struct Relay {
     if (!haveType) h.append("Content-Type: application/json\r\n");
     if (!p.key->secret.empty()) {
       switch (up) {
-        case Wire::OpenAI: h.append("Authorization: Bearer "); break;
+        case Wire::OpenAI: h.append(azure ? "api-key: " : "Authorization: Bearer "); break;
         case Wire::Anthropic: h.append("x-api-key: "); break;
         case Wire::Gemini: h.append("x-goog-api-key: "); break;
       }
@@ -231,29 +359,25 @@ struct Relay {
     Attempt a;
     std::unique_ptr<upstream::Connection> conn;
     std::optional<upstream::ResponseParser> parser;
-    if (translating(p) && !have_translated) {
-      // The client's request in the other format. A request that cannot be expressed there is
-      // the client's to fix: answer now rather than try another channel.
-      auto err = providers::translateRequest(clientFormat(), upstreamFormat(p), req.body(), translated_body,
-                                             translateContext(p));
-      if (err) {
-        a.outcome = Outcome::ClientError;
-        a.status = err->status;
-        a.why = err->message;
-        http::Response res{static_cast<bhttp::status>(err->status), 11};
-        res.set(bhttp::field::content_type, "application/json");
-        res.set("x-request-id", ctx.id);
-        res.body() = providers::errorBody(clientFormat(), *err);
-        rec.status = err->status;
-        rec.error = err->message;
-        co_await r.send(std::move(res));
-        a.delivered = true;
-        co_return a;
-      }
-      have_translated = true;
+    std::string_view sendBody;
+    if (auto err = prepareBody(p, sendBody)) {
+      // A request that cannot be expressed in this channel's format is the client's to fix:
+      // answer now rather than try another channel.
+      a.outcome = Outcome::ClientError;
+      a.status = err->status;
+      a.why = err->message;
+      http::Response res{static_cast<bhttp::status>(err->status), 11};
+      res.set(bhttp::field::content_type, "application/json");
+      res.set("x-request-id", ctx.id);
+      res.body() = providers::errorBody(clientFormat(), *err);
+      rec.status = err->status;
+      rec.error = err->message;
+      co_await r.send(std::move(res));
+      a.delivered = true;
+      co_return a;
     }
-    const std::string upHead = buildUpstreamHead(p);
-    const std::string_view sendBody = translating(p) ? std::string_view(translated_body) : body;
+    const std::string upHead = buildUpstreamHead(p, sendBody);
+
     // A pooled connection the provider closed while idle shows up as a failed write or an
     // early EOF; that is not the provider's fault, so try once more on a fresh connection.
     for (int fresh = 0; fresh < 2; ++fresh) {
@@ -478,97 +602,6 @@ struct Relay {
   }
 };
 
-// Byte offset -> "line L, column C" for JSON error messages.
-std::string positionOf(std::string_view text, std::size_t offset) {
-  std::size_t line = 1, col = 1;
-  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return fmt::format("line {}, column {} (byte {})", line, col, offset);
-}
-
-// What the proxy needs from a request body, read in one parse. The parse uses a per-thread
-// arena and ends before the caller's next suspension, so requests on one worker never share it.
-struct BodyFacts {
-  std::string model;
-  bool stream = false;
-  bool asked_usage = false;      // stream_options.include_usage: true
-  bool has_stream_options = false;
-  std::string error;             // non-empty: a 400 with this message
-  std::string error_code;
-};
-
-BodyFacts inspectBody(std::string_view text, const ClientCall& call) {
-  BodyFacts f;
-  auto bad = [&](std::string code, std::string msg) {
-    f.error_code = std::move(code);
-    f.error = std::move(msg);
-    return f;
-  };
-  if (text.empty()) return bad("invalid_json", "request body is empty: send a JSON object with \"model\" and the request fields");
-  thread_local unsigned char arena[16 * 1024];
-  thread_local unsigned char scratch[4 * 1024];
-  json::monotonic_resource mr(arena, sizeof arena);  // overflows to the heap for big bodies
-  json::parser jp(json::storage_ptr(), json::parse_options(), scratch, sizeof scratch);
-  jp.reset(json::storage_ptr(&mr));
-  boost::system::error_code ec;
-  std::size_t used = jp.write(text.data(), text.size(), ec);
-  if (ec) return bad("invalid_json", fmt::format("request body is not valid JSON at {}: {}", positionOf(text, used), ec.message()));
-  json::value body = jp.release();
-  if (!body.is_object()) return bad("invalid_json", "request body must be a JSON object");
-  const auto& obj = body.as_object();
-  if (call.wire == Wire::Gemini) {
-    // The model is in the path; streaming is the method.
-    f.model = call.model;
-    f.stream = call.op == "streamGenerateContent";
-    return f;
-  }
-  const auto* modelV = obj.if_contains("model");
-  if (!modelV || !modelV->is_string() || modelV->as_string().empty())
-    return bad("missing_model", call.wire == Wire::Anthropic
-                                    ? "\"model\" is required and must be a non-empty string, e.g. \"claude-sonnet-4-5\""
-                                    : "\"model\" is required and must be a non-empty string, e.g. \"gpt-4o-mini\"");
-  f.model = std::string(modelV->as_string());
-  if (const auto* s = obj.if_contains("stream")) {
-    if (!s->is_bool() && !s->is_null()) return bad("invalid_type", "\"stream\" must be true or false");
-    f.stream = s->is_bool() && s->as_bool();
-  }
-  if (const auto* so = obj.if_contains("stream_options")) {
-    f.has_stream_options = true;
-    if (so->is_object())
-      if (const auto* iu = so->as_object().if_contains("include_usage"); iu && iu->is_bool()) f.asked_usage = iu->as_bool();
-  }
-  return f;
-}
-
-// The body to send upstream when the model name or the usage option must change. The common
-// case (only adding stream_options) is a splice after the opening brace; anything else is a
-// parse, edit and serialize.
-std::string rewriteBody(std::string_view text, const BodyFacts& facts, const std::string* new_model, bool inject_usage) {
-  if (!new_model && inject_usage && !facts.has_stream_options) {
-    auto brace = text.find('{');
-    static constexpr std::string_view kAdd = "\"stream_options\":{\"include_usage\":true},";
-    std::string out;
-    out.reserve(text.size() + kAdd.size());
-    out.append(text.substr(0, brace + 1)).append(kAdd).append(text.substr(brace + 1));
-    return out;
-  }
-  json::value body = json::parse(text);
-  auto& obj = body.as_object();
-  if (new_model) obj["model"] = *new_model;
-  if (inject_usage) {
-    auto& so = obj["stream_options"];
-    if (!so.is_object()) so = json::object{};
-    so.as_object()["include_usage"] = true;
-  }
-  return json::serialize(body);
-}
-
 }  // namespace
 
 boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, http::Request& req,
@@ -595,15 +628,14 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, h
   rec.model = model;
   rec.stream = stream;
 
-  std::string upstreamModel;
-  auto candidates = snap.router->candidates(model, upstreamModel);
+  std::string routedModel;
+  auto candidates = snap.router->candidates(model, routedModel);
   // Channels of the client's own format take the request as it is; chat requests are
   // translated between the OpenAI and Anthropic formats. When the preferred channel can take it
   // neither way, say so rather than quietly answering from a lower-priority one.
   const bool translatable = (call.wire == Wire::OpenAI && call.op == "/chat/completions") ||
                             (call.wire == Wire::Anthropic && call.op == "/v1/messages");
   auto sameWire = [&](const routing::Channel* c) {
-    if (c->cfg.type == config::ChannelType::Azure) return false;  // deployment URLs: not yet
     Wire w = channelWire(c->cfg.type);
     return w == call.wire || (translatable && w != Wire::Gemini);
   };
@@ -631,13 +663,8 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, h
 
   // What goes upstream: the original bytes unless the model name or usage option must change.
   bool injectUsage = call.wire == Wire::OpenAI && stream && !facts.asked_usage && call.op == "/chat/completions";
-  bool renameModel = upstreamModel != model && call.wire != Wire::Gemini;  // Gemini: the model is in the path
-  std::string rewritten;
-  if (renameModel || injectUsage) rewritten = rewriteBody(text, facts, renameModel ? &upstreamModel : nullptr, injectUsage);
-  std::string_view upstreamBody = rewritten.empty() ? std::string_view(text) : std::string_view(rewritten);
-
   const auto& cfg = *snap.cfg;
-  Relay relay{snap, pool, req, r, ctx, call, rec, upstreamBody, upstreamModel, stream, injectUsage,
+  Relay relay{snap, pool, req, r, ctx, call, rec, facts, routedModel, stream, injectUsage,
               Deadline{ctx.start + cfg.routing.timeouts.total}};
   relay.client_asked_usage = facts.asked_usage;
   routing::Attempts attempts(*snap.router, std::move(candidates));

@@ -77,6 +77,14 @@ Route geminiRoute(std::string_view rest) {
 // One table of paths: OpenAI (/v1/...), Anthropic (/v1/messages, /anthropic/v1/...), Gemini
 // (/v1beta/..., /gemini/v1beta/...).
 Route route(std::string_view path) {
+  // Azure OpenAI: /openai/deployments/{deployment}/chat/completions?api-version=... is the
+  // OpenAI API under a deployment prefix.
+  if (startsWith(path, "/openai/deployments/")) {
+    auto rest = path.substr(20);
+    auto slash = rest.find('/');
+    if (slash != std::string_view::npos && slash > 0) return route(rest.substr(slash));
+    return {};
+  }
   if (path == "/v1/chat/completions" || path == "/chat/completions") return {kChat, bhttp::verb::post, {}};
   if (path == "/v1/completions" || path == "/completions") return {kCompletions, bhttp::verb::post, {}};
   if (path == "/v1/embeddings" || path == "/embeddings") return {kEmbeddings, bhttp::verb::post, {}};

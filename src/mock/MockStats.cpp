@@ -16,7 +16,7 @@ std::string MockStats::requestKey(const http::Request& req) {
     while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
     return std::string(v);
   }
-  for (std::string_view h : {"x-api-key", "x-goog-api-key"})
+  for (std::string_view h : {"x-api-key", "x-goog-api-key", "api-key"})
     if (auto it = req.find(h); it != req.end()) return std::string(it->value());
   std::string_view target = req.target();
   if (auto q = target.find('?'); q != std::string_view::npos) {

@@ -70,6 +70,11 @@ std::string maskSecret(std::string_view secret) {
   return std::string(secret.substr(0, 3)) + "..." + std::string(secret.substr(secret.size() - 4));
 }
 
+std::string Channel::upstreamModel(std::string_view model) const {
+  if (auto it = cfg.model_map.find(std::string(model)); it != cfg.model_map.end()) return it->second;
+  return std::string(model);
+}
+
 bool Channel::servesModel(std::string_view model) const {
   for (const auto& m : cfg.models)
     if (globMatch(m, model)) return true;
@@ -111,8 +116,10 @@ const Channel* Router::channelByName(std::string_view name) const {
   return nullptr;
 }
 
-std::vector<const Channel*> Router::candidates(std::string_view model, std::string& upstream_model) const {
+std::vector<const Channel*> Router::candidates(std::string_view requested, std::string& upstream_model) const {
   std::vector<const Channel*> out;
+  std::string_view model = requested;
+  if (auto a = cfg_->routing.aliases.find(std::string(requested)); a != cfg_->routing.aliases.end()) model = a->second;
   upstream_model = std::string(model);
   if (auto slash = model.find('/'); slash != std::string_view::npos) {
     if (const Channel* pinned = channelByName(model.substr(0, slash))) {
@@ -145,6 +152,7 @@ std::vector<const Channel*> Router::candidates(std::string_view model, std::stri
 
 std::vector<std::string> Router::modelNames() const {
   std::set<std::string> names;
+  for (const auto& [alias, target] : cfg_->routing.aliases) names.insert(alias);
   for (const auto& c : channels_) {
     if (c->keys.empty()) continue;
     for (const auto& m : c->cfg.models) {

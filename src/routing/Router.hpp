@@ -68,6 +68,8 @@ struct Channel {
   std::size_t index = 0;
 
   bool servesModel(std::string_view model) const;
+  // The name sent upstream for a model this channel serves (its model_map, else the same).
+  std::string upstreamModel(std::string_view model) const;
 };
 
 // Glob match with * and ?.
@@ -91,8 +93,10 @@ class Router {
   const config::Config& config() const { return *cfg_; }
   const std::vector<std::unique_ptr<Channel>>& channels() const { return channels_; }
   // Channels serving `model` in try-order: priority ascending, weighted shuffle within a
-  // priority. A "CHANNEL/MODEL" name pins the channel; upstream_model gets the name to send.
-  std::vector<const Channel*> candidates(std::string_view model, std::string& upstream_model) const;
+  // priority. An alias (routing.aliases) is resolved first; a "CHANNEL/MODEL" name pins the
+  // channel. `routed_model` gets the model name the channels matched (alias and pin resolved);
+  // Channel::upstreamModel maps it to what each channel sends upstream.
+  std::vector<const Channel*> candidates(std::string_view model, std::string& routed_model) const;
   // Every model name a client can ask for (the channels' exact names, and CHANNEL/MODEL).
   std::vector<std::string> modelNames() const;
   const Channel* channelByName(std::string_view name) const;

@@ -361,7 +361,7 @@ TEST(ConfigErrors, UnknownKeyNestedAtDepth) {
   f = failure(channel("    region: us\n"));
   EXPECT_EQ(f.what,
             "t.yaml:6:5: unknown key \"region\" in channels[0]; valid keys: name, type, base_url, keys, "
-            "models, priority, weight, headers");
+            "models, priority, weight, headers, model_map, api_version");
 
   f = failure(channel("", "a") + "  - name: b\n    type: mock\n    base_url: http://x\n    models: [m]\n"
                                  "    wieght: 2\n");
@@ -645,6 +645,48 @@ TEST(ConfigDescribe, OutputOfDefaultsParsesBack) {
   EXPECT_EQ(back->server.max_body_bytes, c->server.max_body_bytes);
   EXPECT_EQ(back->routing.timeouts.total, c->routing.timeouts.total);
   EXPECT_EQ(back->store.url, c->store.url);
+}
+
+}  // namespace
+}  // namespace sluice::config
+
+namespace sluice::config {
+namespace {
+
+TEST(ConfigParse, AliasesModelMapAndApiVersion) {
+  auto c = parseConfig(R"(routing:
+  aliases: {fast: gpt-4o-mini, smart: "openai/gpt-4.1"}
+channels:
+  - name: az
+    type: azure
+    base_url: "https://res.openai.azure.com"
+    keys: ["k"]
+    models: ["gpt-4.1"]
+    model_map: {"gpt-4.1": "prod-deployment"}
+    api_version: "2025-01-01-preview"
+)", "t.yaml");
+  EXPECT_EQ(c->routing.aliases.at("fast"), "gpt-4o-mini");
+  EXPECT_EQ(c->routing.aliases.at("smart"), "openai/gpt-4.1");
+  ASSERT_EQ(c->channels.size(), 1u);
+  EXPECT_EQ(c->channels[0].model_map.at("gpt-4.1"), "prod-deployment");
+  EXPECT_EQ(c->channels[0].api_version, "2025-01-01-preview");
+}
+
+TEST(ConfigErrors, ModelMapMustMapNamesToNames) {
+  try {
+    parseConfig("channels:\n  - name: a\n    type: openai\n    base_url: \"http://x\"\n    models: [m]\n    model_map: [m]\n",
+                "t.yaml");
+    FAIL() << "accepted a list as model_map";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.line(), 6);
+    EXPECT_NE(std::string(e.what()).find("model_map"), std::string::npos) << e.what();
+  }
+  try {
+    parseConfig("routing:\n  aliases: {fast: \"\"}\n", "t.yaml");
+    FAIL() << "accepted an empty alias target";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.line(), 2);
+  }
 }
 
 }  // namespace
