@@ -1,15 +1,18 @@
 // Canonical: the wire-format-neutral shape of a chat request, a response and a stream, that
-// every provider codec (OpenAI Chat, Anthropic Messages, later Gemini generateContent) decodes
+// every provider codec (OpenAI Chat, Anthropic Messages, Gemini generateContent) decodes
 // into and encodes from. Plain data; no I/O; safe to share read-only between threads.
 //
-// Shape choices, so Gemini fits later without changes:
+// Shape choices (made so Gemini fits):
 //  - the system prompt is separate from the turns (Anthropic `system`, Gemini systemInstruction);
 //  - a turn is a role plus ordered parts (Anthropic content blocks, Gemini parts);
 //  - tool calls carry arguments as JSON text and an optional id (Gemini functionCall has none);
 //    tool results carry the call id and, where known, the function name (Gemini
 //    functionResponse needs it; decoders fill it from the matching earlier call);
 //  - reasoning parts carry an opaque signature (Anthropic thinking signature, Gemini
-//    thoughtSignature); any part may carry one, since Gemini signs functionCall parts too;
+//    thoughtSignature); any part may carry one, since Gemini signs functionCall parts too. A
+//    Reasoning part with empty text and a signature is a "carrier": the signature belongs to the
+//    part after it (how an Anthropic history carries a Gemini functionCall signature; rule in
+//    gemini/GenerateCodec.hpp);
 //  - images are either inline base64 with a media type (Gemini inlineData) or a URL.
 //
 // Token usage rule: `input` counts every prompt token, cached ones included (OpenAI
@@ -26,7 +29,9 @@
 namespace sluice::providers {
 
 // The wire formats the translator speaks.
-enum class Format { OpenAIChat, AnthropicMessages };
+// OpenAIResponses is a client format only: requests are decoded from it and answers encoded
+// into it; no upstream is spoken to in it by translation (an `openai` channel gets it natively).
+enum class Format { OpenAIChat, AnthropicMessages, GeminiGenerate, OpenAIResponses };
 
 std::string_view formatName(Format f);
 
@@ -79,7 +84,7 @@ struct Part {
   std::string text;           // Text, Reasoning
   std::string media_type;     // Image (inline)
   std::string data;           // Image (inline, base64); RedactedReasoning
-  std::string url;            // Image (by URL)
+  std::string url;            // Image (by URL; media_type set when known)
   std::string id;             // ToolCall / ToolResult
   std::string name;           // ToolCall / ToolResult
   std::string arguments;      // ToolCall
@@ -146,6 +151,7 @@ struct Usage {
   std::int64_t output = -1;
   std::int64_t cached = -1;
   std::int64_t cache_creation = -1;
+  std::int64_t reasoning = -1;  // the part of `output` spent on reasoning (Gemini thoughtsTokenCount)
   bool known() const { return input >= 0 || output >= 0; }
   // Takes every field `u` reports (stream usage is cumulative: later values win).
   void merge(const Usage& u) {
@@ -153,6 +159,7 @@ struct Usage {
     if (u.output >= 0) output = u.output;
     if (u.cached >= 0) cached = u.cached;
     if (u.cache_creation >= 0) cache_creation = u.cache_creation;
+    if (u.reasoning >= 0) reasoning = u.reasoning;
   }
 };
 
@@ -175,7 +182,7 @@ struct StreamEvent {
     Reasoning,           // text
     ReasoningSignature,  // text = signature of the current reasoning
     RedactedReasoning,   // text = opaque data
-    ToolCallStart,       // tool_index, id, name
+    ToolCallStart,       // tool_index, id, name, signature (Gemini thoughtSignature of the call, if any)
     ToolCallArgs,        // tool_index, text = a fragment of the arguments JSON
     Finish,              // finish, stop_sequence
     Usage,               // usage (cumulative)
@@ -189,6 +196,7 @@ struct StreamEvent {
   std::string_view model;
   std::string_view name;
   std::string_view text;
+  std::string_view signature;  // ToolCallStart
   FinishReason finish = FinishReason::Unset;
   std::string_view stop_sequence;
   Usage usage;

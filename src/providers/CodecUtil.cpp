@@ -16,6 +16,10 @@ std::string_view formatName(Format f) {
       return "OpenAI Chat Completions";
     case Format::AnthropicMessages:
       return "Anthropic Messages";
+    case Format::GeminiGenerate:
+      return "Gemini generateContent";
+    case Format::OpenAIResponses:
+      return "OpenAI Responses";
   }
   return "?";
 }

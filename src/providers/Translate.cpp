@@ -2,7 +2,9 @@
 
 #include "providers/CodecUtil.hpp"
 #include "providers/anthropic/MessagesCodec.hpp"
+#include "providers/gemini/GenerateCodec.hpp"
 #include "providers/openai/ChatCodec.hpp"
+#include "providers/openai/ResponsesCodec.hpp"
 
 namespace sluice::providers {
 
@@ -14,6 +16,10 @@ std::optional<ApiError> decodeRequest(Format f, std::string_view body, Request& 
       return openai::decodeChatRequest(body, req);
     case Format::AnthropicMessages:
       return anthropic::decodeMessagesRequest(body, req);
+    case Format::GeminiGenerate:
+      return gemini::decodeGenerateRequest(body, req);
+    case Format::OpenAIResponses:
+      return openai::decodeResponsesRequest(body, req);
   }
   return ApiError::invalid("", "unknown client format");
 }
@@ -24,6 +30,10 @@ std::optional<ApiError> encodeRequest(Format f, const Request& req, const Encode
       return openai::encodeChatRequest(req, opts, out);
     case Format::AnthropicMessages:
       return anthropic::encodeMessagesRequest(req, opts, out);
+    case Format::GeminiGenerate:
+      return gemini::encodeGenerateRequest(req, opts, out);
+    case Format::OpenAIResponses:
+      break;  // a client format only
   }
   return ApiError::invalid("", "unknown upstream format");
 }
@@ -34,11 +44,24 @@ std::optional<TranslateError> translateRequest(Format client, Format upstream, s
                                                std::string& upstream_body, const TranslateContext& ctx,
                                                RequestInfo* info) {
   Request req;
-  if (auto e = decodeRequest(client, body, req)) return e;
+  std::shared_ptr<openai::ResponsesEcho> echo;
+  if (client == Format::OpenAIResponses) {
+    echo = std::make_shared<openai::ResponsesEcho>();
+    if (auto e = openai::decodeResponsesRequest(body, req, echo.get())) return e;
+  } else if (auto e = decodeRequest(client, body, req)) {
+    return e;
+  }
+  if (client == Format::GeminiGenerate) {
+    req.model = ctx.client_model;
+    req.stream = ctx.client_stream;
+  }
+  if (req.model.empty() && ctx.upstream_model.empty())
+    return ApiError::invalid("model", "the model is required (Gemini: /v1beta/models/{model}:generateContent)");
   if (info) {
     info->model = req.model;
     info->stream = req.stream;
     info->include_usage = req.include_usage;
+    info->responses_echo = echo;
   }
   EncodeOptions opts;
   opts.model = ctx.upstream_model;
@@ -57,6 +80,12 @@ std::optional<TranslateError> translateResponse(Format client, Format upstream, 
     case Format::AnthropicMessages:
       err = anthropic::decodeMessagesResponse(upstream_body, res);
       break;
+    case Format::GeminiGenerate:
+      err = gemini::decodeGenerateResponse(upstream_body, res);
+      break;
+    case Format::OpenAIResponses:
+      err = ApiError{502, ErrorKind::Api, "OpenAI Responses is not an upstream format for translation", {}, {}};
+      break;
   }
   if (err) return err;
   if (usage) *usage = res.usage;
@@ -67,6 +96,12 @@ std::optional<TranslateError> translateResponse(Format client, Format upstream, 
       break;
     case Format::AnthropicMessages:
       anthropic::encodeMessagesResponse(res, client_body);
+      break;
+    case Format::GeminiGenerate:
+      gemini::encodeGenerateResponse(res, client_body);
+      break;
+    case Format::OpenAIResponses:
+      openai::encodeResponsesResponse(res, client_body, ctx.responses_echo.get());
       break;
   }
   return std::nullopt;
@@ -81,14 +116,33 @@ std::string errorBody(Format client, const ApiError& err) {
     case Format::AnthropicMessages:
       anthropic::encodeMessagesError(err, out);
       break;
+    case Format::GeminiGenerate:
+      gemini::encodeGenerateError(err, out);
+      break;
+    case Format::OpenAIResponses:
+      openai::encodeResponsesError(err, out);
+      break;
   }
   return out;
 }
 
 std::string translateError(Format client, Format upstream, int status, std::string_view upstream_body,
                            int* status_out) {
-  ApiError err = upstream == Format::AnthropicMessages ? anthropic::decodeMessagesError(status, upstream_body)
-                                                       : openai::decodeChatError(status, upstream_body);
+  ApiError err;
+  switch (upstream) {
+    case Format::OpenAIChat:
+      err = openai::decodeChatError(status, upstream_body);
+      break;
+    case Format::AnthropicMessages:
+      err = anthropic::decodeMessagesError(status, upstream_body);
+      break;
+    case Format::GeminiGenerate:
+      err = gemini::decodeGenerateError(status, upstream_body);
+      break;
+    case Format::OpenAIResponses:
+      err = openai::decodeResponsesError(status, upstream_body);
+      break;
+  }
   if (status_out) *status_out = status;
   return errorBody(client, err);
 }
@@ -123,16 +177,46 @@ void StreamTranslator::onEvent(const StreamEvent& ev) {
 }
 
 std::unique_ptr<StreamTranslator> makeStreamTranslator(Format client, Format upstream, const TranslateContext& ctx) {
-  std::unique_ptr<StreamDecoder> dec =
-      upstream == Format::AnthropicMessages ? anthropic::makeMessagesStreamDecoder() : openai::makeChatStreamDecoder();
+  std::unique_ptr<StreamDecoder> dec;
+  switch (upstream) {
+    case Format::OpenAIChat:
+      dec = openai::makeChatStreamDecoder();
+      break;
+    case Format::AnthropicMessages:
+      dec = anthropic::makeMessagesStreamDecoder();
+      break;
+    case Format::GeminiGenerate:
+      dec = gemini::makeGenerateStreamDecoder();
+      break;
+    case Format::OpenAIResponses:
+      dec = openai::makeChatStreamDecoder();  // never an upstream by translation; keep it total
+      break;
+  }
   std::unique_ptr<StreamEncoder> enc;
-  if (client == Format::AnthropicMessages) {
-    enc = anthropic::makeMessagesStreamEncoder();
-  } else {
-    openai::ChatStreamOptions o;
-    o.include_usage = ctx.include_usage;
-    o.created = ctx.created;
-    enc = openai::makeChatStreamEncoder(o);
+  switch (client) {
+    case Format::OpenAIChat: {
+      openai::ChatStreamOptions o;
+      o.include_usage = ctx.include_usage;
+      o.created = ctx.created;
+      enc = openai::makeChatStreamEncoder(o);
+      break;
+    }
+    case Format::AnthropicMessages:
+      enc = anthropic::makeMessagesStreamEncoder();
+      break;
+    case Format::GeminiGenerate: {
+      gemini::GenerateStreamOptions o;
+      o.json_array = ctx.gemini_json_array;
+      enc = gemini::makeGenerateStreamEncoder(o);
+      break;
+    }
+    case Format::OpenAIResponses: {
+      openai::ResponsesStreamOptions o;
+      o.created = ctx.created;
+      o.echo = ctx.responses_echo;
+      enc = openai::makeResponsesStreamEncoder(std::move(o));
+      break;
+    }
   }
   return std::make_unique<StreamTranslator>(std::move(dec), std::move(enc));
 }

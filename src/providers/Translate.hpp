@@ -1,17 +1,28 @@
 // Translate: the one entry point the gateway calls to serve a client of one wire format from an
-// upstream of another (OpenAI Chat <-> Anthropic Messages). Requests, whole responses, errors
+// upstream of another (OpenAI Chat, Anthropic Messages, Gemini generateContent: any to any).
+// Requests, whole responses, errors
 // and streams. Pure code, no I/O. Functions are thread-safe; a StreamTranslator is one per
 // stream and not thread-safe.
 //
-// Rules (details in openai/ChatCodec.hpp and anthropic/MessagesCodec.hpp):
+// Rules (details in openai/ChatCodec.hpp, anthropic/MessagesCodec.hpp, gemini/GenerateCodec.hpp):
 //  - unknown request fields are dropped when translating (native passthrough keeps them);
 //    fields with no equivalent are either dropped by a documented rule or rejected with a 400
 //    naming the field;
-//  - reasoning stays reasoning: Anthropic thinking <-> OpenAI `reasoning_content`;
+//  - reasoning stays reasoning: Anthropic thinking <-> OpenAI `reasoning_content` <-> Gemini
+//    thought parts; signatures round-trip where the client format can carry them;
 //  - errors keep the upstream status and are re-shaped into the client's format;
 //  - a non-streaming request gets a JSON body; a stream always ends with the client format's
-//    closing events (OpenAI `data: [DONE]`; Anthropic message_delta + message_stop), preceded by
-//    an error event when the upstream stopped before finishing.
+//    closing events (OpenAI `data: [DONE]`; Anthropic message_delta + message_stop; Gemini a
+//    chunk with finishReason and usageMetadata), preceded by an error event when the upstream
+//    stopped before finishing.
+//
+// Gemini and the URL: a Gemini body holds neither the model nor the stream flag.
+//  - Gemini client: the gateway fills TranslateContext::client_model (the {model} of
+//    /v1beta/models/{model}:method) and client_stream (method == streamGenerateContent), and
+//    gemini_json_array when that stream was called without alt=sse.
+//  - Gemini upstream: the body carries no model; the gateway POSTs it to
+//    /v1beta/models/{TranslateContext::upstream_model}:generateContent, or
+//    :streamGenerateContent?alt=sse when RequestInfo::stream (the decoded request) is true.
 #pragma once
 #include <memory>
 #include <optional>
@@ -22,16 +33,30 @@
 
 namespace sluice::providers {
 
+namespace openai {
+struct ResponsesEcho;
+}
+
 struct TranslateContext {
   std::string upstream_model;                 // model name to send upstream; empty keeps the client's
   bool openai_max_completion_tokens = false;  // see EncodeOptions
   bool include_usage = false;                 // OpenAI clients: the client asked for the usage chunk
   std::int64_t created = 0;                   // OpenAI `created`; 0: now (tests pin it)
+  // Gemini clients (the body has neither): the model from the URL path, and whether the method
+  // was streamGenerateContent. Ignored for other client formats.
+  std::string client_model;
+  bool client_stream = false;
+  // Gemini clients of streamGenerateContent without alt=sse: the stream is one JSON array
+  // written incrementally instead of SSE events.
+  bool gemini_json_array = false;
+  // Responses clients: the request fields a Responses answer echoes (from RequestInfo).
+  std::shared_ptr<const openai::ResponsesEcho> responses_echo;
 };
 
 // What the gateway needs to know about a translated request.
 struct RequestInfo {
-  std::string model;  // as the client named it
+  std::shared_ptr<const openai::ResponsesEcho> responses_echo;  // Responses clients only
+  std::string model;  // as the client named it (Gemini clients: TranslateContext::client_model)
   bool stream = false;
   bool include_usage = false;  // copy into TranslateContext::include_usage for the stream
 };

@@ -572,6 +572,9 @@ void encodeMessagesResponse(const Response& res, std::string& out) {
         content.push_back(json::object{{"type", "redacted_thinking"}, {"data", p.data}});
         break;
       case Part::Kind::ToolCall:
+        // A Gemini function-call signature rides in a carrier thinking block (GenerateCodec.hpp).
+        if (!p.signature.empty())
+          content.push_back(json::object{{"type", "thinking"}, {"thinking", ""}, {"signature", p.signature}});
         content.push_back(json::object{
             {"type", "tool_use"}, {"id", p.id}, {"name", p.name}, {"input", argumentsObject(p.arguments)}});
         break;
@@ -823,6 +826,14 @@ class MessagesStreamEncoder final : public StreamEncoder {
       }
       case K::ToolCallStart: {
         ensureStarted(out);
+        if (!ev.signature.empty()) {
+          // A Gemini function-call signature rides in a carrier thinking block (GenerateCodec.hpp).
+          openBlock(Open::Thinking, "{\"type\":\"thinking\",\"thinking\":\"\"}", out);
+          delta(open_index_, out);
+          out += "{\"type\":\"signature_delta\",\"signature\":";
+          detail::appendJsonString(out, ev.signature);
+          out += "}}\n\n";
+        }
         std::string block = "{\"type\":\"tool_use\",\"id\":";
         detail::appendJsonString(block, ev.id);
         block += ",\"name\":";

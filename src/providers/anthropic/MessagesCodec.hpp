@@ -16,6 +16,9 @@
 //  - reasoning: thinking blocks <-> Reasoning parts (signature kept), redacted_thinking <->
 //    RedactedReasoning. Reasoning without a signature (from OpenAI-format clients) cannot be
 //    replayed to Anthropic and is dropped from requests.
+//  - a tool call's own signature (Gemini thoughtSignature on a functionCall) is written, in
+//    responses and streams, as a carrier thinking block (empty thinking, the signature) just
+//    before its tool_use block; replayed, it decodes to a carrier Reasoning part.
 //  - tool calls whose arguments are not a JSON object (a truncated model output) are encoded as
 //    input {"_raw_arguments": "<text>"} rather than guessed at.
 //  - server_tool_use / *_tool_result blocks in responses (server tools) are not surfaced to

@@ -19,6 +19,16 @@ using detail::indexPath;
 
 namespace {
 
+// Google's OpenAI-compatibility convention for Gemini thought signatures on tool calls:
+// tool_calls[].extra_content.google.thought_signature.
+std::string_view googleSignature(const json::object& tc) {
+  auto* ec = tc.if_contains("extra_content");
+  if (!ec || !ec->is_object()) return {};
+  auto* g = ec->as_object().if_contains("google");
+  if (!g || !g->is_object()) return {};
+  return detail::asStr(g->as_object().if_contains("thought_signature"));
+}
+
 std::optional<ApiError> decodeTextParts(const json::value& content, const std::string& path, std::vector<Part>& out,
                                         bool allowImages) {
   if (content.is_string()) {
@@ -132,6 +142,7 @@ std::optional<ApiError> decodeMessage(const json::value& mv, std::size_t i, Requ
         if (ec || !args.is_object())
           return ApiError::invalid(ff.sub("arguments"),
                                    fmt::format("{} must be a JSON object text", ff.sub("arguments")));
+        p.signature.assign(googleSignature(arr[j].as_object()));
         callNames[p.id] = p.name;
         m.parts.push_back(std::move(p));
       }
@@ -345,6 +356,8 @@ Usage usageFrom(const json::value* u) {
   usage.output = detail::asInt(o.if_contains("completion_tokens")).value_or(-1);
   if (auto* d = o.if_contains("prompt_tokens_details"); d && d->is_object())
     usage.cached = detail::asInt(d->as_object().if_contains("cached_tokens")).value_or(-1);
+  if (auto* d = o.if_contains("completion_tokens_details"); d && d->is_object())
+    usage.reasoning = detail::asInt(d->as_object().if_contains("reasoning_tokens")).value_or(-1);
   return usage;
 }
 
@@ -358,7 +371,13 @@ void appendUsage(std::string& out, const Usage& u) {
   detail::appendInt(out, in + o);
   out += ",\"prompt_tokens_details\":{\"cached_tokens\":";
   detail::appendInt(out, u.cached < 0 ? 0 : u.cached);
-  out += "}}";
+  out += '}';
+  if (u.reasoning > 0) {
+    out += ",\"completion_tokens_details\":{\"reasoning_tokens\":";
+    detail::appendInt(out, u.reasoning);
+    out += '}';
+  }
+  out += '}';
 }
 
 ApiError errorFromValue(int status, const json::value& e) {
@@ -654,6 +673,7 @@ std::optional<ApiError> decodeChatResponse(std::string_view body, Response& out)
         p.arguments = std::string(detail::asStr(fn->as_object().if_contains("arguments")));
       }
       if (p.arguments.empty()) p.arguments = "{}";
+      p.signature.assign(googleSignature(tc.as_object()));
       out.content.push_back(std::move(p));
       ++i;
     }
@@ -667,10 +687,14 @@ void encodeChatResponse(const Response& res, std::string& out) {
   for (const auto& p : res.content) {
     if (p.kind == Part::Kind::Text) text += p.text;
     if (p.kind == Part::Kind::Reasoning) reasoning += p.text;
-    if (p.kind == Part::Kind::ToolCall)
-      calls.push_back(json::object{{"id", p.id},
-                                   {"type", "function"},
-                                   {"function", json::object{{"name", p.name}, {"arguments", p.arguments}}}});
+    if (p.kind == Part::Kind::ToolCall) {
+      json::object call{{"id", p.id},
+                        {"type", "function"},
+                        {"function", json::object{{"name", p.name}, {"arguments", p.arguments}}}};
+      if (!p.signature.empty())
+        call["extra_content"] = json::object{{"google", json::object{{"thought_signature", p.signature}}}};
+      calls.push_back(std::move(call));
+    }
   }
   json::object msg{{"role", "assistant"}};
   if (text.empty() && !calls.empty()) {
@@ -855,6 +879,7 @@ class ChatStreamDecoder final : public StreamDecoder {
       ev.tool_index = static_cast<int>(i);
       ev.id = id;
       ev.name = name;
+      ev.signature = googleSignature(tc);
       sink.onEvent(ev);
     }
     if (!args.empty()) {
@@ -908,7 +933,13 @@ class ChatStreamEncoder final : public StreamEncoder {
         detail::appendJsonString(out, ev.id);
         out += ",\"type\":\"function\",\"function\":{\"name\":";
         detail::appendJsonString(out, ev.name);
-        out += ",\"arguments\":\"\"}}]";
+        out += ",\"arguments\":\"\"}";
+        if (!ev.signature.empty()) {
+          out += ",\"extra_content\":{\"google\":{\"thought_signature\":";
+          detail::appendJsonString(out, ev.signature);
+          out += "}}";
+        }
+        out += "}]";
         close(out);
         break;
       case K::ToolCallArgs:

@@ -14,6 +14,11 @@
 //    deltas. On encode, reasoning is written as `reasoning_content` in responses and deltas,
 //    never merged into `content`; reasoning parts are not sent upstream in requests (OpenAI
 //    rejects them), and signatures have no OpenAI field and are dropped.
+//  - a tool call's signature (Gemini thoughtSignature) is written in responses and stream deltas
+//    as tool_calls[].extra_content.google.thought_signature (Google's OpenAI-compatibility
+//    field) and read back from assistant tool_calls, responses and deltas; it is not sent to
+//    OpenAI upstreams.
+//  - usage: completion_tokens_details.reasoning_tokens <-> Usage::reasoning (written when > 0).
 //  - refusal text is treated as answer text.
 //  - reasoning_effort low/medium/high maps to a thinking budget (kReasoningBudget*).
 #pragma once
