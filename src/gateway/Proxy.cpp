@@ -232,20 +232,45 @@ struct Relay {
   std::string upstream_model;  // for the current attempt
 
   Wire upWire(const routing::Pick& p) const { return channelWire(p.channel->cfg.type); }
-  bool translating(const routing::Pick& p) const { return upWire(p) != call.wire; }
+  bool responsesClient() const { return call.wire == Wire::OpenAI && call.op == "/responses"; }
+  // Same format: relayed as it is. Responses requests go natively only to `openai` channels;
+  // other OpenAI-format upstreams (vLLM, Ollama, DeepSeek...) get them as chat completions.
+  bool translating(const routing::Pick& p) const {
+    if (upWire(p) != call.wire) return true;
+    return responsesClient() && p.channel->cfg.type != config::ChannelType::OpenAI;
+  }
   providers::Format clientFormat() const {
-    return call.wire == Wire::Anthropic ? providers::Format::AnthropicMessages : providers::Format::OpenAIChat;
+    switch (call.wire) {
+      case Wire::Anthropic: return providers::Format::AnthropicMessages;
+      case Wire::Gemini: return providers::Format::GeminiGenerate;
+      case Wire::OpenAI: break;
+    }
+    return responsesClient() ? providers::Format::OpenAIResponses : providers::Format::OpenAIChat;
   }
   providers::Format upstreamFormat(const routing::Pick& p) const {
-    return upWire(p) == Wire::Anthropic ? providers::Format::AnthropicMessages : providers::Format::OpenAIChat;
+    switch (upWire(p)) {
+      case Wire::Anthropic: return providers::Format::AnthropicMessages;
+      case Wire::Gemini: return providers::Format::GeminiGenerate;
+      case Wire::OpenAI: break;
+    }
+    return providers::Format::OpenAIChat;
+  }
+  // A Gemini client of streamGenerateContent without alt=sse reads one JSON array.
+  bool geminiJsonArray() const {
+    return call.wire == Wire::Gemini && stream && call.query.find("alt=sse") == std::string::npos;
   }
   providers::TranslateContext translateContext(const routing::Pick& p) const {
     providers::TranslateContext tc;
     tc.upstream_model = std::string(upstream_model);
     tc.openai_max_completion_tokens = p.channel->cfg.type == config::ChannelType::OpenAI;
     tc.include_usage = client_asked_usage;
+    tc.client_model = call.model;
+    tc.client_stream = stream;
+    tc.gemini_json_array = geminiJsonArray();
+    tc.responses_echo = responses_echo;
     return tc;
   }
+  std::shared_ptr<const providers::openai::ResponsesEcho> responses_echo;
   bool client_asked_usage = false;
 
   // The body to send to p's channel, or an error the client must fix (bad for that format).
@@ -257,11 +282,13 @@ struct Relay {
       body_is_original = false;
       if (translating(p)) {
         body_made.clear();
+        providers::RequestInfo info;
         if (auto err = providers::translateRequest(clientFormat(), upstreamFormat(p), req.body(), body_made,
-                                                   translateContext(p))) {
+                                                   translateContext(p), &info)) {
           body_key.clear();
           return err;
         }
+        responses_echo = std::move(info.responses_echo);
       } else {
         bool rename = upstream_model != facts.model && call.wire != Wire::Gemini;  // Gemini: model in the path
         if (rename || strip_usage) {
@@ -286,8 +313,15 @@ struct Relay {
     h.append("POST ").append(ch.endpoint.base_path);
     // Azure: deployment URLs; the deployment is the (mapped) model name.
     if (azure) h.append("/openai/deployments/").append(upstream_model);
-    if (up != call.wire) {
-      h.append(up == Wire::Anthropic ? "/v1/messages" : "/chat/completions");
+    if (translating(p)) {
+      switch (up) {
+        case Wire::Anthropic: h.append("/v1/messages"); break;
+        case Wire::OpenAI: h.append("/chat/completions"); break;
+        case Wire::Gemini:
+          h.append("/v1beta/models/").append(upstream_model);
+          h.append(stream ? ":streamGenerateContent?alt=sse" : ":generateContent");
+          break;
+      }
     } else if (up == Wire::Gemini) {
       h.append("/v1beta/models/").append(upstream_model).append(":").append(call.op);
     } else {
@@ -295,7 +329,7 @@ struct Relay {
     }
     if (azure) {
       h.append("?api-version=").append(ch.cfg.api_version.empty() ? config::kAzureApiVersion : ch.cfg.api_version);
-    } else if (!call.query.empty() && up == call.wire) {
+    } else if (!call.query.empty() && !translating(p)) {
       h.append("?").append(call.query);
     }
     h.append(" HTTP/1.1\r\n");
@@ -326,11 +360,14 @@ struct Relay {
   }
 
   // Response header lines for the client: the upstream's, less hop-by-hop ones, plus ours.
-  std::string responseFieldLines(const bhttp::fields& from, const routing::Pick& p, int attempts) const {
+  std::string responseFieldLines(const bhttp::fields& from, const routing::Pick& p, int attempts,
+                                 bool json_array = false) const {
     std::string out;
     out.reserve(256);
+    if (json_array) out.append("Content-Type: application/json\r\n");
     for (const auto& f : from) {
       if (dropTowardClient(f.name_string())) continue;
+      if (json_array && f.name() == bhttp::field::content_type) continue;
       // The provider's request id stays available under another name; x-request-id is ours.
       if (boost::beast::iequals(f.name_string(), "x-request-id")) out.append("x-upstream-request-id");
       else out.append(f.name_string());
@@ -538,7 +575,7 @@ struct Relay {
       if (last) filter.finish(out);
       if (!out.empty() || last) {
         if (!begun) {
-          std::string lines = responseFieldLines(head, p, attemptNo);
+          std::string lines = responseFieldLines(head, p, attemptNo, translating(p) && geminiJsonArray());
           co_await r.beginStream(static_cast<int>(head.result_int()), head.reason(), lines);
           begun = true;
         }
@@ -633,12 +670,10 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, h
   // Channels of the client's own format take the request as it is; chat requests are
   // translated between the OpenAI and Anthropic formats. When the preferred channel can take it
   // neither way, say so rather than quietly answering from a lower-priority one.
-  const bool translatable = (call.wire == Wire::OpenAI && call.op == "/chat/completions") ||
-                            (call.wire == Wire::Anthropic && call.op == "/v1/messages");
-  auto sameWire = [&](const routing::Channel* c) {
-    Wire w = channelWire(c->cfg.type);
-    return w == call.wire || (translatable && w != Wire::Gemini);
-  };
+  const bool translatable = (call.wire == Wire::OpenAI && (call.op == "/chat/completions" || call.op == "/responses")) ||
+                            (call.wire == Wire::Anthropic && call.op == "/v1/messages") ||
+                            (call.wire == Wire::Gemini && (call.op == "generateContent" || call.op == "streamGenerateContent"));
+  auto sameWire = [&](const routing::Channel* c) { return translatable || channelWire(c->cfg.type) == call.wire; };
   if (!candidates.empty() && !sameWire(candidates.front())) {
     const auto* c = candidates.front();
     http::Response reply = fail(501, "invalid_request_error", "format_not_supported",

@@ -15,6 +15,8 @@ before(async () => {
     { name: 'oa', type: 'openai', url: mock.url, models: ['gpt-4o-mini'] },
     { name: 'an', type: 'anthropic', base_url: mock.url, models: ['claude-sonnet-4-5'] },
     { name: 'ge', type: 'gemini', base_url: mock.url, models: ['gemini-2.5-flash', 'text-embedding-004'] },
+    // A chat-completions-only server (vLLM, Ollama...): Responses requests reach it as chat.
+    { name: 'vllm', type: 'openai-compatible', url: mock.url, models: ['llama-3.1-8b'] },
   ] });
 });
 after(async () => { await gw?.stop(); await mock?.stop(); });
@@ -26,7 +28,7 @@ function openai() { return new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER,
 function anthropic() { return new Anthropic({ baseURL: `${gw.url}/anthropic`, apiKey: MASTER, maxRetries: 0 }); }
 function gemini() { return new GoogleGenAI({ apiKey: MASTER, httpOptions: { baseUrl: `${gw.url}/gemini` } }); }
 
-for (const model of ['gpt-4o-mini', 'claude-sonnet-4-5']) {
+for (const model of ['gpt-4o-mini', 'claude-sonnet-4-5', 'gemini-2.5-flash']) {
   test(`openai SDK -> ${model}: plain, stream, tool round trip`, async () => {
     const c = openai();
     const r = await c.chat.completions.create({ model, messages: [{ role: 'user', content: 'Say hi' }] });
@@ -57,7 +59,7 @@ for (const model of ['gpt-4o-mini', 'claude-sonnet-4-5']) {
   });
 }
 
-for (const model of ['claude-sonnet-4-5', 'gpt-4o-mini']) {
+for (const model of ['claude-sonnet-4-5', 'gpt-4o-mini', 'gemini-2.5-flash']) {
   test(`anthropic SDK -> ${model}: plain, stream, tool round trip`, async () => {
     const c = anthropic();
     const r = await c.messages.create({ model, max_tokens: 256, messages: [{ role: 'user', content: 'Say hi' }] });
@@ -95,6 +97,55 @@ test('anthropic SDK: count_tokens and typed errors', async () => {
   await assert.rejects(c.messages.create({ model: 'nope', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }),
     (e) => e instanceof Anthropic.NotFoundError);
 });
+
+for (const model of ['gpt-4o-mini', 'claude-sonnet-4-5']) {
+  test(`gemini SDK -> ${model}: generateContent, stream, function call round trip (translated)`, async () => {
+    const ai = gemini();
+    const r = await ai.models.generateContent({ model, contents: 'Say hi' });
+    assert.ok(r.text.length > 0);
+    assert.ok(r.usageMetadata.candidatesTokenCount > 0);
+    let text = '';
+    for await (const ch of await ai.models.generateContentStream({ model, contents: 'Say hi' })) text += ch.text ?? '';
+    assert.ok(text.length > 0);
+    const decl = { name: 'get_weather', description: 'Weather for a city', parameters: weatherSchema };
+    const contents = [{ role: 'user', parts: [{ text: weatherAsk }] }];
+    const cfg = { tools: [{ functionDeclarations: [decl] }] };
+    const first = await ai.models.generateContent({ model, contents, config: cfg });
+    const fc = first.functionCalls?.[0];
+    assert.equal(fc?.name, 'get_weather');
+    assert.equal(typeof fc.args.location, 'string');
+    contents.push(first.candidates[0].content, { role: 'user', parts: [{ functionResponse: { id: fc.id, name: 'get_weather', response: { result: '18 degrees and sunny' } } }] });
+    let answer = '';
+    for await (const ch of await ai.models.generateContentStream({ model, contents, config: cfg })) answer += ch.text ?? '';
+    assert.match(answer, /18 degrees/);
+  });
+}
+
+for (const model of ['gpt-4o-mini', 'llama-3.1-8b', 'claude-sonnet-4-5', 'gemini-2.5-flash']) {
+  test(`openai SDK responses API -> ${model}: create, stream, function call round trip`, async () => {
+    const c = openai();
+    const r = await c.responses.create({ model, input: 'Say hi' });
+    assert.equal(r.status, 'completed');
+    assert.ok(r.output_text.length > 0);
+    assert.ok(r.usage.output_tokens > 0);
+    let text = '';
+    let completed;
+    const s = await c.responses.create({ model, input: 'Say hi', stream: true });
+    for await (const ev of s) {
+      if (ev.type === 'response.output_text.delta') text += ev.delta;
+      if (ev.type === 'response.completed') completed = ev.response;
+    }
+    assert.ok(text.length > 0);
+    assert.ok(completed?.usage?.output_tokens > 0);
+    const tools = [{ type: 'function', name: 'get_weather', description: 'Weather for a city', parameters: weatherSchema }];
+    const first = await c.responses.create({ model, input: weatherAsk, tools });
+    const call = first.output.find((o) => o.type === 'function_call');
+    assert.equal(call?.name, 'get_weather');
+    const input = [{ role: 'user', content: weatherAsk }, call, { type: 'function_call_output', call_id: call.call_id, output: '18 degrees and sunny' }];
+    const fin = await c.responses.create({ model, input, tools });
+    assert.match(fin.output_text, /18 degrees/);
+  });
+}
 
 test('gemini SDK -> gemini: generateContent, stream, countTokens, embedContent, function call round trip', async () => {
   const ai = gemini();

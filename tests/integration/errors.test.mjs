@@ -135,7 +135,11 @@ test('a model whose preferred channel speaks another format gets 501, not a quie
     { name: 'fallback', url: m.url, models: ['*'], priority: 9 },
   ] });
   try {
-    const err = await expectError(await chat(g, { model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'x' }] }), 501, 'format_not_supported');
+    // Chat is translated to Gemini; embeddings are not.
+    const emb = await fetch(`${g.url}/v1/embeddings`, { method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
+      body: JSON.stringify({ model: 'gemini-2.5-flash', input: 'x' }) });
+    const err = await expectError(emb, 501, 'format_not_supported');
     assert.match(err.message, /channel "gem" of type gemini/);
     assert.equal((await m.stats()).requests, 0);
     const ok = await chat(g, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] });
