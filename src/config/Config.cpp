@@ -35,6 +35,7 @@ constexpr std::array<std::string_view, 7> kServerKeys = {
     "header_timeout", "keepalive_timeout", "shutdown_grace"};
 constexpr std::array<std::string_view, 1> kAuthKeys = {"master_key"};
 constexpr std::array<std::string_view, 1> kUrlKeys = {"url"};
+constexpr std::array<std::string_view, 2> kStoreKeys = {"url", "request_logs"};
 constexpr std::array<std::string_view, 6> kRoutingKeys = {
     "max_retries", "timeouts", "cooldown_default", "breaker_failures", "breaker_cooldown", "aliases"};
 constexpr std::array<std::string_view, 4> kTimeoutKeys = {"connect", "first_byte", "idle", "total"};
@@ -223,9 +224,15 @@ class Loader {
           cfg.auth.master_key = str(n, "auth.master_key");
         });
       } else if (key == "store") {
-        walk(v, "store", kUrlKeys, [&](const std::string&, const YAML::Node& n) {
-          cfg.store.url = str(n, "store.url");
-          checkStoreUrl(n, cfg.store.url);
+        walk(v, "store", kStoreKeys, [&](const std::string& skey, const YAML::Node& n) {
+          if (skey == "url") {
+            cfg.store.url = str(n, "store.url");
+            checkStoreUrl(n, cfg.store.url);
+          } else {
+            const std::string b = n.IsScalar() ? n.Scalar() : std::string();
+            if (b != "true" && b != "false") fail(n, "store.request_logs: expected true or false, got " + describeNode(n));
+            cfg.store.request_logs = b == "true";
+          }
         });
       } else if (key == "redis") {
         walk(v, "redis", kUrlKeys, [&](const std::string&, const YAML::Node& n) {

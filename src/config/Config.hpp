@@ -31,6 +31,7 @@ struct AuthConfig {
 
 struct StoreConfig {
   std::string url = "sqlite://./sluice.db";
+  bool request_logs = true;  // one row per request in the store (written off the response path)
 };
 
 struct RedisConfig {

@@ -30,6 +30,8 @@
 #include "metrics/Metrics.hpp"
 #include "mock/MockServer.hpp"
 #include "routing/Router.hpp"
+#include "store/LogWriter.hpp"
+#include "store/Store.hpp"
 #include "upstream/Client.hpp"
 
 namespace sluice::gateway {
@@ -125,8 +127,9 @@ std::string newRequestId() {
 class Gateway {
  public:
   Gateway(std::shared_ptr<const config::Config> cfg, std::string path, std::string configText,
-          std::unique_ptr<http::Server> embeddedMock)
-      : path_(std::move(path)),
+          std::unique_ptr<http::Server> embeddedMock, std::unique_ptr<store::LogWriter> logs)
+      : logs_(std::move(logs)),
+        path_(std::move(path)),
         embedded_text_(std::move(configText)),
         tls_(upstream::makeClientTlsContext()),
         embedded_mock_(std::move(embeddedMock)),
@@ -203,6 +206,11 @@ class Gateway {
       embedded_mock_thread_.join();
     }
     access_.drain();
+    // Every accepted request's log row goes to the database before exit.
+    if (logs_ && !logs_->drain(std::chrono::seconds(10))) {
+      auto st = logs_->stats();
+      spdlog::error("request log: {} rows could not be written before exit (database unreachable)", st.abandoned);
+    }
     spdlog::info("sluice stopped");
     return 0;
   }
@@ -314,6 +322,30 @@ class Gateway {
     reg.record(metrics::RequestSample{rec.channel, rec.model, rec.status, rec.ttfb_ms, rec.duration_ms,
                                       rec.input_tokens, rec.output_tokens, rec.attempts});
     accessLog(req, ctx, rec);
+    if (logs_) logs_->enqueue(logRecord(req, ctx, rec));  // never waits on the database
+  }
+
+  static store::LogRecord logRecord(const http::Request& req, const RequestContext& ctx, const RequestRecord& rec) {
+    store::LogRecord l;
+    l.time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count() -
+                static_cast<std::int64_t>(rec.duration_ms);
+    l.request_id = ctx.id;
+    l.channel = rec.channel;
+    l.upstream_key = rec.key_id;
+    l.model = rec.model;
+    l.status = rec.status;
+    l.attempts = rec.attempts_json;
+    l.ttfb_ms = rec.ttfb_ms < 0 ? 0 : static_cast<std::int64_t>(rec.ttfb_ms);
+    l.duration_ms = static_cast<std::int64_t>(rec.duration_ms);
+    l.input_tokens = std::max<std::int64_t>(rec.input_tokens, 0);
+    l.output_tokens = std::max<std::int64_t>(rec.output_tokens, 0);
+    l.cached_tokens = std::max<std::int64_t>(rec.cached_tokens, 0);
+    l.client_addr = ctx.remote;
+    l.user_agent = std::string(req[bhttp::field::user_agent].substr(0, 512));
+    l.stream = rec.stream;
+    return l;
   }
 
   void accessLog(const http::Request& req, const RequestContext& ctx, const RequestRecord& rec) {
@@ -384,6 +416,20 @@ class Gateway {
         out += "# HELP sluice_access_log_dropped_total Access-log lines dropped because the writer fell behind.\n";
         out += "# TYPE sluice_access_log_dropped_total counter\n";
         out += fmt::format("sluice_access_log_dropped_total {}\n", access_.dropped());
+        if (logs_) {
+          auto st = logs_->stats();
+          out += "# HELP sluice_request_log_records_total Request-log rows by fate.\n";
+          out += "# TYPE sluice_request_log_records_total counter\n";
+          out += fmt::format("sluice_request_log_records_total{{result=\"written\"}} {}\n", st.written);
+          out += fmt::format("sluice_request_log_records_total{{result=\"dropped\"}} {}\n", st.dropped);
+          out += fmt::format("sluice_request_log_records_total{{result=\"rejected\"}} {}\n", st.rejected);
+          out += "# HELP sluice_request_log_queue_depth Rows waiting for the database.\n";
+          out += "# TYPE sluice_request_log_queue_depth gauge\n";
+          out += fmt::format("sluice_request_log_queue_depth {}\n", st.queue_depth + st.in_flight);
+          out += "# HELP sluice_store_connected 1 while the log writer's database connection works.\n";
+          out += "# TYPE sluice_store_connected gauge\n";
+          out += fmt::format("sluice_store_connected {}\n", st.connected ? 1 : 0);
+        }
       });
       co_await r.send(std::move(res));
       co_return;
@@ -552,6 +598,7 @@ class Gateway {
     }
   }
 
+  std::unique_ptr<store::LogWriter> logs_;  // declared first: outlives the server's workers
   std::string path_;
   std::string embedded_text_;
   net::ssl::context tls_;
@@ -598,8 +645,29 @@ int runServe(const std::string& config_path) {
                  config_path.c_str());
     return 2;
   }
+  // The request log: the schema is checked (and migrated) now so a bad store URL stops the
+  // start; a database that is merely down does not: rows wait in the queue meanwhile.
+  std::unique_ptr<store::LogWriter> logs;
+  if (cfg->store.request_logs) {
+    const std::string url = cfg->store.url;
+    auto factory = [url] {
+      auto s = store::Store::open(url);
+      s->migrate();
+      return s;
+    };
+    try {
+      factory();
+    } catch (const store::StoreError& e) {
+      if (!e.transient()) {
+        std::fprintf(stderr, "store.url: %s\n", e.what());
+        return 2;
+      }
+      spdlog::warn("store: {} (serving anyway; request logs wait in the queue)", e.what());
+    }
+    logs = std::make_unique<store::LogWriter>(factory);
+  }
   try {
-    Gateway gw(cfg, config_path, text, std::move(mock));
+    Gateway gw(cfg, config_path, text, std::move(mock), std::move(logs));
     gw.startEmbeddedMock();
     return gw.run();
   } catch (const std::exception& e) {

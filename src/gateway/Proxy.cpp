@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "metrics/Metrics.hpp"
+#include "core/JsonText.hpp"
 #include "gateway/StreamTaps.hpp"
 #include "providers/Translate.hpp"
 
@@ -639,6 +640,20 @@ struct Relay {
   }
 };
 
+// Adds one attempt to the JSON array kept for the request log.
+void appendAttempt(std::string& json_array, const routing::Pick& p, const Attempt& a) {
+  json_array.pop_back();  // ']'
+  if (json_array.size() > 1) json_array.push_back(',');
+  json_array.append("{\"channel\":");
+  appendJsonString(json_array, p.channel->cfg.name);
+  json_array.append(",\"key\":");
+  appendJsonString(json_array, p.key->id);
+  json_array.append(",\"status\":").append(std::to_string(a.status));
+  json_array.append(",\"error\":");
+  if (a.why.empty()) json_array.append("null"); else appendJsonString(json_array, a.why);
+  json_array.append("}]");
+}
+
 }  // namespace
 
 boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, http::Request& req,
@@ -727,6 +742,7 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, h
     rec.key_id = pick.key->id;
     auto a = co_await relay.attempt(pick, n);
     snap.router->report(pick, a.outcome, a.status, a.retry_after_ms, a.why);
+    appendAttempt(rec.attempts_json, pick, a);
     if (a.delivered) co_return;
     summary.push_back(fmt::format("#{} {} key {}: {}", n, pick.channel->cfg.name, pick.key->id, a.why));
     allTimeouts = allTimeouts && a.timeout;

@@ -42,6 +42,8 @@ struct RequestRecord {
   std::int64_t cached_tokens = 0;
   bool stream = false;
   std::string error;
+  // JSON array, one object per upstream attempt: {"channel","key","status","error"}.
+  std::string attempts_json = "[]";
 };
 
 // What a client asked for, as the router saw it in the path.

@@ -83,12 +83,16 @@ export function gatewayYaml({ channels, routing = {}, server = {}, master = MAST
 export async function startGateway(opts) {
   const dir = tempDir();
   const file = join(dir, 'sluice.yaml');
-  writeFileSync(file, typeof opts === 'string' ? opts : gatewayYaml(opts));
+  let yaml = typeof opts === 'string' ? opts : gatewayYaml(opts);
+  // Each gateway logs requests to its own SQLite file unless the test chose a store.
+  const db = join(dir, 'sluice.db');
+  if (!/^store:/m.test(yaml)) yaml = `store:\n  url: "sqlite://${db}"\n` + yaml;
+  writeFileSync(file, yaml);
   const proc = track(spawn(BIN, ['serve', '-c', file], { stdio: ['ignore', 'pipe', 'pipe'] }), 'gateway');
   const m = await waitForLine(proc, /listening on http:\/\/(\S+):(\d+)/, 'sluice serve');
   const url = `http://127.0.0.1:${m[2]}`;
   return {
-    proc, url, file, port: Number(m[2]),
+    proc, url, file, db, port: Number(m[2]),
     stop: (sig) => stop(proc, sig),
     writeConfig(o) { writeFileSync(file, typeof o === 'string' ? o : gatewayYaml(o)); },
     accessLines() {
