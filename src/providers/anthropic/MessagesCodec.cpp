@@ -368,8 +368,11 @@ std::optional<ApiError> decodeMessagesRequest(std::string_view body, Request& ou
       out.reasoning_budget = *budget;
     } else if (type == "disabled") {
       out.reasoning_budget = 0;
+    } else if (type == "adaptive") {
+      // The model decides how much to think: no budget, so the upstream's default applies
+      // (what Claude Code sends for models it does not know).
     } else {
-      return ApiError::invalid("thinking.type", "thinking.type must be enabled or disabled");
+      return ApiError::invalid("thinking.type", "thinking.type must be enabled, adaptive or disabled");
     }
   }
   return std::nullopt;
@@ -635,6 +638,7 @@ class MessagesStreamDecoder final : public StreamDecoder {
   std::size_t pending() const override { return sse_.pending(); }
 
  private:
+  detail::EventParser parser_;
   enum class Block : std::int8_t { Other, Text, Thinking, Tool };
   struct BlockInfo {
     Block kind = Block::Other;
@@ -656,11 +660,38 @@ class MessagesStreamDecoder final : public StreamDecoder {
     return &blocks_[static_cast<std::size_t>(idx)];
   }
 
+  // The bulk of a stream is text_delta events; one without escapes needs no JSON tree
+  // (measured: the per-event parse was most of the translation cost).
+  bool fastTextDelta(std::string_view data, StreamEventSink& sink) {
+    static constexpr std::string_view kHead = R"({"type":"content_block_delta","index":)";
+    static constexpr std::string_view kMid = R"(,"delta":{"type":"text_delta","text":")";
+    static constexpr std::string_view kTail = "\"}}";
+    if (!data.starts_with(kHead)) return false;
+    std::size_t i = kHead.size(), start = i;
+    std::size_t idx = 0;
+    while (i < data.size() && i - start < 4 && data[i] >= '0' && data[i] <= '9') idx = idx * 10 + (data[i++] - '0');
+    if (i == start || data.substr(i, kMid.size()) != kMid) return false;
+    i += kMid.size();
+    auto end = data.find('"', i);
+    if (end == std::string_view::npos || data.substr(end) != kTail) return false;
+    auto text = data.substr(i, end - i);
+    for (char c : text)
+      if (c == '\\' || static_cast<unsigned char>(c) < 0x20) return false;  // escapes: the full parser
+    if (blocks_.size() <= idx) blocks_.resize(idx + 1);
+    if (text.empty()) return true;
+    StreamEvent ev;
+    ev.kind = StreamEvent::Kind::Text;
+    ev.text = text;
+    sink.onEvent(ev);
+    return true;
+  }
+
   void onData(std::string_view data, StreamEventSink& sink) {
+    if (fastTextDelta(data, sink)) return;
     unsigned char buf[4096];
     json::monotonic_resource mr(buf, sizeof buf);
     boost::system::error_code ec;
-    auto v = json::parse(data, ec, &mr);
+    auto v = parser_.parse(data, ec, json::storage_ptr(&mr));
     if (ec || !v.is_object()) return emitError("the upstream sent a malformed stream event", sink);
     const auto& o = v.as_object();
     auto type = detail::asStr(o.if_contains("type"));

@@ -345,14 +345,30 @@ class RequestDecoder {
     auto* tools = f.get("tools");
     if (!tools) return std::nullopt;
     if (!tools->is_array()) return ApiError::invalid("tools", "tools must be an array");
-    const auto& arr = tools->as_array();
+    return decodeToolList(tools->as_array(), "tools");
+  }
+
+  std::optional<ApiError> decodeToolList(const json::array& arr, const std::string& path) {
     for (std::size_t i = 0; i < arr.size(); ++i) {
-      auto tp = indexPath("tools", i);
+      auto tp = indexPath(path, i);
       if (!arr[i].is_object()) return ApiError::invalid(tp, fmt::format("{} must be an object", tp));
       Fields tf{arr[i].as_object(), tp};
       std::string type;
       SLUICE_PROVIDERS_TRY(tf.str("type", type, true));
       Tool t;
+      if (type == "namespace") {
+        // A group of tools (Codex's multi_agent_v1): its function tools are offered as they are.
+        auto* inner = tf.get("tools");
+        if (!inner) continue;
+        if (!inner->is_array()) return ApiError::invalid(tf.sub("tools"), fmt::format("{} must be an array", tf.sub("tools")));
+        SLUICE_PROVIDERS_TRY(decodeToolList(inner->as_array(), tf.sub("tools")));
+        continue;
+      }
+      if (type == "web_search" || type == "web_search_preview") {
+        // OpenAI runs this search itself; no other provider can. Dropped: the model answers
+        // without searching (Codex offers it on every request).
+        continue;
+      }
       if (type == "function") {
         SLUICE_PROVIDERS_TRY(tf.str("name", t.name, true));
         SLUICE_PROVIDERS_TRY(tf.str("description", t.description));

@@ -75,6 +75,22 @@ TEST(AnthropicMessagesCodec, AcceptsSystemRoleEntriesAndEmptyTools) {
       R"({"model":"c","messages":[{"role":"system","content":"b"},{"role":"user","content":"hi"}],"max_tokens":5})");
 }
 
+// Claude Code sends adaptive thinking (and output_config, context_management) for models it
+// does not know: the upstream's default reasoning applies.
+TEST(AnthropicMessagesCodec, AdaptiveThinkingLeavesTheBudgetToTheUpstream) {
+  Request r;
+  auto err = decodeMessagesRequest(
+      R"({"model":"c","max_tokens":64,"thinking":{"type":"adaptive"},"output_config":{"effort":"high"},)"
+      R"("messages":[{"role":"user","content":"hi"}]})",
+      r);
+  ASSERT_FALSE(err) << err->message;
+  EXPECT_FALSE(r.reasoning_budget.has_value());
+  Request bad;
+  auto e2 = decodeMessagesRequest(R"({"model":"c","max_tokens":5,"thinking":{"type":"sometimes"},"messages":[{"role":"user","content":"hi"}]})", bad);
+  ASSERT_TRUE(e2);
+  EXPECT_EQ(e2->param, "thinking.type");
+}
+
 TEST(AnthropicMessagesCodec, DefaultMaxTokensIsTheNamedConstant) {
   boost::json::value v;
   ASSERT_FALSE(toAnthropic(R"({"model":"gpt","messages":[{"role":"user","content":"hi"}]})", v));

@@ -357,7 +357,7 @@ TEST(ResponsesRequest, UntranslatableInputIsA400NamingTheField) {
       {R"({"model":"m","input":"x","background":true})", "background", "background"},
       {R"({"model":"m","input":"x","prompt":{"id":"pmpt_1"}})", "prompt", "stored prompt template"},
       {R"({"model":"m","input":[{"type":"item_reference","id":"msg_1"}]})", "input[0].type", "item_reference"},
-      {R"({"model":"m","input":"x","tools":[{"type":"web_search"}]})", "tools[0].type", "'web_search'"},
+      {R"({"model":"m","input":"x","tools":[{"type":"file_search"}]})", "tools[0].type", "'file_search'"},
       {R"({"model":"m","input":"x","tools":[{"type":"file_search","vector_store_ids":["vs"]}]})", "tools[0].type",
        "'file_search'"},
       {R"({"model":"m","input":"x","tools":[{"type":"function","name":"f"},{"type":"computer_use_preview"}]})",
@@ -765,3 +765,26 @@ TEST(ResponsesStream, ReasoningThenTextThenToolFromChatUpstream) {
 
 }  // namespace
 }  // namespace sluice::providers
+
+namespace sluice::providers::openai {
+namespace {
+
+// What Codex sends on every request: a namespace of function tools and web_search.
+TEST(ResponsesRequest, NamespacesAreFlattenedAndWebSearchIsDropped) {
+  Request req;
+  auto err = decodeResponsesRequest(
+      R"({"model":"m","input":"x","tools":[{"type":"web_search","external_web_access":false},)"
+      R"({"type":"namespace","name":"multi_agent_v1","description":"d","tools":[)"
+      R"({"type":"function","name":"spawn_agent","parameters":{"type":"object","properties":{}}},)"
+      R"({"type":"function","name":"wait","parameters":{"type":"object","properties":{}}}]},)"
+      R"({"type":"function","name":"exec_command","parameters":{"type":"object","properties":{}}}]})",
+      req);
+  ASSERT_FALSE(err) << err->message;
+  ASSERT_EQ(req.tools.size(), 3u);
+  EXPECT_EQ(req.tools[0].name, "spawn_agent");
+  EXPECT_EQ(req.tools[1].name, "wait");
+  EXPECT_EQ(req.tools[2].name, "exec_command");
+}
+
+}  // namespace
+}  // namespace sluice::providers::openai
