@@ -17,12 +17,17 @@ run() {
 
 run unit tests/scripts/with-postgres.sh ctest --test-dir "$BUILD" --output-on-failure -j2
 run integration node --test --test-reporter=spec tests/integration/
-if [ -f tests/e2e/package.json ]; then
-  if [ ! -d tests/e2e/node_modules ] || [ tests/e2e/package-lock.json -nt tests/e2e/node_modules ]; then
-    (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error) || { summary+=("e2e: npm ci FAILED"); status=1; }
+# The SDKs (tests/e2e) and the coding agents (tests/e2e/agents) are separate npm packages:
+# each is installed from its lockfile when missing or stale.
+npm_ready() {
+  local dir=$1
+  if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) || { summary+=("$dir: npm ci FAILED"); status=1; return 1; }
   fi
-  run e2e node --test --test-reporter=spec tests/e2e/
-fi
+}
+npm_ready tests/e2e
+npm_ready tests/e2e/agents
+run e2e node --test --test-reporter=spec tests/e2e/
 
 echo "=== summary"
 printf '%s\n' "${summary[@]}"
