@@ -7,7 +7,11 @@ bench/BENCHMARKS.md (stdlib only).
 DIR/runs/*.json each hold one load-generator run:
     {"scenario", "target", "round", "wall_s", "proxy_cpu_s", "mock_cpu_s",
      "proxy_hwm_kb", "proxy_rss_kb", "result": <sluice_loadgen JSON or null>}
+DIR/translate_bench.json (optional) is the Google Benchmark JSON of build/sluice_translate_bench.
 The section between the BEGIN/END markers is replaced; the rest of the file is kept.
+Scenario 5 (records with scenario "translation", and the micro benchmarks) goes into its own
+block between the TR_BEGIN/TR_END markers, so that a run of only that scenario
+(BENCH_ONLY=translation) replaces that block and keeps the rest.
 """
 import argparse
 import datetime
@@ -20,6 +24,9 @@ import sys
 
 BEGIN = "<!-- bench:begin (written by bench/report.py; edit outside the markers) -->"
 END = "<!-- bench:end -->"
+TR_BEGIN = "<!-- bench:translation:begin (written by bench/report.py; edit outside the markers) -->"
+TR_END = "<!-- bench:translation:end -->"
+TR_TARGET = 0.9  # translated streaming throughput / passthrough
 
 HEADER = """# Benchmarks
 
@@ -355,6 +362,181 @@ def build(runs, meta):
     return "\n".join(L), checks
 
 
+# ----------------------------------------------------------------- 5. translation
+
+def load_micro(work):
+    path = os.path.join(work, "translate_bench.json")
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, json.JSONDecodeError) as e:
+        print(f"report.py: skipping {path}: {e}", file=sys.stderr)
+        return None
+
+
+def to_ns(value, unit):
+    return value * {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}.get(unit, 1.0)
+
+
+def micro_table(micro):
+    """Rows for the micro benchmarks; times are CPU time per iteration."""
+    rows, by_name = [], {}
+    for b in micro.get("benchmarks", []):
+        if b.get("run_type") == "aggregate":
+            continue
+        name = b.get("name", "?")
+        if b.get("error_occurred"):
+            rows.append([f"`{name}`", "error: " + str(b.get("error_message", "?")), "", "", "", "", ""])
+            continue
+        ns = to_ns(b.get("cpu_time", 0.0), b.get("time_unit", "ns"))
+        events = b.get("events")
+        in_b, out_b = b.get("in_bytes"), b.get("out_bytes")
+        per_event = ns / events if events else None
+        mbs = in_b / ns * 1e3 if in_b and ns else None  # bytes/ns * 1e9 / 1e6
+        by_name[name] = {"ns": ns, "per_event": per_event, "events": events}
+        kind = name.split("/", 1)[0]
+        per = {"request": "request", "response": "response", "json": "request",
+               "stream": "stream", "passthrough": "stream"}.get(kind, "iteration")
+        rows.append([
+            f"`{name}`", f"{ns:,.0f} ns / {per}", f"{int(events)}" if events else "",
+            fmt(per_event, 0) if per_event else "", fmt(mbs, 0),
+            f"{int(in_b)}" if in_b is not None else "", f"{int(out_b)}" if out_b is not None else "",
+        ])
+    return rows, by_name
+
+
+def build_translation(runs, micro, meta):
+    m = meta.get
+    by = {}
+    for r in runs:
+        if r.get("scenario") == "translation":
+            by.setdefault(r["target"], []).append(r)
+    pas = Agg(by["passthrough"]) if by.get("passthrough") else None
+    trn = Agg(by["translated"]) if by.get("translated") else None
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    model, tmodel = m("model", "gpt-4o-mini"), m("translate_model", "claude-sonnet-4-5")
+    L = []
+    L.append("### 5. Translation: OpenAI client -> Anthropic upstream vs passthrough\n")
+    L.append(f"- Run: {now}, `{m('command', 'make bench')}`; {machine()}")
+    if m("loadavg_tr_start"):
+        L.append(f"- Load average (1/5/15 min) before scenario 5: {m('loadavg_tr_start')}, after the micro "
+                 f"benchmarks: {m('loadavg_tr_end', '?')}")
+    L.append(f"- One Sluice (`server.workers: {m('sluice_workers', '0')}`) with two channels on the same mock: "
+             f"`{{name: oa, type: openai, models: [{model}]}}` and "
+             f"`{{name: an, type: anthropic, models: [{tmodel}]}}`. The load generator sends the same OpenAI "
+             f"chat request (`stream: true`, `x-mock-chunks: {m('chunks', '?')}`) on {m('concurrency', '?')} "
+             f"concurrent streams to `{model}` (passthrough: OpenAI upstream, the stream filtered as it is) "
+             f"and to `{tmodel}` (translated: the request to Anthropic Messages, the Anthropic SSE stream back "
+             f"to OpenAI chunks ending in `data: [DONE]`, which the load generator checks), "
+             f"{m('translation_seconds', '?')} s per path in {m('translation_segments', '?')} interleaved "
+             "segments (alternating which path goes first). Sluice CPU is the whole process (both paths "
+             "share it, never at the same time). On a shared 2-core machine the req/s ratio moves with "
+             "whatever else runs; CPU s per request is the steadier figure.")
+    L.append("")
+    checks = []
+    if pas and trn and pas.rps and trn.rps:
+        r = trn.rps / pas.rps
+        checks.append(("translation: translated / passthrough streaming throughput", f">= {TR_TARGET:.2f}x",
+                       f"{r:.2f}x ({trn.rps:.0f} vs {pas.rps:.0f} req/s)", "**met**" if r >= TR_TARGET else "**missed**"))
+    else:
+        checks.append(("translation: translated / passthrough streaming throughput", f">= {TR_TARGET:.2f}x",
+                       "n/a", "n/a (not run)"))
+    if pas and trn and pas.cpu_per_10k and trn.cpu_per_10k:
+        checks_cpu = f"{trn.cpu_per_10k / pas.cpu_per_10k:.2f}x ({trn.cpu_per_10k:.2f} vs {pas.cpu_per_10k:.2f} CPU s / 10k req)"
+    else:
+        checks_cpu = "n/a"
+    L.append(table(["target", "limit", "measured", "result"],
+                   checks + [("translation: Sluice CPU per request, translated / passthrough", "(reported)",
+                              checks_cpu, "-")]))
+    L.append("")
+    rows = []
+    for name, label, a in (("passthrough", f"`{model}` (oa, openai)", pas), ("translated", f"`{tmodel}` (an, anthropic)", trn)):
+        if not a:
+            continue
+        rows.append([
+            name, label, a.requests, a.failed, fmt(a.rps, 0), ratio(a.rps, pas.rps) if pas else "n/a",
+            fmt(a.p("ttfb", 50)), fmt(a.p("ttfb", 99)), fmt(a.p("close", 50)), fmt(a.p("close", 99)),
+            fmt(a.proxy_cpu, 2), fmt(a.cpu_per_10k, 3),
+            ratio(a.cpu_per_10k, pas.cpu_per_10k) if pas else "n/a",
+            fmt(a.mock_cpu, 2), fmt(a.client_cpu, 2), fmt(a.bytes_per_req, 0),
+        ])
+    if rows:
+        L.append(table(["path", "model (channel)", "requests", "failed", "req/s", "/ passthrough", "TTFB p50",
+                        "TTFB p99", "close p50", "close p99", "Sluice CPU s", "Sluice CPU s / 10k req",
+                        "/ passthrough", "mock CPU s", "client CPU s", "body bytes / stream"], rows))
+        L.append("")
+        errs = {k: a.errors for k, a in (("passthrough", pas), ("translated", trn)) if a and a.errors}
+        if errs:
+            L.append("Errors seen: " + "; ".join(f"{k}: " + ", ".join(f"{e} x{c}" for e, c in v.items())
+                                                  for k, v in errs.items()))
+            L.append("")
+    else:
+        L.append("(no end-to-end figures: the translation Sluice did not run)\n")
+
+    L.append(f"#### Translation micro benchmarks (`build/sluice_translate_bench`, "
+             f"`--benchmark_min_time={m('translate_bench_min_time', '?')}`)\n")
+    if micro:
+        ctx = micro.get("context", {})
+        rows, by_name = micro_table(micro)
+        L.append("CPU time per iteration. `request/A->B`: translateRequest of a client request in format A "
+                 "(tests/fixtures/providers/ `openai_request_full.json` / `anthropic_request_full.json`, system "
+                 "prompt, 6 turns, plus a second tool: 2 tools) for an upstream in format B; `response/U->C`: "
+                 "translateResponse of a whole upstream response in format U for a client in format C; "
+                 "`stream/U->C/INPUT`: a StreamTranslator made per stream and fed the upstream stream one event "
+                 "per feed() call, then finish(); `passthrough/...`: providers::openai::StreamFilter fed an "
+                 "OpenAI stream the same way (the passthrough path); `json/...`: Boost.JSON parse + serialize "
+                 "of the same request (a floor for any JSON rewrite). `mock_text20` streams are what "
+                 "`sluice mock --chunks 20` sends (bench/data/), the others are fixtures. MB/s = upstream "
+                 "(input) bytes per CPU second.")
+        L.append("")
+        L.append(table(["benchmark", "CPU time", "events", "ns / event", "MB/s (input)", "bytes in", "bytes out"],
+                       rows))
+        L.append("")
+        t, p = by_name.get("stream/anthropic->openai/mock_text20"), by_name.get("passthrough/openai/mock_text20")
+        if t and p:
+            L.append(f"The same 20-chunk text stream costs {t['ns'] / 1000:.1f} us translated from Anthropic "
+                     f"({t['per_event']:.0f} ns per upstream event) against {p['ns'] / 1000:.1f} us passed through "
+                     f"({p['per_event']:.0f} ns per event): {t['ns'] / p['ns']:.1f}x, "
+                     f"{(t['ns'] - p['ns']) / 1000:+.1f} us of CPU per stream, "
+                     f"{(t['ns'] - p['ns']) * 1e4 / 1e9:+.3f} CPU s per 10k streams.")
+            L.append("")
+        if ctx.get("library_build_type") == "debug":
+            L.append("(Google Benchmark prints \"Library was built as DEBUG\": that is Debian's libbenchmark "
+                     "itself; the code measured is Sluice's build, "
+                     f"{ctx.get('host_name', '')} load average at start "
+                     f"{', '.join(f'{x:.2f}' for x in ctx.get('load_avg', []))}.)")
+            L.append("")
+    else:
+        L.append("(not run: no build/sluice_translate_bench output)\n")
+    return "\n".join(L), checks
+
+
+def write_block(out, section, begin, end, after=None):
+    """Replaces the text between begin/end in `out` (or inserts the block after the `after`
+    marker, or at the end of the file)."""
+    block = begin + "\n" + section.rstrip() + "\n" + end + "\n"
+    text = ""
+    if os.path.exists(out):
+        with open(out) as fh:
+            text = fh.read()
+    b, e = text.find(begin), text.find(end)
+    if b != -1 and e != -1 and e > b:
+        text = text[:b] + block + text[e + len(end):].lstrip("\n")
+    elif after and text.find(after) != -1:
+        i = text.find(after) + len(after)
+        text = text[:i].rstrip("\n") + "\n\n" + block + text[i:].lstrip("\n")
+    elif text:
+        text = text.rstrip("\n") + "\n\n" + block
+    else:
+        text = HEADER + block
+    tmp = out + ".tmp"
+    with open(tmp, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, out)
+
+
 def write(out, section):
     block = BEGIN + "\n" + section.rstrip() + "\n" + END + "\n"
     if os.path.exists(out):
@@ -382,12 +564,21 @@ def main():
     a = ap.parse_args()
     meta = dict(kv.split("=", 1) for kv in a.set if "=" in kv)
     runs = load(a.work)
-    if not runs:
+    micro = load_micro(a.work)
+    main_runs = [r for r in runs if r.get("scenario") != "translation"]
+    tr_runs = [r for r in runs if r.get("scenario") == "translation"]
+    if not main_runs and not tr_runs and not micro:
         print("report.py: no runs found", file=sys.stderr)
         return 1
-    section, checks = build(runs, meta)
-    write(a.out, section)
-    print(f"wrote {a.out}", file=sys.stderr)
+    checks = []
+    if main_runs:
+        section, checks = build(main_runs, meta)
+        write(a.out, section)
+    if tr_runs or micro:
+        tr_section, tr_checks = build_translation(tr_runs, micro, meta)
+        write_block(a.out, tr_section, TR_BEGIN, TR_END, after=END)
+        checks += tr_checks
+    print(f"wrote {a.out}" + ("" if main_runs else " (section 5 only)"), file=sys.stderr)
     for name, limit, measured, res in checks:
         print(f"  {res.replace('**', ''):14s} {name}: {measured} (limit {limit})", file=sys.stderr)
     if a.strict and any("missed" in c[3] for c in checks):

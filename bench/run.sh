@@ -8,7 +8,13 @@
 #   2. throughput: 50 concurrent streams, 20 chunks each, no upstream delay, 15 s
 #   3. resources:  peak RSS (VmHWM) and CPU seconds per 10k requests of each proxy
 #   4. failover:   two mocks, one at --fail-rate 0.3, 2000 requests at concurrency 20
-# and writes the figures to bench/BENCHMARKS.md (via bench/report.py).
+#   5. translation: one Sluice with an OpenAI channel (gpt-4o-mini) and an Anthropic channel
+#                  (claude-sonnet-4-5) on the mock; OpenAI chat streams (50 concurrent, 20 chunks)
+#                  to both models in interleaved segments: passthrough vs OpenAI client ->
+#                  Anthropic upstream; then the translation micro benchmarks
+#                  (build/sluice_translate_bench, bench/translate_bench.cpp)
+# and writes the figures to bench/BENCHMARKS.md (via bench/report.py; section 5 in its own
+# marked block, so that BENCH_ONLY=translation updates only that block).
 #
 # Everything it starts listens on 127.0.0.1 and is killed on exit.
 # Knobs (environment): BUILD_DIR, SLUICE, LOADGEN, NGINX, NGINX_WORKERS (auto),
@@ -18,7 +24,12 @@
 # segments), FAILOVER_COUNT (2000), FAILOVER_CONCURRENCY (20), FAIL_RATE (0.3),
 # FAIL_STATUS (500), BENCH_OUT (bench/BENCHMARKS.md), BENCH_NO_BUILD=1 (skip
 # building), BENCH_STRICT=1 (exit 1 when a target is missed), MOCK_CMD (the
-# mock provider command; default "$SLUICE mock"; only for testing the harness).
+# mock provider command; default "$SLUICE mock"; only for testing the harness),
+# BENCH_ONLY=translation (run only scenario 5 and the micro benchmarks),
+# TRANSLATION_SECONDS (THROUGHPUT_SECONDS: per path), TRANSLATION_SEGMENTS (6: interleaved
+# segments per path; short and many, so that other load on the machine hits both paths alike),
+# TRANSLATE_MODEL (claude-sonnet-4-5), TRANSLATE_BENCH (build/sluice_translate_bench),
+# TRANSLATE_BENCH_MIN_TIME (0.3: --benchmark_min_time per micro benchmark).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -45,11 +56,23 @@ FAIL_RATE=${FAIL_RATE:-0.3}
 FAIL_STATUS=${FAIL_STATUS:-500}
 BENCH_OUT=${BENCH_OUT:-$ROOT/bench/BENCHMARKS.md}
 MODEL=${MODEL:-gpt-4o-mini}
+BENCH_ONLY=${BENCH_ONLY:-}
+TRANSLATION_SECONDS=${TRANSLATION_SECONDS:-$THROUGHPUT_SECONDS}
+TRANSLATION_SEGMENTS=${TRANSLATION_SEGMENTS:-6}
+TRANSLATE_MODEL=${TRANSLATE_MODEL:-claude-sonnet-4-5}
+TRANSLATE_BENCH=${TRANSLATE_BENCH:-$BUILD_DIR/sluice_translate_bench}
+TRANSLATE_BENCH_MIN_TIME=${TRANSLATE_BENCH_MIN_TIME:-0.3}
 MASTER_KEY=sk-bench-master
 REQ_TIMEOUT=10   # seconds per request in the load generator
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+
+case $BENCH_ONLY in
+  "") FULL=1 ;;
+  translation) FULL=0 ;;
+  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything) or translation" ;;
+esac
 
 # ---------------------------------------------------------------- build
 if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
@@ -61,9 +84,11 @@ if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
   cmake --build "$BUILD_DIR" --target sluice_loadgen -j"$(nproc)" >&2 || die "building sluice_loadgen failed"
   cmake --build "$BUILD_DIR" --target sluice -j"$(nproc)" >&2 ||
     log "warning: building sluice failed; using the existing binary if there is one"
+  cmake --build "$BUILD_DIR" --target sluice_translate_bench -j"$(nproc)" >&2 ||
+    log "warning: building sluice_translate_bench failed; the translation micro benchmarks are left out"
 fi
 [[ -x $LOADGEN ]] || die "load generator not found at $LOADGEN"
-[[ -x $NGINX ]] || die "nginx not found at $NGINX (Debian: apt-get install nginx-light)"
+[[ $FULL == 0 || -x $NGINX ]] || die "nginx not found at $NGINX (Debian: apt-get install nginx-light)"
 if [[ -z ${MOCK_CMD:-} ]]; then
   [[ -x $SLUICE ]] || die "sluice binary not found at $SLUICE"
   MOCK_CMD="$SLUICE mock"
@@ -131,7 +156,7 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 EOF
 )"
 P_MOCK=${PORTS[0]} P_NGINX=${PORTS[1]} P_SLUICE=${PORTS[2]}
-P_MOCK_FAIL=${PORTS[3]} P_SLUICE_FO=${PORTS[4]}
+P_MOCK_FAIL=${PORTS[3]} P_SLUICE_FO=${PORTS[4]} P_SLUICE_TR=${PORTS[5]}
 
 # ---------------------------------------------------------------- /proc sampling
 CLK_TCK=$(getconf CLK_TCK)
@@ -175,14 +200,17 @@ start mock "${MOCK[@]}" --listen "127.0.0.1:$P_MOCK" "${MOCK_ARGS[@]}"
 MOCK_PID=$PID
 wait_port mock "$MOCK_PID" "$P_MOCK" || die "the mock provider did not start (${MOCK[*]})"
 
-log "starting nginx on 127.0.0.1:$P_NGINX (worker_processes $NGINX_WORKERS)"
-mkdir -p "$WORK/nginx"
-sed -e "s#@PREFIX@#$WORK/nginx#g" -e "s#@WORKERS@#$NGINX_WORKERS#g" \
-    -e "s#@LISTEN@#127.0.0.1:$P_NGINX#g" -e "s#@UPSTREAM@#127.0.0.1:$P_MOCK#g" \
-    "$ROOT/bench/nginx.conf.template" >"$WORK/nginx/nginx.conf"
-start nginx "$NGINX" -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log"
-NGINX_PID=$PID
-wait_port nginx "$NGINX_PID" "$P_NGINX" || die "nginx did not start (see $WORK/nginx/error.log)"
+NGINX_PID=""
+if [[ $FULL == 1 ]]; then
+  log "starting nginx on 127.0.0.1:$P_NGINX (worker_processes $NGINX_WORKERS)"
+  mkdir -p "$WORK/nginx"
+  sed -e "s#@PREFIX@#$WORK/nginx#g" -e "s#@WORKERS@#$NGINX_WORKERS#g" \
+      -e "s#@LISTEN@#127.0.0.1:$P_NGINX#g" -e "s#@UPSTREAM@#127.0.0.1:$P_MOCK#g" \
+      "$ROOT/bench/nginx.conf.template" >"$WORK/nginx/nginx.conf"
+  start nginx "$NGINX" -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log"
+  NGINX_PID=$PID
+  wait_port nginx "$NGINX_PID" "$P_NGINX" || die "nginx did not start (see $WORK/nginx/error.log)"
+fi
 
 # write_config FILE PORT UPSTREAM_PORT...: one openai channel per upstream, equal priority
 write_config() {
@@ -212,7 +240,9 @@ write_config() {
 }
 
 SLUICE_PID=""
-if [[ -x $SLUICE ]]; then
+if [[ $FULL == 0 ]]; then
+  :  # BENCH_ONLY=translation: scenario 5 starts its own Sluice
+elif [[ -x $SLUICE ]]; then
   write_config "$WORK/sluice.yaml" "$P_SLUICE" "$P_MOCK"
   log "starting sluice on 127.0.0.1:$P_SLUICE (workers $SLUICE_WORKERS)"
   start sluice "$SLUICE" serve -c "$WORK/sluice.yaml"
@@ -228,8 +258,11 @@ fi
 declare -A URL=([direct]="http://127.0.0.1:$P_MOCK" [nginx]="http://127.0.0.1:$P_NGINX" [sluice]="http://127.0.0.1:$P_SLUICE")
 # the root process of each proxy; measure() samples it and its children (nginx workers)
 declare -A PROXY_ROOT=()
-PROXY_ROOT[nginx]=$NGINX_PID
-TARGETS=(direct nginx)
+TARGETS=(direct)
+if [[ -n $NGINX_PID ]]; then
+  PROXY_ROOT[nginx]=$NGINX_PID
+  TARGETS+=(nginx)
+fi
 if [[ -n $SLUICE_PID ]]; then
   PROXY_ROOT[sluice]=$SLUICE_PID
   TARGETS+=(sluice)
@@ -247,6 +280,7 @@ done
 
 # measure SCENARIO TARGET ROUND TIMEOUT LOADGEN_ARGS...: one loadgen run with
 # CPU/RSS deltas of the proxy and the mock(s); appends a record to $WORK/runs.
+# The request's model is $MEASURE_MODEL when set, else $MODEL.
 SEQ=0
 measure() {
   local scenario=$1 target=$2 round=$3 limit=$4; shift 4
@@ -256,7 +290,7 @@ measure() {
   # shellcheck disable=SC2086
   p0=$(cpu_s $ppids); m0=$(cpu_s $mpids); w0=$(date +%s.%N)
   # in the background + wait, so that a signal to this script is handled at once
-  timeout "$limit" "$LOADGEN" --label "$scenario/$target" --model "$MODEL" "$@" >"$WORK/loadgen.out" &
+  timeout "$limit" "$LOADGEN" --label "$scenario/$target" --model "${MEASURE_MODEL:-$MODEL}" "$@" >"$WORK/loadgen.out" &
   LOADGEN_PID=$!
   wait "$LOADGEN_PID" || true
   LOADGEN_PID=""
@@ -287,60 +321,132 @@ rotate() {
   for ((i = 0; i < k; i++)); do echo "${TARGETS[$(((i + n) % k))]}"; done
 }
 
-# ---------------------------------------------------------------- 1. ping
-log "1/4 ping: $PING_ROUNDS rounds of $PING_WARMUP warm-up + $PING_COUNT sequential streams"
-for ((r = 0; r < PING_ROUNDS; r++)); do
-  for t in $(rotate "$r"); do
-    measure ping "$t" "$((r + 1))" 60 --url "${URL[$t]}/v1/chat/completions" "${HDRS[@]}" \
-      --mode ping --warmup "$PING_WARMUP" --count "$PING_COUNT" --timeout "$REQ_TIMEOUT" --samples
+if [[ $FULL == 1 ]]; then
+  # ---------------------------------------------------------------- 1. ping
+  log "1/5 ping: $PING_ROUNDS rounds of $PING_WARMUP warm-up + $PING_COUNT sequential streams"
+  for ((r = 0; r < PING_ROUNDS; r++)); do
+    for t in $(rotate "$r"); do
+      measure ping "$t" "$((r + 1))" 60 --url "${URL[$t]}/v1/chat/completions" "${HDRS[@]}" \
+        --mode ping --warmup "$PING_WARMUP" --count "$PING_COUNT" --timeout "$REQ_TIMEOUT" --samples
+    done
   done
-done
 
-# ---------------------------------------------------------------- 2. throughput
-seg=$(awk -v a="$THROUGHPUT_SECONDS" -v b="$THROUGHPUT_SEGMENTS" 'BEGIN { printf "%g", a / b }')
-log "2/4 throughput: $CONCURRENCY streams x $CHUNKS chunks, ${THROUGHPUT_SECONDS}s per target ($THROUGHPUT_SEGMENTS interleaved segments of ${seg}s)"
-for ((r = 0; r < THROUGHPUT_SEGMENTS; r++)); do
-  for t in $(rotate "$r"); do
-    measure throughput "$t" "$((r + 1))" "$(awk -v s="$seg" 'BEGIN { printf "%d", s + 60 }')" \
-      --url "${URL[$t]}/v1/chat/completions" "${HDRS[@]}" --mode load --warmup 10 \
-      --concurrency "$CONCURRENCY" --duration "$seg" --timeout "$REQ_TIMEOUT" --samples
+  # ---------------------------------------------------------------- 2. throughput
+  seg=$(awk -v a="$THROUGHPUT_SECONDS" -v b="$THROUGHPUT_SEGMENTS" 'BEGIN { printf "%g", a / b }')
+  log "2/5 throughput: $CONCURRENCY streams x $CHUNKS chunks, ${THROUGHPUT_SECONDS}s per target ($THROUGHPUT_SEGMENTS interleaved segments of ${seg}s)"
+  for ((r = 0; r < THROUGHPUT_SEGMENTS; r++)); do
+    for t in $(rotate "$r"); do
+      measure throughput "$t" "$((r + 1))" "$(awk -v s="$seg" 'BEGIN { printf "%d", s + 60 }')" \
+        --url "${URL[$t]}/v1/chat/completions" "${HDRS[@]}" --mode load --warmup 10 \
+        --concurrency "$CONCURRENCY" --duration "$seg" --timeout "$REQ_TIMEOUT" --samples
+    done
   done
-done
 
-# ---------------------------------------------------------------- 4. failover
-# (3. resources come out of the throughput records: VmHWM and CPU deltas.)
-log "4/4 failover: $FAILOVER_COUNT requests at concurrency $FAILOVER_CONCURRENCY, one mock at --fail-rate $FAIL_RATE"
-start mock_fail "${MOCK[@]}" --listen "127.0.0.1:$P_MOCK_FAIL" "${MOCK_ARGS[@]}" \
-  --fail-rate "$FAIL_RATE" --fail-status "$FAIL_STATUS"
-MOCK_FAIL_PID=$PID
-wait_port mock_fail "$MOCK_FAIL_PID" "$P_MOCK_FAIL" || die "the failing mock did not start"
-FO_ARGS=("${HDRS[@]}" --mode load --concurrency "$FAILOVER_CONCURRENCY" --count "$FAILOVER_COUNT"
-         --timeout "$REQ_TIMEOUT" --samples)
-measure failover direct_healthy 1 180 --url "${URL[direct]}/v1/chat/completions" "${FO_ARGS[@]}"
-EXTRA_MOCK_PIDS=$MOCK_FAIL_PID
-measure failover direct_failing 1 180 --url "http://127.0.0.1:$P_MOCK_FAIL/v1/chat/completions" "${FO_ARGS[@]}"
-if [[ -x $SLUICE && -n $SLUICE_PID ]]; then
-  write_config "$WORK/sluice-failover.yaml" "$P_SLUICE_FO" "$P_MOCK" "$P_MOCK_FAIL"
-  start sluice_failover "$SLUICE" serve -c "$WORK/sluice-failover.yaml"
-  if wait_port sluice_failover "$PID" "$P_SLUICE_FO" 30; then
-    PROXY_ROOT[sluice_failover]=$PID
-    "$LOADGEN" --url "http://127.0.0.1:$P_SLUICE_FO/v1/chat/completions" --model "$MODEL" "${HDRS[@]}" \
-      --mode ping --count 5 --timeout "$REQ_TIMEOUT" >/dev/null || true   # warm-up
-    measure failover sluice_failover 1 180 --url "http://127.0.0.1:$P_SLUICE_FO/v1/chat/completions" "${FO_ARGS[@]}"
-  else
-    log "warning: the failover sluice did not start"
+  # ---------------------------------------------------------------- 4. failover
+  # (3. resources come out of the throughput records: VmHWM and CPU deltas.)
+  log "4/5 failover: $FAILOVER_COUNT requests at concurrency $FAILOVER_CONCURRENCY, one mock at --fail-rate $FAIL_RATE"
+  start mock_fail "${MOCK[@]}" --listen "127.0.0.1:$P_MOCK_FAIL" "${MOCK_ARGS[@]}" \
+    --fail-rate "$FAIL_RATE" --fail-status "$FAIL_STATUS"
+  MOCK_FAIL_PID=$PID
+  wait_port mock_fail "$MOCK_FAIL_PID" "$P_MOCK_FAIL" || die "the failing mock did not start"
+  FO_ARGS=("${HDRS[@]}" --mode load --concurrency "$FAILOVER_CONCURRENCY" --count "$FAILOVER_COUNT"
+           --timeout "$REQ_TIMEOUT" --samples)
+  measure failover direct_healthy 1 180 --url "${URL[direct]}/v1/chat/completions" "${FO_ARGS[@]}"
+  EXTRA_MOCK_PIDS=$MOCK_FAIL_PID
+  measure failover direct_failing 1 180 --url "http://127.0.0.1:$P_MOCK_FAIL/v1/chat/completions" "${FO_ARGS[@]}"
+  if [[ -x $SLUICE && -n $SLUICE_PID ]]; then
+    write_config "$WORK/sluice-failover.yaml" "$P_SLUICE_FO" "$P_MOCK" "$P_MOCK_FAIL"
+    start sluice_failover "$SLUICE" serve -c "$WORK/sluice-failover.yaml"
+    if wait_port sluice_failover "$PID" "$P_SLUICE_FO" 30; then
+      PROXY_ROOT[sluice_failover]=$PID
+      "$LOADGEN" --url "http://127.0.0.1:$P_SLUICE_FO/v1/chat/completions" --model "$MODEL" "${HDRS[@]}" \
+        --mode ping --count 5 --timeout "$REQ_TIMEOUT" >/dev/null || true   # warm-up
+      measure failover sluice_failover 1 180 --url "http://127.0.0.1:$P_SLUICE_FO/v1/chat/completions" "${FO_ARGS[@]}"
+    else
+      log "warning: the failover sluice did not start"
+    fi
   fi
+  EXTRA_MOCK_PIDS=""
+fi  # FULL
+
+# ---------------------------------------------------------------- 5. translation
+# One Sluice, two channels on the same mock: `oa` (OpenAI wire, gpt-4o-mini: passthrough) and `an`
+# (Anthropic wire, claude-sonnet-4-5: OpenAI client -> Anthropic upstream, translated both ways).
+# The load generator sends the same OpenAI chat streams to both models in interleaved segments.
+LOADAVG_TR_START=$(cut -d' ' -f1-3 /proc/loadavg)
+if [[ -x $SLUICE ]]; then
+  {
+    echo "server:"
+    echo "  listen: \"127.0.0.1:$P_SLUICE_TR\""
+    echo "  workers: $SLUICE_WORKERS"
+    echo "auth:"
+    echo "  master_key: \"$MASTER_KEY\""
+    echo "store:"
+    echo "  url: \"sqlite://$WORK/sluice-$P_SLUICE_TR.db\""
+    echo "routing:"
+    echo "  max_retries: 2"
+    echo "channels:"
+    echo "  - {name: oa, type: openai, base_url: \"http://127.0.0.1:$P_MOCK/v1\", keys: [\"k\"], models: [\"$MODEL\"]}"
+    echo "  - {name: an, type: anthropic, base_url: \"http://127.0.0.1:$P_MOCK\", keys: [\"k\"], models: [\"$TRANSLATE_MODEL\"]}"
+  } >"$WORK/sluice-translation.yaml"
+  log "5/5 translation: sluice on 127.0.0.1:$P_SLUICE_TR, $MODEL (openai channel) vs $TRANSLATE_MODEL (anthropic channel)"
+  start sluice_translation "$SLUICE" serve -c "$WORK/sluice-translation.yaml"
+  if wait_port sluice_translation "$PID" "$P_SLUICE_TR" 30; then
+    SLUICE_TR_PID=$PID
+    PROXY_ROOT[passthrough]=$SLUICE_TR_PID
+    PROXY_ROOT[translated]=$SLUICE_TR_PID
+    declare -A TR_MODEL=([passthrough]="$MODEL" [translated]="$TRANSLATE_MODEL")
+    TR_URL="http://127.0.0.1:$P_SLUICE_TR/v1/chat/completions"
+    # warm-up and sanity: both paths answer 200 with a stream that ends in data: [DONE]
+    for t in passthrough translated; do
+      out=$("$LOADGEN" --url "$TR_URL" --model "${TR_MODEL[$t]}" "${HDRS[@]}" \
+            --mode ping --count 5 --timeout "$REQ_TIMEOUT" || true)
+      grep -q '"ok":5' <<<"$out" || log "warning: a $t request (model ${TR_MODEL[$t]}) failed: $out"
+    done
+    tr_seg=$(awk -v a="$TRANSLATION_SECONDS" -v b="$TRANSLATION_SEGMENTS" 'BEGIN { printf "%g", a / b }')
+    log "  $CONCURRENCY streams x $CHUNKS chunks, ${TRANSLATION_SECONDS}s per path ($TRANSLATION_SEGMENTS interleaved segments of ${tr_seg}s)"
+    for ((r = 0; r < TRANSLATION_SEGMENTS; r++)); do
+      if ((r % 2 == 0)); then order=(passthrough translated); else order=(translated passthrough); fi
+      for t in "${order[@]}"; do
+        MEASURE_MODEL=${TR_MODEL[$t]}
+        measure translation "$t" "$((r + 1))" "$(awk -v s="$tr_seg" 'BEGIN { printf "%d", s + 60 }')" \
+          --url "$TR_URL" "${HDRS[@]}" --mode load --warmup 10 \
+          --concurrency "$CONCURRENCY" --duration "$tr_seg" --timeout "$REQ_TIMEOUT" --samples
+      done
+    done
+    MEASURE_MODEL=""
+  else
+    log "warning: the translation sluice did not start; scenario 5 is left out"
+  fi
+else
+  log "warning: no sluice binary at $SLUICE; scenario 5 is left out"
 fi
-EXTRA_MOCK_PIDS=""
+
+# the translation micro benchmarks (Google Benchmark), while the servers above sit idle
+if [[ -x $TRANSLATE_BENCH ]]; then
+  log "  micro benchmarks: $TRANSLATE_BENCH (--benchmark_min_time=$TRANSLATE_BENCH_MIN_TIME)"
+  if ! SLUICE_SOURCE_DIR=$ROOT "$TRANSLATE_BENCH" --benchmark_min_time="$TRANSLATE_BENCH_MIN_TIME" \
+       --benchmark_out="$WORK/translate_bench.json" --benchmark_out_format=json \
+       >"$WORK/translate_bench.txt" 2>&1; then
+    log "warning: $TRANSLATE_BENCH failed:"
+    tail -n 20 "$WORK/translate_bench.txt" >&2 || true
+  fi
+else
+  log "warning: no micro benchmark binary at $TRANSLATE_BENCH; its table is left out"
+fi
+LOADAVG_TR_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---------------------------------------------------------------- report
 log "writing $BENCH_OUT"
 CMD="make bench"
-overrides=$(env | grep -E '^(NGINX_WORKERS|SLUICE_WORKERS|MOCK_WORKERS|PING_ROUNDS|PING_WARMUP|PING_COUNT|CONCURRENCY|CHUNKS|THROUGHPUT_SECONDS|THROUGHPUT_SEGMENTS|FAILOVER_COUNT|FAILOVER_CONCURRENCY|FAIL_RATE|FAIL_STATUS|MOCK_CMD|SLUICE)=' | tr '\n' ' ' || true)
+overrides=$(env | grep -E '^(NGINX_WORKERS|SLUICE_WORKERS|MOCK_WORKERS|PING_ROUNDS|PING_WARMUP|PING_COUNT|CONCURRENCY|CHUNKS|THROUGHPUT_SECONDS|THROUGHPUT_SEGMENTS|FAILOVER_COUNT|FAILOVER_CONCURRENCY|FAIL_RATE|FAIL_STATUS|MOCK_CMD|SLUICE|BENCH_ONLY|TRANSLATION_SECONDS|TRANSLATION_SEGMENTS|TRANSLATE_MODEL|TRANSLATE_BENCH_MIN_TIME)=' | tr '\n' ' ' || true)
 [[ -n $overrides ]] && CMD="$overrides$CMD"
-nginx_version=$("$NGINX" -v 2>&1 | sed 's/^nginx version: nginx\///')
+nginx_version=n/a nginx_workers_n=0
+if [[ -n $NGINX_PID ]]; then
+  nginx_version=$("$NGINX" -v 2>&1 | sed 's/^nginx version: nginx\///')
+  nginx_workers_n=$(($(proc_tree "$NGINX_PID" | wc -l) - 1))
+fi
 sluice_version=$([[ -x $SLUICE ]] && "$SLUICE" version 2>/dev/null | head -n 1 || echo "n/a")
-nginx_workers_n=$(($(proc_tree "$NGINX_PID" | wc -l) - 1))
 report_args=(--work "$WORK" --out "$BENCH_OUT"
   --set "command=$CMD" --set "nginx_version=$nginx_version" --set "sluice_version=$sluice_version"
   --set "nginx_workers=$NGINX_WORKERS" --set "nginx_workers_n=$nginx_workers_n"
@@ -351,6 +457,10 @@ report_args=(--work "$WORK" --out "$BENCH_OUT"
   --set "failover_concurrency=$FAILOVER_CONCURRENCY" --set "fail_rate=$FAIL_RATE"
   --set "fail_status=$FAIL_STATUS" --set "mock_cmd=${MOCK[*]##*/} ${MOCK_ARGS[*]}"
   --set "model=$MODEL" --set "loadavg_start=$LOADAVG_START"
-  --set "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)")
+  --set "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)"
+  --set "bench_only=$BENCH_ONLY" --set "translate_model=$TRANSLATE_MODEL"
+  --set "translation_seconds=$TRANSLATION_SECONDS" --set "translation_segments=$TRANSLATION_SEGMENTS"
+  --set "translate_bench_min_time=$TRANSLATE_BENCH_MIN_TIME"
+  --set "loadavg_tr_start=$LOADAVG_TR_START" --set "loadavg_tr_end=$LOADAVG_TR_END")
 [[ ${BENCH_STRICT:-0} == 1 ]] && report_args+=(--strict)
 "$PYTHON" "$ROOT/bench/report.py" "${report_args[@]}"

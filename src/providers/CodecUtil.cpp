@@ -1,5 +1,7 @@
 #include "providers/CodecUtil.hpp"
 
+#include <boost/json/parser.hpp>
+
 #include <fmt/format.h>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
@@ -208,6 +210,16 @@ std::optional<std::int64_t> asInt(const json::value* v) {
 std::string_view asStr(const json::value* v) {
   if (!v || !v->is_string()) return {};
   return std::string_view(v->as_string().data(), v->as_string().size());
+}
+
+EventParser::EventParser() : p_(std::make_unique<json::parser>()) {}
+EventParser::~EventParser() = default;
+
+json::value EventParser::parse(std::string_view text, boost::system::error_code& ec, json::storage_ptr sp) {
+  p_->reset(std::move(sp));
+  p_->write(text.data(), text.size(), ec);
+  if (ec) return nullptr;
+  return p_->release();
 }
 
 std::optional<ApiError> parseJson(std::string_view text, json::value& out, std::string_view what) {

@@ -774,6 +774,7 @@ class ChatStreamDecoder final : public StreamDecoder {
   std::size_t pending() const override { return sse_.pending(); }
 
  private:
+  detail::EventParser parser_;
   void onData(std::string_view data, StreamEventSink& sink) {
     StreamEvent ev;
     if (data == "[DONE]") {
@@ -784,7 +785,7 @@ class ChatStreamDecoder final : public StreamDecoder {
     unsigned char buf[4096];
     json::monotonic_resource mr(buf, sizeof buf);
     boost::system::error_code ec;
-    auto v = json::parse(data, ec, &mr);
+    auto v = parser_.parse(data, ec, json::storage_ptr(&mr));
     if (ec || !v.is_object()) {
       error_ = detail::upstreamStreamError("the upstream sent a malformed stream event");
       ev.kind = StreamEvent::Kind::Error;
