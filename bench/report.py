@@ -194,7 +194,8 @@ def build(runs, meta):
              + ", upstream `keepalive 64`, `proxy_buffering off`, `proxy_request_buffering off`")
     sw = m("sluice_workers", "0")
     L.append(f"- Sluice (`sluice version`: {m('sluice_version', '?')}): `server.workers: {sw}`"
-             + (" (one per core)" if sw == "0" else ""))
+             + (" (one per core)" if sw == "0" else "")
+             + f", `store.request_logs: {m('sluice_request_logs', 'false')}` (nginx: `access_log off`)")
     L.append(f"- Mock: `{m('mock_cmd', 'sluice mock')}`; every request asks for model "
              f"`{m('model', '?')}`, `stream: true`, with `x-mock-chunks: {m('chunks', '?')}`")
     if m("loadavg_start"):

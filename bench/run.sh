@@ -42,6 +42,9 @@ if [[ -z ${PYTHON:-} ]]; then
 fi
 NGINX_WORKERS=${NGINX_WORKERS:-auto}
 SLUICE_WORKERS=${SLUICE_WORKERS:-0}
+# Sluice's per-request database rows are off by default here, as nginx runs with access_log
+# off: the proxy hop is compared like for like (set true to include them).
+SLUICE_REQUEST_LOGS=${SLUICE_REQUEST_LOGS:-false}
 MOCK_WORKERS=${MOCK_WORKERS:-1}
 PING_ROUNDS=${PING_ROUNDS:-3}
 PING_WARMUP=${PING_WARMUP:-3}
@@ -223,6 +226,7 @@ write_config() {
     echo "  master_key: \"$MASTER_KEY\""
     echo "store:"
     echo "  url: \"sqlite://$WORK/sluice-$port.db\""
+    echo "  request_logs: $SLUICE_REQUEST_LOGS"
     echo "routing:"
     echo "  max_retries: 2"
     echo "channels:"
@@ -383,6 +387,7 @@ if [[ -x $SLUICE ]]; then
     echo "  master_key: \"$MASTER_KEY\""
     echo "store:"
     echo "  url: \"sqlite://$WORK/sluice-$P_SLUICE_TR.db\""
+    echo "  request_logs: $SLUICE_REQUEST_LOGS"
     echo "routing:"
     echo "  max_retries: 2"
     echo "channels:"
@@ -450,7 +455,7 @@ sluice_version=$([[ -x $SLUICE ]] && "$SLUICE" version 2>/dev/null | head -n 1 |
 report_args=(--work "$WORK" --out "$BENCH_OUT"
   --set "command=$CMD" --set "nginx_version=$nginx_version" --set "sluice_version=$sluice_version"
   --set "nginx_workers=$NGINX_WORKERS" --set "nginx_workers_n=$nginx_workers_n"
-  --set "sluice_workers=$SLUICE_WORKERS" --set "ping_rounds=$PING_ROUNDS"
+  --set "sluice_workers=$SLUICE_WORKERS" --set "sluice_request_logs=$SLUICE_REQUEST_LOGS" --set "ping_rounds=$PING_ROUNDS"
   --set "ping_warmup=$PING_WARMUP" --set "ping_count=$PING_COUNT" --set "concurrency=$CONCURRENCY"
   --set "chunks=$CHUNKS" --set "throughput_seconds=$THROUGHPUT_SECONDS"
   --set "throughput_segments=$THROUGHPUT_SEGMENTS" --set "failover_count=$FAILOVER_COUNT"

@@ -3,6 +3,9 @@
 #include "config/Config.hpp"
 
 #include <yaml-cpp/yaml.h>
+#include <yaml-cpp/eventhandler.h>
+
+#include <sstream>
 
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
@@ -195,25 +198,47 @@ std::string_view schemeOf(std::string_view url) {
   return pos == std::string_view::npos ? std::string_view{} : url.substr(0, pos);
 }
 
+// Sees the parser's events and keeps nothing but where the last document started.
+struct DocumentCounter final : YAML::EventHandler {
+  YAML::Mark last_start;
+  void OnDocumentStart(const YAML::Mark& mark) override { last_start = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 class Loader {
  public:
   explicit Loader(std::string name) : name_(std::move(name)) {}
 
   Config load(const std::string& text) {
-    std::vector<YAML::Node> docs;
+    // Count documents without building them, and stop at the second: yaml-cpp 0.7 never
+    // consumes a stray ',' at document level, so LoadAll on "," makes empty documents until
+    // memory runs out (found by the config fuzzer; jbeder/yaml-cpp#1040).
+    YAML::Node root;
+    bool empty = true;
     try {
-      docs = YAML::LoadAll(text);
+      DocumentCounter counter;
+      std::istringstream in(text);
+      YAML::Parser parser(in);
+      int n = 0;
+      while (parser.HandleNextDocument(counter)) {
+        if (++n > 1) fail(counter.last_start, "expected one YAML document; a second one starts here");
+      }
+      empty = n == 0;
+      if (!empty) root = YAML::Load(text);
     } catch (const YAML::Exception& e) {
       YAML::Mark mark = e.mark;
       if (mark.is_null()) mark = endMark(text);
       fail(mark, "invalid YAML: " + e.msg);
     }
     Config cfg;
-    if (docs.empty()) return cfg;
-    if (docs.size() > 1) {
-      fail(docs[1], "expected one YAML document, found " + std::to_string(docs.size()));
-    }
-    const YAML::Node& root = docs[0];
+    if (empty) return cfg;
     if (root.IsNull()) return cfg;
     if (!root.IsMap()) fail(root, "the top level must be a mapping, got " + describeNode(root));
     walk(root, "", kTopKeys, [&](const std::string& key, const YAML::Node& v) {

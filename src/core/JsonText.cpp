@@ -5,14 +5,38 @@
 namespace sluice {
 
 namespace {
-// 1 for bytes that need escaping in a JSON string.
-constexpr auto kEscape = [] {
-  std::array<bool, 256> t{};
-  for (int i = 0; i < 0x20; ++i) t[i] = true;
-  t['"'] = true;
-  t['\\'] = true;
+// 1 for bytes that need escaping in a JSON string, 2 for the lead of a multi-byte sequence
+// (checked, so the output is always valid UTF-8).
+constexpr auto kClass = [] {
+  std::array<unsigned char, 256> t{};
+  for (int i = 0; i < 0x20; ++i) t[i] = 1;
+  t['"'] = 1;
+  t['\\'] = 1;
+  for (int i = 0x80; i < 0x100; ++i) t[i] = 2;
   return t;
 }();
+
+// Length of the well-formed UTF-8 sequence at s[i] (RFC 3629: no overlongs, no surrogates,
+// nothing above U+10FFFF), or 0.
+std::size_t utf8Length(std::string_view s, std::size_t i) {
+  auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  auto cont = [&](std::size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
+  unsigned char c = b(0);
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(1) || !cont(2)) return 0;
+    if (c == 0xE0 && b(1) < 0xA0) return 0;   // overlong
+    if (c == 0xED && b(1) >= 0xA0) return 0;  // surrogate
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
+    if (c == 0xF4 && b(1) >= 0x90) return 0;  // above U+10FFFF
+    return 4;
+  }
+  return 0;
+}
 }  // namespace
 
 void appendJsonString(std::string& out, std::string_view s) {
@@ -21,7 +45,19 @@ void appendJsonString(std::string& out, std::string_view s) {
   std::size_t run = 0;
   for (std::size_t i = 0; i < s.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(s[i]);
-    if (!kEscape[c]) continue;
+    unsigned char cls = kClass[c];
+    if (cls == 0) continue;
+    if (cls == 2) {
+      if (auto n = utf8Length(s, i)) {
+        i += n - 1;  // a valid character: stays in the run
+        continue;
+      }
+      // Not UTF-8 (a body cut mid-character, a non-UTF-8 upstream): U+FFFD keeps the JSON valid.
+      out.append(s.data() + run, i - run);
+      run = i + 1;
+      out.append("\\ufffd");
+      continue;
+    }
     out.append(s.data() + run, i - run);
     run = i + 1;
     switch (c) {

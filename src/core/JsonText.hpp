@@ -7,7 +7,8 @@
 namespace sluice {
 
 // Appends s as a JSON string literal (quoted, escaped), copying runs of plain bytes in bulk.
-// Input is assumed to be valid UTF-8.
+// The output is always valid UTF-8: a byte that does not start a well-formed sequence (a body
+// cut mid-character, a non-UTF-8 upstream) becomes U+FFFD.
 void appendJsonString(std::string& out, std::string_view s);
 
 }  // namespace sluice

@@ -513,7 +513,17 @@ TEST(ConfigErrors, YamlSyntaxErrorLine) {
   EXPECT_NE(f.what.find("invalid YAML"), std::string::npos) << f.what;
 
   f = failure("server: {}\n---\nauth: {}\n");
-  EXPECT_EQ(f.what, "t.yaml:3:1: expected one YAML document, found 2");
+  EXPECT_EQ(f.what, "t.yaml:2:1: expected one YAML document; a second one starts here");
+}
+
+// Regression (config fuzzer): yaml-cpp's LoadAll never got past a stray ',' and made empty
+// documents until memory ran out.
+TEST(ConfigErrors, StrayCommaIsAnErrorNotAnOutOfMemory) {
+  for (const char* text : {",", ", ", ",a", ",--"}) {
+    auto f = failure(text);
+    EXPECT_EQ(f.line, 1) << text;
+    EXPECT_NE(f.what.find("YAML"), std::string::npos) << f.what;
+  }
 }
 
 // ---- files ----
