@@ -32,6 +32,10 @@ bench: build
 	SLUICE_BENCH_DEPS=1 bash scripts/install-deps.sh
 	bash bench/run.sh
 
+# libFuzzer harnesses (clang, ASan + UBSan), 60 s each; `tests/run.sh` runs them 10 s each.
+fuzz:
+	bash tests/fuzz/run.sh 60
+
 # clang-tidy cannot read gcc's precompiled headers: give it a compile database without them.
 tidy: deps
 	cmake -S . -B build-tidy $(CMAKE_GEN) -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON -DSLUICE_BENCH=OFF >/dev/null

@@ -28,6 +28,13 @@ npm_ready() {
 npm_ready tests/e2e
 npm_ready tests/e2e/agents
 run e2e node --test --test-reporter=spec tests/e2e/
+if [ "${SLUICE_SANITIZED:-0}" = 1 ]; then
+  # The fuzz harnesses are ASan+UBSan builds already; the plain pass runs them.
+  echo "=== fuzz: run by the plain pass (its harnesses are sanitized builds); not repeated here"
+  summary+=("fuzz: run in the plain pass")
+else
+  run fuzz bash tests/fuzz/run.sh 10
+fi
 
 echo "=== summary"
 printf '%s\n' "${summary[@]}"

@@ -1,5 +1,7 @@
 #include "providers/CodecUtil.hpp"
 
+#include <cmath>
+
 #include <boost/json/parser.hpp>
 
 #include <fmt/format.h>
@@ -181,9 +183,14 @@ std::optional<ApiError> Fields::integer(std::string_view key, std::optional<std:
     out = *i;
     return std::nullopt;
   }
-  if (v->is_double() && v->as_double() == static_cast<double>(static_cast<std::int64_t>(v->as_double()))) {
-    out = static_cast<std::int64_t>(v->as_double());
-    return std::nullopt;
+  if (v->is_double()) {
+    // A whole number written as a double (1e3, 4096.0). Range first: casting a double outside
+    // int64 is undefined behaviour (found by the translate_request fuzzer with 1e19).
+    double d = v->as_double();
+    if (std::isfinite(d) && d >= -9.2e18 && d <= 9.2e18 && d == std::trunc(d)) {
+      out = static_cast<std::int64_t>(d);
+      return std::nullopt;
+    }
   }
   return ApiError::invalid(sub(key), fmt::format("{} must be an integer", sub(key)));
 }

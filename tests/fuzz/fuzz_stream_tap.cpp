@@ -1,0 +1,50 @@
+// Same-format stream taps (gateway/StreamTaps.hpp): makeStreamTap for every Wire, arbitrary
+// upstream bytes in fuzzer-chosen splits, then finish() and usage(). Input: [wire/flags]
+// [split] [payload]. Checks: no crash; events and usage do not depend on the split; the
+// Anthropic and Gemini taps pass every byte on unchanged. Also usageFromBody on the payload.
+#include <string>
+
+#include "FuzzUtil.hpp"
+#include "gateway/StreamTaps.hpp"
+
+using namespace sluice;
+
+namespace {
+
+struct Run {
+  std::string out;
+  gateway::Usage usage;
+};
+
+Run run(gateway::Wire w, bool strip, std::string_view payload, std::uint8_t split) {
+  auto tap = gateway::makeStreamTap(w, strip);
+  Run r;
+  bool ok = fuzz::feedSplit(payload, split, [&](std::string_view chunk) { return tap->feed(chunk, r.out); });
+  if (ok) tap->finish(r.out);
+  r.usage = tap->usage();
+  return r;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 2) return 0;
+  const auto w = fuzz::wires()[(data[0] & 0x7F) % fuzz::wires().size()];
+  const bool strip = data[0] & 0x80;
+  const std::string_view payload(reinterpret_cast<const char*>(data) + 2, size - 2);
+
+  Run split = run(w, strip, payload, data[1]);
+  Run whole = run(w, strip, payload, 0xFF);
+  if (fuzz::sseEvents(split.out) != fuzz::sseEvents(whole.out))
+    fuzz::fail("stream tap output depends on how the stream is split",
+                                        "split:\n" + split.out + "\nwhole:\n" + whole.out);
+  if (split.usage.prompt_tokens != whole.usage.prompt_tokens ||
+      split.usage.completion_tokens != whole.usage.completion_tokens ||
+      split.usage.cached_tokens != whole.usage.cached_tokens)
+    fuzz::fail("stream tap usage depends on how the stream is split");
+  if (w != gateway::Wire::OpenAI && whole.out != payload) fuzz::fail("pass-through tap changed the bytes");
+
+  gateway::Usage u;
+  gateway::usageFromBody(w, payload, u);
+  return 0;
+}

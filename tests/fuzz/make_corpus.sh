@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Regenerates the committed seed corpus (corpus/<harness>/) from tests/fixtures and a few
+# hand-written inputs. Stream harness seeds are [option byte][split byte] + fixture bytes
+# (see FuzzUtil.hpp); format and wire indexes follow the enum order: Format OpenAIChat 0,
+# AnthropicMessages 1, GeminiGenerate 2, OpenAIResponses 3; Wire OpenAI 0, Anthropic 1, Gemini 2.
+set -euo pipefail
+cd "$(dirname "$0")"
+FX=../fixtures
+GX=$FX/providers/gemini
+RX=$FX/providers/responses
+C=corpus
+rm -rf "$C"
+mkdir -p "$C"/{stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request}
+
+# seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
+seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
+
+# stream_filter: [strip bit] [split]
+seed $C/stream_filter/parallel_tools_strip   01 02 $FX/providers/openai_stream_parallel_tools.sse
+seed $C/stream_filter/parallel_tools_keep    00 ff $FX/providers/openai_stream_parallel_tools.sse
+seed $C/stream_filter/reasoning_bytewise     01 00 $FX/providers/openai_stream_reasoning_no_usage.sse
+seed $C/stream_filter/tool_stream            01 05 $FX/mock/openai_chat_tool_stream.sse
+seed $C/stream_filter/responses_stream       00 07 $FX/mock/responses_stream.sse
+{ printf '\x01\x01'
+  printf 'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}],"usage":null}\r\n\r\n'
+  printf 'data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}}\r\n\r\n'
+  printf 'data: [DONE]\r\n\r\n'; } >$C/stream_filter/usage_crlf
+
+# stream_tap: [wire | strip<<7] [split]
+seed $C/stream_tap/openai_strip       80 02 $FX/providers/openai_stream_parallel_tools.sse
+seed $C/stream_tap/openai_keep        00 00 $FX/providers/openai_stream_reasoning_no_usage.sse
+seed $C/stream_tap/anthropic_tools    01 05 $FX/providers/anthropic_stream_tool_use.sse
+seed $C/stream_tap/anthropic_mock     01 ff $FX/mock/anthropic_stream.sse
+seed $C/stream_tap/gemini             02 01 $FX/mock/gemini_stream.sse
+seed $C/stream_tap/gemini_tools       02 06 $GX/gemini_stream_thinking_tools.sse
+seed $C/stream_tap/responses_on_openai 80 03 $RX/stream_text.sse
+
+# translate_request: [client | upstream<<4] [flags]
+seed $C/translate_request/openai_to_anthropic     10 00 $FX/providers/openai_request_full.json
+seed $C/translate_request/openai_to_openai        00 03 $FX/providers/openai_request_full.json
+seed $C/translate_request/anthropic_to_openai     01 01 $FX/providers/anthropic_request_full.json
+seed $C/translate_request/anthropic_to_anthropic  11 02 $FX/providers/anthropic_request_full.json
+seed $C/translate_request/gemini_to_anthropic     12 00 $GX/gemini_request_full.json
+seed $C/translate_request/gemini_snake_to_openai  02 01 $GX/reference_request_snake_case.json
+seed $C/translate_request/openai_to_gemini        20 00 $FX/providers/openai_request_full.json
+seed $C/translate_request/responses_to_anthropic  13 00 $RX/request_codex.json
+seed $C/translate_request/anthropic_to_responses  31 02 $FX/providers/anthropic_request_full.json
+{ printf '\x10\x00'
+  printf '{"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Hello"}]}'
+} >$C/translate_request/openai_minimal_stream
+
+# translate_response: [client | upstream<<4] [status selector]
+seed $C/translate_response/openai_tools_to_anthropic      01 00 $FX/providers/openai_response_tools.json
+seed $C/translate_response/openai_tool_call_to_openai     00 08 $FX/mock/openai_chat_tool_call.json
+seed $C/translate_response/anthropic_thinking_to_openai   10 0a $FX/providers/anthropic_response_thinking_tools.json
+seed $C/translate_response/anthropic_message_to_anth      11 0f $FX/mock/anthropic_message.json
+seed $C/translate_response/anthropic_error_to_openai      10 0f $FX/mock/anthropic_error.json
+seed $C/translate_response/gemini_error_to_anthropic      01 08 $FX/mock/gemini_error.json
+seed $C/translate_response/gemini_tools_to_openai         20 00 $GX/gemini_response_thinking_tools.json
+seed $C/translate_response/gemini_text_to_responses        23 00 $GX/reference_response_text.json
+seed $C/translate_response/gemini_quota_error_to_anthropic 21 08 $GX/reference_error_quota.json
+seed $C/translate_response/responses_full_to_anthropic     31 00 $RX/response_full.json
+seed $C/translate_response/responses_call_to_gemini        32 00 $RX/reference_function_call_response.json
+{ printf '\x00\x08'
+  printf '{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}'
+} >$C/translate_response/openai_error
+
+# translate_stream: [client | include_usage<<3 | upstream<<4] [split]
+seed $C/translate_stream/openai_tools_to_anthropic      01 02 $FX/providers/openai_stream_parallel_tools.sse
+seed $C/translate_stream/openai_tools_to_openai         08 01 $FX/providers/openai_stream_parallel_tools.sse
+seed $C/translate_stream/openai_reasoning_to_anthropic  01 00 $FX/providers/openai_stream_reasoning_no_usage.sse
+seed $C/translate_stream/anthropic_tools_to_openai      18 05 $FX/providers/anthropic_stream_tool_use.sse
+seed $C/translate_stream/anthropic_thinking_to_openai   10 ff $FX/providers/anthropic_stream_thinking.sse
+seed $C/translate_stream/anthropic_tools_to_anthropic   11 03 $FX/providers/anthropic_stream_tool_use.sse
+seed $C/translate_stream/gemini_tools_to_anthropic      21 02 $GX/gemini_stream_thinking_tools.sse
+seed $C/translate_stream/gemini_text_to_openai          28 00 $GX/reference_stream_text.sse
+seed $C/translate_stream/openai_tools_to_gemini         02 05 $FX/providers/openai_stream_parallel_tools.sse
+seed $C/translate_stream/responses_text_to_openai       30 01 $RX/stream_text.sse
+seed $C/translate_stream/anthropic_patch_to_responses   13 02 $RX/anthropic_stream_apply_patch.sse
+
+# config: plain YAML text
+cat >$C/config/design_example.yaml <<'YAML'
+server:
+  listen: "127.0.0.1:8080"
+  workers: 0
+auth:
+  master_key: "${SLUICE_MASTER_KEY}"
+store:
+  url: "sqlite://./sluice.db"
+redis:
+  url: ""
+routing:
+  max_retries: 2
+  timeouts: {connect: 5s, first_byte: 60s, idle: 60s, total: 600s}
+channels:
+  - name: openai
+    type: openai
+    base_url: "https://api.openai.com/v1"
+    keys: ["${OPENAI_API_KEY}"]
+    models: ["gpt-4o-mini", "gpt-4.1*"]
+    priority: 1
+    weight: 1
+YAML
+cat >$C/config/every_field.yaml <<'YAML'
+server:
+  listen: "[::1]:0"
+  workers: 4
+  max_body_bytes: 1MB
+  max_header_bytes: 16KiB
+  header_timeout: 2s
+  keepalive_timeout: 1m
+  shutdown_grace: 0
+auth: {master_key: sk-admin-123456}
+store: {url: "postgres://u:p@db:5432/sluice"}
+redis: {url: "redis://127.0.0.1:6379"}
+routing:
+  max_retries: 0
+  timeouts: {connect: 250ms, first_byte: 1m30s, idle: 1.5s, total: 1h}
+  cooldown_default: 10s
+  breaker_failures: 3
+  breaker_cooldown: 45
+channels:
+  - name: claude
+    type: anthropic
+    base_url: https://api.anthropic.com/
+    keys: [k1, k2]
+    models: ["claude-*"]
+    priority: -1
+    weight: 0
+    headers: {anthropic-beta: tools-2024, X-Extra: "1"}
+  - name: local.mock_1
+    type: mock
+    base_url: http://127.0.0.1:9999
+    models: ["*"]
+YAML
+cat >$C/config/interpolation.yaml <<'YAML'
+server:
+  listen: "127.0.0.1:${SLUICE_T_PORT:-9090}"
+  workers: ${SLUICE_T_WORKERS:-2}
+routing:
+  timeouts: {total: "${SLUICE_T_UNSET:-2m}"}
+channels:
+  - name: m
+    type: mock
+    base_url: ${SLUICE_T_URL:-http://127.0.0.1:7777/v1}
+    keys: ["${SLUICE_T_KEY:-sk-x}", "${SLUICE_T_UNSET}", "literal-$$-key"]
+    models: ["${SLUICE_T_UNSET:-mock-*}"]
+    headers: {X-Key: "${SLUICE_T_KEY:-k}"}
+YAML
+cat >$C/config/gemini_azure.yaml <<'YAML'
+---
+channels:
+  - name: gemini
+    type: gemini
+    base_url: https://generativelanguage.googleapis.com
+    keys: [g1]
+    models: [gemini-2.0-flash, "gemini-*"]
+  - name: az
+    type: azure
+    base_url: https://example.openai.azure.com/openai
+    keys: [a1]
+    models: [gpt-4o]
+    priority: 2
+    weight: 3
+  - &c {name: compat, type: openai-compatible, base_url: "http://localhost:8000/v1", models: ["*"]}
+YAML
+printf 'server:\n  listen: 127.0.0.1:8080\nrouting:\n  max_retries: abc\n' >$C/config/wrong_type.yaml
+
+# http_request: [read-size selector] + raw client bytes
+{ printf '\x03'
+  printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAuthorization: Bearer sk-test\r\nContent-Type: application/json\r\nContent-Length: 76\r\n\r\n'
+  printf '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hello there"}]}'
+} >$C/http_request/chat_post
+{ printf '\x01'
+  printf 'POST /anthropic/v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: sk-test\r\nanthropic-version: 2023-06-01\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n'
+  printf '10\r\n{"model":"claude\r\n9;ext=1\r\n","max_tok\r\n0\r\nTrailer: x\r\n\r\n'
+} >$C/http_request/chunked_expect
+{ printf '\x05'
+  printf 'GET /healthz HTTP/1.1\r\nHost: a\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer k\r\n\r\n'
+  printf 'GET /gemini/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse&key=k HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'
+} >$C/http_request/pipelined
+{ printf '\x00'
+  printf 'POST /v1/embeddings HTTP/1.0\r\nContent-Length: 2000000\r\n\r\n{}'
+} >$C/http_request/too_large
