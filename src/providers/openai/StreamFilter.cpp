@@ -109,8 +109,12 @@ bool StreamFilter::feed(std::string_view in, std::string& out) {
     processRegion(in.substr(0, end), out);
     carry_.assign(in.substr(end));
   } else {
+    // Only the new bytes (and the 2 before them) can complete an event: scanning the whole
+    // carry each time would be quadratic for a large event arriving in small reads.
+    std::size_t from = carry_.size() > 2 ? carry_.size() - 2 : 0;
     carry_.append(in);
-    auto end = lastEventEnd(carry_);
+    auto end = lastEventEnd(std::string_view(carry_).substr(from));
+    if (end != 0) end += from;
     if (end != 0) {
       processRegion(std::string_view(carry_).substr(0, end), out);
       carry_.erase(0, end);
