@@ -21,6 +21,7 @@
 #include <random>
 #include <thread>
 
+#include "admin/AdminApi.hpp"
 #include "config/Config.hpp"
 #include "core/JsonText.hpp"
 #include "core/LineWriter.hpp"
@@ -134,6 +135,7 @@ class Gateway {
         tls_(upstream::makeClientTlsContext()),
         embedded_mock_(std::move(embeddedMock)),
         access_(STDOUT_FILENO) {
+    admin_ = std::make_unique<admin::AdminApi>(cfg->store.url);
     current_ = makeSnapshot(std::move(cfg));
     const auto& s = current_->cfg->server;
     http::ServerLimits limits;
@@ -442,6 +444,23 @@ class Gateway {
       co_return;
     }
 
+    if (path.starts_with("/admin/api/")) {
+      // The control plane: master key only.
+      auto key = presentedKey(req, ctx.query);
+      const auto& master = snap.cfg->auth.master_key;
+      if (key.empty() || master.empty() || !constantTimeEquals(key, master)) {
+        std::string message = "the admin API takes the master key: 'Authorization: Bearer MASTER_KEY'";
+        co_await sendError(r, ctx, rec, Wire::OpenAI, 401, "invalid_request_error", "invalid_api_key", message);
+        co_return;
+      }
+      std::string adminPath = path.substr(10);
+      std::string adminQuery = queryWithoutKey(ctx.query);
+      http::Response res = co_await admin_->handle(req, std::move(adminPath), std::move(adminQuery));
+      res.set("x-request-id", ctx.id);
+      co_await r.send(std::move(res));
+      co_return;
+    }
+
     // Which API the client speaks decides the error format from here on.
     ClientCall call;
     bool isModels = false;
@@ -599,6 +618,7 @@ class Gateway {
   }
 
   std::unique_ptr<store::LogWriter> logs_;  // declared first: outlives the server's workers
+  std::unique_ptr<admin::AdminApi> admin_;
   std::string path_;
   std::string embedded_text_;
   net::ssl::context tls_;
