@@ -225,7 +225,13 @@ EventParser::~EventParser() = default;
 json::value EventParser::parse(std::string_view text, boost::system::error_code& ec, json::storage_ptr sp) {
   p_->reset(std::move(sp));
   p_->write(text.data(), text.size(), ec);
-  if (ec) return nullptr;
+  if (ec) {
+    // Drop the partial value now, while its arena (the caller's, per event) still exists;
+    // left for the next reset or the destructor it would be freed into a dead arena (found by
+    // the translate_stream fuzzer).
+    p_->reset();
+    return nullptr;
+  }
   return p_->release();
 }
 
@@ -250,6 +256,33 @@ bool parseDataUrl(std::string_view url, std::string& media_type, std::string& da
 
 ApiError upstreamStreamError(std::string message) {
   return ApiError{502, ErrorKind::Api, std::move(message), {}, {}};
+}
+
+std::string fallbackErrorMessage(std::string_view body, int status) {
+  if (body.empty()) return fmt::format("upstream error (HTTP {})", status);
+  std::size_t n = std::min<std::size_t>(body.size(), 500);
+  // Back off continuation bytes so the cut does not split a UTF-8 character.
+  while (n > 0 && n < body.size() && (static_cast<unsigned char>(body[n]) & 0xC0) == 0x80) --n;
+  return std::string(body.substr(0, n));
+}
+
+const json::object* JsonEventDecoder::parseObject(std::string_view data, json::memory_resource& arena,
+                                                  json::value& holder, StreamEventSink& sink) {
+  boost::system::error_code ec;
+  holder = parser_.parse(data, ec, json::storage_ptr(&arena));
+  if (ec || !holder.is_object()) {
+    emitError(upstreamStreamError("the upstream sent a malformed stream event"), sink);
+    return nullptr;
+  }
+  return &holder.as_object();
+}
+
+void JsonEventDecoder::emitError(ApiError err, StreamEventSink& sink) {
+  error_ = std::move(err);
+  StreamEvent ev;
+  ev.kind = StreamEvent::Kind::Error;
+  ev.error = &error_;
+  sink.onEvent(ev);
 }
 
 }  // namespace sluice::providers::detail

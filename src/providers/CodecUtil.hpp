@@ -2,6 +2,7 @@
 // path-aware errors, and fast hand-built JSON text for stream events. Internal to providers/.
 #pragma once
 #include <boost/json/fwd.hpp>
+#include <boost/json/memory_resource.hpp>
 #include <boost/json/storage_ptr.hpp>
 #include <boost/system/error_code.hpp>
 
@@ -109,5 +110,34 @@ bool parseDataUrl(std::string_view url, std::string& media_type, std::string& da
 
 // Stream-side rendering of an upstream error event that has no usable body.
 ApiError upstreamStreamError(std::string message);
+
+// An upstream error body that is not the provider's JSON: its first bytes (cut on a character
+// boundary) or a generic line, for the error message.
+std::string fallbackErrorMessage(std::string_view body, int status);
+
+// The shell every provider's stream decoder shares: SSE framing, one JSON parser per stream,
+// and the error event for malformed input. Subclasses handle each event's data in onData() and
+// use parseObject() to read it.
+class JsonEventDecoder : public StreamDecoder {
+ public:
+  bool feed(std::string_view bytes, StreamEventSink& sink) final {
+    return sse_.feed(bytes, [&](std::string_view, std::string_view data) { onData(data, sink); });
+  }
+  std::size_t pending() const final { return sse_.pending(); }
+
+ protected:
+  virtual void onData(std::string_view data, StreamEventSink& sink) = 0;
+  // The event's JSON object, stored in `arena` through `holder`; null (and an error event sent)
+  // when the data is not a JSON object.
+  const boost::json::object* parseObject(std::string_view data, boost::json::memory_resource& arena,
+                                         boost::json::value& holder, StreamEventSink& sink);
+  void emitError(ApiError err, StreamEventSink& sink);
+
+  ApiError error_;  // the one an Error event points at
+
+ private:
+  SseSplitter sse_;
+  EventParser parser_;
+};
 
 }  // namespace sluice::providers::detail

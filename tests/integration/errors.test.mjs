@@ -73,8 +73,9 @@ test('chunked body over the limit: 413', async () => {
     method: 'POST', body: chunks(), duplex: 'half',
     headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
   }).catch((e) => e);
-  if (res instanceof Error) return; // the server may close before the client finishes sending: also a refusal
-  assert.equal(res.status, 413);
+  // The server may close before the client finishes sending: also a refusal. Either way the
+  // gateway must still be serving afterwards.
+  if (!(res instanceof Error)) assert.equal(res.status, 413);
   await stillServing();
 });
 

@@ -140,7 +140,7 @@ test('healthz and HEAD / answer without auth', async () => {
   assert.equal((await fetch(`${gw.url}/`, { method: 'HEAD' })).status, 200);
 });
 
-test('keep-alive: many requests reuse connections and all succeed', async () => {
+test('40 concurrent streams on keep-alive connections all complete', async () => {
   const results = await Promise.all(Array.from({ length: 40 }, async () => {
     const r = await chat(gw, { model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'x' }] });
     const { events } = await readSse(r);

@@ -621,37 +621,19 @@ ApiError decodeMessagesError(int status, std::string_view body) {
       err.message = std::string(detail::asStr(e->as_object().if_contains("message")));
     }
   }
-  if (err.message.empty()) {
-    auto raw = body.substr(0, 500);
-    err.message = raw.empty() ? fmt::format("upstream error (HTTP {})", status) : std::string(raw);
-  }
+  if (err.message.empty()) err.message = detail::fallbackErrorMessage(body, status);
   return err;
 }
 
 namespace {
 
-class MessagesStreamDecoder final : public StreamDecoder {
- public:
-  bool feed(std::string_view bytes, StreamEventSink& sink) override {
-    return sse_.feed(bytes, [&](std::string_view, std::string_view data) { onData(data, sink); });
-  }
-  std::size_t pending() const override { return sse_.pending(); }
-
+class MessagesStreamDecoder final : public detail::JsonEventDecoder {
  private:
-  detail::EventParser parser_;
   enum class Block : std::int8_t { Other, Text, Thinking, Tool };
   struct BlockInfo {
     Block kind = Block::Other;
     int tool = 0;
   };
-
-  void emitError(std::string message, StreamEventSink& sink) {
-    error_ = detail::upstreamStreamError(std::move(message));
-    StreamEvent ev;
-    ev.kind = StreamEvent::Kind::Error;
-    ev.error = &error_;
-    sink.onEvent(ev);
-  }
 
   BlockInfo* block(const json::object& o) {
     auto idx = detail::asInt(o.if_contains("index")).value_or(-1);
@@ -686,14 +668,14 @@ class MessagesStreamDecoder final : public StreamDecoder {
     return true;
   }
 
-  void onData(std::string_view data, StreamEventSink& sink) {
+  void onData(std::string_view data, StreamEventSink& sink) override {
     if (fastTextDelta(data, sink)) return;
     unsigned char buf[4096];
     json::monotonic_resource mr(buf, sizeof buf);
-    boost::system::error_code ec;
-    auto v = parser_.parse(data, ec, json::storage_ptr(&mr));
-    if (ec || !v.is_object()) return emitError("the upstream sent a malformed stream event", sink);
-    const auto& o = v.as_object();
+    json::value v;
+    const auto* parsed = parseObject(data, mr, v, sink);
+    if (!parsed) return;
+    const auto& o = *parsed;
     auto type = detail::asStr(o.if_contains("type"));
     StreamEvent ev;
     if (type == "content_block_delta") {
@@ -806,7 +788,6 @@ class MessagesStreamDecoder final : public StreamDecoder {
     // content_block_stop and unknown event types carry nothing to translate.
   }
 
-  detail::SseSplitter sse_;
   std::vector<BlockInfo> blocks_;
   int tools_ = 0;
   RawUsage usage_;

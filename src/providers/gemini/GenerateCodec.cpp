@@ -946,25 +946,15 @@ ApiError decodeGenerateError(int status, std::string_view body) {
   if (!ec && root.is_object()) {
     if (auto* e = root.as_object().if_contains("error"); e && e->is_object()) err = errorFromObject(status, e->as_object());
   }
-  if (err.message.empty()) {
-    auto raw = body.substr(0, 500);
-    err.message = raw.empty() ? fmt::format("upstream error (HTTP {})", status) : std::string(raw);
-  }
+  if (err.message.empty()) err.message = detail::fallbackErrorMessage(body, status);
   return err;
 }
 
 namespace {
 
-class GenerateStreamDecoder final : public StreamDecoder {
- public:
-  bool feed(std::string_view bytes, StreamEventSink& sink) override {
-    return sse_.feed(bytes, [&](std::string_view, std::string_view data) { onData(data, sink); });
-  }
-  std::size_t pending() const override { return sse_.pending(); }
-
+class GenerateStreamDecoder final : public detail::JsonEventDecoder {
  private:
-  detail::EventParser parser_;
-  void onData(std::string_view data, StreamEventSink& sink) {
+  void onData(std::string_view data, StreamEventSink& sink) override {
     StreamEvent ev;
     if (data.empty()) return;
     if (data == "[DONE]") {  // not Gemini's, but relays add it
@@ -974,16 +964,10 @@ class GenerateStreamDecoder final : public StreamDecoder {
     }
     unsigned char buf[4096];
     json::monotonic_resource mr(buf, sizeof buf);
-    boost::system::error_code ec;
-    auto v = parser_.parse(data, ec, json::storage_ptr(&mr));
-    if (ec || !v.is_object()) {
-      error_ = detail::upstreamStreamError("the upstream sent a malformed stream event");
-      ev.kind = StreamEvent::Kind::Error;
-      ev.error = &error_;
-      sink.onEvent(ev);
-      return;
-    }
-    const auto& o = v.as_object();
+    json::value v;
+    const auto* parsed = parseObject(data, mr, v, sink);
+    if (!parsed) return;
+    const auto& o = *parsed;
     if (auto* e = o.if_contains("error"); e && e->is_object()) {
       error_ = errorFromObject(0, e->as_object());
       if (error_.message.empty()) error_.message = "the upstream reported an error mid-stream";
@@ -1088,7 +1072,6 @@ class GenerateStreamDecoder final : public StreamDecoder {
     sink.onEvent(ev);
   }
 
-  detail::SseSplitter sse_;
   bool started_ = false;
   int tools_ = 0;
   ApiError error_;

@@ -757,25 +757,15 @@ ApiError decodeChatError(int status, std::string_view body) {
     err.status = status;
     err.kind = errorKindForStatus(status);
   }
-  if (err.message.empty()) {
-    auto raw = body.substr(0, 500);
-    err.message = raw.empty() ? fmt::format("upstream error (HTTP {})", status) : std::string(raw);
-  }
+  if (err.message.empty()) err.message = detail::fallbackErrorMessage(body, status);
   return err;
 }
 
 namespace {
 
-class ChatStreamDecoder final : public StreamDecoder {
- public:
-  bool feed(std::string_view bytes, StreamEventSink& sink) override {
-    return sse_.feed(bytes, [&](std::string_view, std::string_view data) { onData(data, sink); });
-  }
-  std::size_t pending() const override { return sse_.pending(); }
-
+class ChatStreamDecoder final : public detail::JsonEventDecoder {
  private:
-  detail::EventParser parser_;
-  void onData(std::string_view data, StreamEventSink& sink) {
+  void onData(std::string_view data, StreamEventSink& sink) override {
     StreamEvent ev;
     if (data == "[DONE]") {
       ev.kind = StreamEvent::Kind::Done;
@@ -784,16 +774,10 @@ class ChatStreamDecoder final : public StreamDecoder {
     }
     unsigned char buf[4096];
     json::monotonic_resource mr(buf, sizeof buf);
-    boost::system::error_code ec;
-    auto v = parser_.parse(data, ec, json::storage_ptr(&mr));
-    if (ec || !v.is_object()) {
-      error_ = detail::upstreamStreamError("the upstream sent a malformed stream event");
-      ev.kind = StreamEvent::Kind::Error;
-      ev.error = &error_;
-      sink.onEvent(ev);
-      return;
-    }
-    const auto& o = v.as_object();
+    json::value v;
+    const auto* parsed = parseObject(data, mr, v, sink);
+    if (!parsed) return;
+    const auto& o = *parsed;
     if (auto* e = o.if_contains("error"); e && !e->is_null()) {
       error_ = errorFromValue(0, *e);
       if (error_.message.empty()) error_.message = "the upstream reported an error mid-stream";
@@ -892,7 +876,6 @@ class ChatStreamDecoder final : public StreamDecoder {
     }
   }
 
-  detail::SseSplitter sse_;
   bool started_ = false;
   std::vector<bool> started_calls_;
   ApiError error_;
