@@ -1,10 +1,14 @@
-// sluice: the command line. Subcommands: serve (default), mock, check, version.
+// sluice: the command line. Subcommands: serve (default), mock, check, keys, version.
 #include <CLI/CLI.hpp>
 
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <tuple>
+#include <vector>
 
+#include "admin/KeysCli.hpp"
 #include "config/Config.hpp"
 #include "gateway/Gateway.hpp"
 #include "mock/MockServer.hpp"
@@ -36,6 +40,31 @@ int main(int argc, char** argv) {
   auto* check = app.add_subcommand("check", "Validate a config file");
   check->add_option("-c,--config,file", checkConfig, "YAML config file")->required();
 
+  // keys: works on the store directly; a running gateway picks changes up within a second.
+  sluice::admin::KeysCommand keysCmd;
+  std::map<std::string, std::string> keyFlagValues;
+  std::vector<CLI::App*> keysSubs;
+  auto* keys = app.add_subcommand("keys", "Manage virtual keys in the store (no running gateway needed)");
+  keys->require_subcommand(1);
+  for (const auto& [name, help, takesId, takesFlags] :
+       {std::tuple{"create", "Create a key and print its secret (shown once)", false, true},
+        std::tuple{"list", "List every key", false, false},
+        std::tuple{"show", "Show one key", true, false},
+        std::tuple{"update", "Change a key's name, limits, budgets, expiry or metadata", true, true},
+        std::tuple{"revoke", "Revoke a key at once", true, false},
+        std::tuple{"delete", "Delete a key", true, false}}) {
+    auto* sub = keys->add_subcommand(name, help);
+    sub->add_option("-c,--config", keysCmd.config_path,
+                    "YAML config file whose store.url to use (default: sqlite://./sluice.db)");
+    sub->add_flag("--json", keysCmd.json, "machine-readable output");
+    if (takesId) sub->add_option("id", keysCmd.id, "virtual key id")->required();
+    if (takesFlags) {
+      for (const auto& f : sluice::admin::kKeyFlags)
+        sub->add_option("--" + std::string(f.name), keyFlagValues[std::string(f.name)], std::string(f.help));
+    }
+    keysSubs.push_back(sub);
+  }
+
   auto* version = app.add_subcommand("version", "Print the version");
 
   CLI11_PARSE(app, argc, argv);
@@ -47,6 +76,18 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (*mock) return sluice::mock::runMock(mockOpts);
+  if (*keys) {
+    for (auto* sub : keysSubs) {
+      if (!*sub) continue;
+      keysCmd.action = sub->get_name();
+      for (const auto& f : sluice::admin::kKeyFlags) {
+        const std::string name(f.name);
+        if (const auto* opt = sub->get_option_no_throw("--" + name); opt && opt->count() > 0)
+          keysCmd.flags.emplace_back(name, keyFlagValues[name]);
+      }
+    }
+    return sluice::admin::runKeysCommand(keysCmd, std::cout, std::cerr);
+  }
   if (*check) {
     try {
       auto cfg = sluice::config::loadConfigFile(checkConfig);

@@ -15,8 +15,8 @@ run() {
   if "$@"; then summary+=("$name: ok"); else summary+=("$name: FAILED"); status=1; fi
 }
 
-run unit tests/scripts/with-postgres.sh ctest --test-dir "$BUILD" --output-on-failure -j2
-run integration node --test --test-reporter=spec tests/integration/
+run unit tests/scripts/with-postgres.sh tests/scripts/with-redis.sh ctest --test-dir "$BUILD" --output-on-failure -j2
+run integration tests/scripts/with-postgres.sh node --test --test-reporter=spec tests/integration/
 # The SDKs (tests/e2e) and the coding agents (tests/e2e/agents) are separate npm packages:
 # each is installed from its lockfile when missing or stale.
 npm_ready() {

@@ -1,15 +1,21 @@
 #include "admin/AdminApi.hpp"
 
+#include <fmt/format.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
-#include <fmt/format.h>
 
 #include <charconv>
 #include <map>
 
+#include "admin/ChannelOps.hpp"
+#include "admin/Fields.hpp"
+#include "admin/KeyOps.hpp"
+#include "admin/OpenApi.hpp"
+#include "config/Config.hpp"
+#include "core/SecretBox.hpp"
 #include "store/Store.hpp"
 
 namespace sluice::admin {
@@ -18,16 +24,94 @@ namespace net = boost::asio;
 namespace bhttp = boost::beast::http;
 namespace json = boost::json;
 
-struct AdminApi::State {
-  std::string url;
-  std::unique_ptr<store::Store> store;
-  store::Store& get() {
-    if (!store) store = store::Store::open(url);
-    return *store;
-  }
+namespace {
+
+enum class Op {
+  Logs,
+  Usage,
+  OpenApi,
+  ListKeys,
+  CreateKey,
+  GetKey,
+  UpdateKey,
+  DeleteKey,
+  RevokeKey,
+  ListChannels,
+  CreateChannel,
+  GetChannel,
+  UpdateChannel,
+  DeleteChannel,
+  ListChannelKeys,
+  CreateChannelKey,
+  GetChannelKey,
+  UpdateChannelKey,
+  DeleteChannelKey,
 };
 
-namespace {
+struct Route {
+  bhttp::verb method;
+  std::string_view path;  // "{name}" matches one non-empty segment
+  Op op;
+};
+
+constexpr Route kRoutes[] = {
+    {bhttp::verb::get, "/logs", Op::Logs},
+    {bhttp::verb::get, "/usage", Op::Usage},
+    {bhttp::verb::get, "/openapi.json", Op::OpenApi},
+    {bhttp::verb::get, "/keys", Op::ListKeys},
+    {bhttp::verb::post, "/keys", Op::CreateKey},
+    {bhttp::verb::get, "/keys/{id}", Op::GetKey},
+    {bhttp::verb::patch, "/keys/{id}", Op::UpdateKey},
+    {bhttp::verb::delete_, "/keys/{id}", Op::DeleteKey},
+    {bhttp::verb::post, "/keys/{id}/revoke", Op::RevokeKey},
+    {bhttp::verb::get, "/channels", Op::ListChannels},
+    {bhttp::verb::post, "/channels", Op::CreateChannel},
+    {bhttp::verb::get, "/channels/{id}", Op::GetChannel},
+    {bhttp::verb::patch, "/channels/{id}", Op::UpdateChannel},
+    {bhttp::verb::delete_, "/channels/{id}", Op::DeleteChannel},
+    {bhttp::verb::get, "/channels/{id}/keys", Op::ListChannelKeys},
+    {bhttp::verb::post, "/channels/{id}/keys", Op::CreateChannelKey},
+    {bhttp::verb::get, "/channels/{id}/keys/{key_id}", Op::GetChannelKey},
+    {bhttp::verb::patch, "/channels/{id}/keys/{key_id}", Op::UpdateChannelKey},
+    {bhttp::verb::delete_, "/channels/{id}/keys/{key_id}", Op::DeleteChannelKey},
+};
+
+std::vector<std::string_view> segments(std::string_view path) {
+  std::vector<std::string_view> out;
+  while (!path.empty()) {
+    if (path.front() == '/') {
+      path.remove_prefix(1);
+      continue;
+    }
+    const auto slash = path.find('/');
+    out.push_back(path.substr(0, slash));
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash);
+  }
+  return out;
+}
+
+// Matches `path` against a template; on success `params` holds the {…} segments in order.
+bool matches(std::string_view tmpl, const std::vector<std::string_view>& path, std::vector<std::string>& params) {
+  const auto t = segments(tmpl);
+  if (t.size() != path.size()) return false;
+  std::vector<std::string> found;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (t[i].starts_with('{'))
+      found.emplace_back(path[i]);
+    else if (t[i] != path[i])
+      return false;
+  }
+  params = std::move(found);
+  return true;
+}
+
+// 4xx/5xx that is not about one field: 404, 405, 409, 503.
+struct HttpError {
+  int status;
+  std::string message;
+  std::string allow = {};  // for 405
+};
 
 http::Response jsonResponse(int status, const json::value& v) {
   http::Response res{static_cast<bhttp::status>(status), 11};
@@ -36,11 +120,11 @@ http::Response jsonResponse(int status, const json::value& v) {
   return res;
 }
 
-// Field-level 400: {"error":{"message","type":"invalid_request_error","param"}}.
-struct BadField {
-  std::string param;
-  std::string message;
-};
+http::Response errorResponse(int status, const std::string& message, const std::string& param) {
+  const char* type = status >= 500 ? "server_error" : "invalid_request_error";
+  json::value p = param.empty() ? json::value(nullptr) : json::value(param);
+  return jsonResponse(status, json::object{{"error", {{"message", message}, {"type", type}, {"param", std::move(p)}}}});
+}
 
 std::map<std::string, std::string> parseQuery(std::string_view q) {
   std::map<std::string, std::string> out;
@@ -62,7 +146,15 @@ std::int64_t intParam(const std::map<std::string, std::string>& q, const std::st
   std::int64_t v = 0;
   auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
   if (ec != std::errc() || p != it->second.data() + it->second.size() || v < lo || v > hi)
-    throw BadField{name, fmt::format("{} must be an integer from {} to {}", name, lo, hi)};
+    throw FieldError(name, fmt::format("{} must be an integer from {} to {}", name, lo, hi));
+  return v;
+}
+
+// A path id: a positive integer, else nothing (the caller answers 404).
+std::optional<std::int64_t> pathId(std::string_view s) {
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
   return v;
 }
 
@@ -90,91 +182,528 @@ json::object logJson(const store::LogEntry& e) {
                       {"user_agent", r.user_agent}};
 }
 
-std::int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+// One request, as the pool thread sees it.
+struct Call {
+  std::vector<std::string> params;
+  std::map<std::string, std::string> query;
+  std::string body;
+};
+
+}  // namespace
+
+struct AdminApi::State {
+  std::string url;
+  std::unique_ptr<store::Store> store;
+  std::function<std::shared_ptr<const config::Config>()> config_source;
+  std::function<void()> on_change;
+  // Cached so the key derivation runs once per passphrase, not once per request.
+  std::string box_passphrase;
+  std::unique_ptr<SecretBox> box;
+
+  store::Store& db() {
+    if (!store) {
+      auto s = store::Store::open(url);
+      // The gateway migrates only when request logs are on; the control tables must exist anyway.
+      s->migrate();
+      store = std::move(s);
+    }
+    return *store;
+  }
+
+  std::shared_ptr<const config::Config> config() const { return config_source ? config_source() : nullptr; }
+
+  // nullptr when no store.secret_key is configured.
+  const SecretBox* secretBox() {
+    const auto cfg = config();
+    const std::string passphrase = cfg ? cfg->store.secret_key : std::string();
+    if (passphrase.empty()) return nullptr;
+    if (!box || passphrase != box_passphrase) {
+      box = std::make_unique<SecretBox>(passphrase);
+      box_passphrase = passphrase;
+    }
+    return box.get();
+  }
+
+  const SecretBox& requireSecretBox() {
+    const auto* b = secretBox();
+    if (!b)
+      throw HttpError{503,
+                      "upstream keys are stored encrypted and no secret key is configured: set the "
+                      "SLUICE_SECRET_KEY environment variable (or store.secret_key in the config file) to a "
+                      "long random string, then restart or reload"};
+    return *b;
+  }
+
+  void changed() {
+    if (on_change) on_change();
+  }
+
+  http::Response handleOnPool(bhttp::verb method, const std::string& path, const std::string& query, std::string body);
+  http::Response serve(Op op, Call& c);
+
+  // ---- read side ----
+  http::Response logs(Call& c);
+  http::Response usage(Call& c);
+
+  // ---- virtual keys ----
+  store::VirtualKey requireKey(const std::string& param);
+  json::object keyView(const store::VirtualKey& k, std::int64_t now);
+  http::Response listKeys(Call& c);
+  http::Response createKey(Call& c);
+  http::Response updateKey(Call& c);
+  http::Response revokeKey(Call& c);
+  http::Response deleteKey(Call& c);
+
+  // ---- channels ----
+  // A channel named in a path: a store channel (by id or name), or one from the config file.
+  struct ChannelRef {
+    std::optional<store::Channel> stored;
+    const config::ChannelConfig* declared = nullptr;
+    std::shared_ptr<const config::Config> cfg;  // keeps `declared` alive
+  };
+  ChannelRef resolveChannel(const std::string& param);
+  store::Channel requireStoredChannel(const std::string& param, std::string_view what);
+  const config::ChannelConfig* declaredChannel(const config::Config* cfg, std::string_view name);
+  void checkNameFree(const std::string& name, std::int64_t self_id);
+  json::array channelKeys(std::int64_t channel_id);
+  http::Response listChannels();
+  http::Response getChannel(Call& c);
+  http::Response createChannel(Call& c);
+  http::Response updateChannel(Call& c);
+  http::Response deleteChannel(Call& c);
+
+  // ---- upstream keys ----
+  store::UpstreamKey requireUpstreamKey(const store::Channel& ch, const std::string& param);
+  http::Response createUpstreamKey(Call& c);
+  http::Response updateUpstreamKey(Call& c);
+};
+
+// ---- read side ----
+
+http::Response AdminApi::State::logs(Call& c) {
+  auto& q = c.query;
+  store::LogQuery lq;
+  if (q.contains("from")) lq.from_ms = intParam(q, "from", 0, 0, INT64_MAX);
+  if (q.contains("to")) lq.to_ms = intParam(q, "to", 0, 0, INT64_MAX);
+  if (q.contains("status")) lq.status = static_cast<int>(intParam(q, "status", 0, 100, 599));
+  if (q.contains("model")) lq.model = q["model"];
+  if (q.contains("channel")) lq.channel = q["channel"];
+  lq.limit = static_cast<std::size_t>(intParam(q, "limit", 100, 1, static_cast<std::int64_t>(store::kMaxLogPage)));
+  lq.cursor = q["cursor"];
+  auto page = db().listLogs(lq);
+  json::array data;
+  for (const auto& e : page.entries) data.push_back(logJson(e));
+  json::value next = page.next_cursor.empty() ? json::value(nullptr) : json::value(page.next_cursor);
+  return jsonResponse(200, json::object{{"data", std::move(data)}, {"next_cursor", std::move(next)}});
+}
+
+http::Response AdminApi::State::usage(Call& c) {
+  auto& q = c.query;
+  store::UsageQuery uq;
+  uq.to_ms = intParam(q, "to", unixNowMs() + 1, 0, INT64_MAX);
+  uq.from_ms = intParam(q, "from", uq.to_ms - 30LL * 86'400'000, 0, INT64_MAX);
+  std::string by = q["by"];
+  std::size_t pos = 0;
+  while (pos <= by.size() && !by.empty()) {
+    auto comma = by.find(',', pos);
+    auto dim = by.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (dim == "day")
+      uq.by_day = true;
+    else if (dim == "model")
+      uq.by_model = true;
+    else if (dim == "channel")
+      uq.by_channel = true;
+    else if (dim == "key")
+      uq.by_virtual_key = true;
+    else
+      throw FieldError("by", "by takes a comma-separated list of day, model, channel, key; got \"" + dim + "\"");
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  if (q.contains("model")) uq.model = q["model"];
+  if (q.contains("channel")) uq.channel = q["channel"];
+  json::array data;
+  for (const auto& u : db().usage(uq)) {
+    json::object o{{"requests", u.requests},           {"errors", u.errors},
+                   {"input_tokens", u.input_tokens},   {"output_tokens", u.output_tokens},
+                   {"cached_tokens", u.cached_tokens}, {"cost_usd", u.cost_usd}};
+    if (uq.by_day) o["day_ms"] = u.day_ms;
+    if (uq.by_model) o["model"] = u.model;
+    if (uq.by_channel) o["channel"] = u.channel;
+    if (uq.by_virtual_key)
+      o["virtual_key_id"] = u.virtual_key_id ? json::value(*u.virtual_key_id) : json::value(nullptr);
+    data.push_back(std::move(o));
+  }
+  return jsonResponse(200, json::object{{"data", std::move(data)}, {"from_ms", uq.from_ms}, {"to_ms", uq.to_ms}});
+}
+
+// ---- virtual keys ----
+
+store::VirtualKey AdminApi::State::requireKey(const std::string& param) {
+  const auto id = pathId(param);
+  auto key = id ? db().getVirtualKey(*id) : std::nullopt;
+  if (!key) throw HttpError{404, fmt::format("no virtual key with id {}", param)};
+  return std::move(*key);
+}
+
+json::object AdminApi::State::keyView(const store::VirtualKey& k, std::int64_t now) {
+  return keyJson(k, spendOf(db(), k.id, now), now);
+}
+
+http::Response AdminApi::State::listKeys(Call& c) {
+  const auto now = unixNowMs();
+  std::string status;
+  if (auto it = c.query.find("status"); it != c.query.end() && !it->second.empty()) {
+    status = it->second;
+    if (status != "active" && status != "revoked" && status != "expired")
+      throw FieldError("status", "status takes active, revoked or expired; got \"" + status + "\"");
+  }
+  const auto spend = db().spendByKey(utcDayStartMs(now), utcMonthStartMs(now));
+  json::array data;
+  for (const auto& k : db().listVirtualKeys()) {
+    if (!status.empty() && status != keyStatusName(keyStatus(k, now))) continue;
+    const auto it = spend.find(k.id);
+    data.push_back(keyJson(k, it == spend.end() ? store::KeySpend{} : it->second, now));
+  }
+  return jsonResponse(200, json::object{{"data", std::move(data)}});
+}
+
+http::Response AdminApi::State::createKey(Call& c) {
+  const auto now = unixNowMs();
+  const json::object body = parseBodyObject(c.body);
+  store::VirtualKey key;
+  applyKeyFields(key, body, true, now);
+  std::string secret = issueKeySecret(key);
+  const auto id = db().createVirtualKey(key);
+  changed();
+  const auto stored = requireKey(std::to_string(id));
+  return jsonResponse(201, json::object{{"key", keyView(stored, now)}, {"secret", std::move(secret)}});
+}
+
+http::Response AdminApi::State::updateKey(Call& c) {
+  const auto now = unixNowMs();
+  auto key = requireKey(c.params[0]);
+  const json::object body = parseBodyObject(c.body);
+  applyKeyFields(key, body, false, now);
+  if (!body.empty()) {
+    if (!db().updateVirtualKey(key)) throw HttpError{404, fmt::format("no virtual key with id {}", key.id)};
+    changed();
+    key = requireKey(c.params[0]);
+  }
+  return jsonResponse(200, keyView(key, now));
+}
+
+http::Response AdminApi::State::revokeKey(Call& c) {
+  const auto now = unixNowMs();
+  auto key = requireKey(c.params[0]);
+  // Idempotent: revoking again keeps the first revocation time.
+  if (!key.revoked_at_ms) {
+    if (!db().revokeVirtualKey(key.id, now)) throw HttpError{404, fmt::format("no virtual key with id {}", key.id)};
+    changed();
+    key = requireKey(c.params[0]);
+  }
+  return jsonResponse(200, keyView(key, now));
+}
+
+http::Response AdminApi::State::deleteKey(Call& c) {
+  const auto id = pathId(c.params[0]);
+  if (!id || !db().deleteVirtualKey(*id)) throw HttpError{404, fmt::format("no virtual key with id {}", c.params[0])};
+  changed();
+  return http::Response{bhttp::status::no_content, 11};
+}
+
+// ---- channels ----
+
+const config::ChannelConfig* AdminApi::State::declaredChannel(const config::Config* cfg, std::string_view name) {
+  if (!cfg) return nullptr;
+  for (const auto& ch : cfg->channels) {
+    // store_id != 0: a store channel merged into the running snapshot, not one of the file's.
+    if (ch.store_id == 0 && ch.name == name) return &ch;
+  }
+  return nullptr;
+}
+
+AdminApi::State::ChannelRef AdminApi::State::resolveChannel(const std::string& param) {
+  ChannelRef ref;
+  if (const auto id = pathId(param)) ref.stored = db().getChannel(*id);
+  if (!ref.stored) {
+    ref.cfg = config();
+    ref.declared = declaredChannel(ref.cfg.get(), param);
+    if (!ref.declared) ref.stored = db().findChannelByName(param);
+  }
+  if (!ref.stored && !ref.declared) throw HttpError{404, fmt::format("no channel with id or name \"{}\"", param)};
+  return ref;
+}
+
+store::Channel AdminApi::State::requireStoredChannel(const std::string& param, std::string_view what) {
+  auto ref = resolveChannel(param);
+  if (ref.declared) {
+    const auto& file = ref.cfg->source_path.empty() ? std::string("the built-in config") : ref.cfg->source_path;
+    throw HttpError{409, fmt::format("channel \"{}\" is defined in the config file ({}, line {}); {} there and "
+                                     "reload, or manage channels created through this API instead",
+                                     ref.declared->name, file, ref.declared->line, what)};
+  }
+  return std::move(*ref.stored);
+}
+
+void AdminApi::State::checkNameFree(const std::string& name, std::int64_t self_id) {
+  const auto cfg = config();
+  if (const auto* declared = declaredChannel(cfg.get(), name))
+    throw HttpError{409, fmt::format("the config file already defines a channel named \"{}\" (line {}); choose "
+                                     "another name",
+                                     name, declared->line)};
+  if (const auto other = db().findChannelByName(name); other && other->id != self_id)
+    throw HttpError{409,
+                    fmt::format("a channel named \"{}\" already exists (id {}); choose another name", name, other->id)};
+}
+
+json::array AdminApi::State::channelKeys(std::int64_t channel_id) {
+  const auto* box = secretBox();
+  json::array keys;
+  for (const auto& k : db().listUpstreamKeys(channel_id)) keys.push_back(upstreamKeyJson(k, box));
+  return keys;
+}
+
+http::Response AdminApi::State::listChannels() {
+  json::array data;
+  const auto cfg = config();
+  if (cfg) {
+    for (const auto& ch : cfg->channels) {
+      if (ch.store_id == 0) data.push_back(configChannelJson(ch));
+    }
+  }
+  const auto* box = secretBox();
+  std::map<std::int64_t, json::array> keys;
+  for (const auto& k : db().listUpstreamKeys(std::nullopt)) keys[k.channel_id].push_back(upstreamKeyJson(k, box));
+  for (const auto& ch : db().listChannels()) data.push_back(channelJson(ch, std::move(keys[ch.id])));
+  return jsonResponse(200, json::object{{"data", std::move(data)}});
+}
+
+http::Response AdminApi::State::getChannel(Call& c) {
+  auto ref = resolveChannel(c.params[0]);
+  if (ref.declared) return jsonResponse(200, configChannelJson(*ref.declared));
+  return jsonResponse(200, channelJson(*ref.stored, channelKeys(ref.stored->id)));
+}
+
+http::Response AdminApi::State::createChannel(Call& c) {
+  const json::object body = parseBodyObject(c.body);
+  store::Channel ch;
+  applyChannelFields(ch, body, true);
+  checkNameFree(ch.name, 0);
+  const auto id = db().createChannel(ch);
+  changed();
+  const auto stored = db().getChannel(id);
+  if (!stored) throw HttpError{404, fmt::format("channel {} was deleted meanwhile", id)};
+  return jsonResponse(201, channelJson(*stored, json::array{}));
+}
+
+http::Response AdminApi::State::updateChannel(Call& c) {
+  auto ch = requireStoredChannel(c.params[0], "edit it");
+  const json::object body = parseBodyObject(c.body);
+  const std::string old_name = ch.name;
+  applyChannelFields(ch, body, false);
+  if (ch.name != old_name) checkNameFree(ch.name, ch.id);
+  if (!body.empty()) {
+    if (!db().updateChannel(ch)) throw HttpError{404, fmt::format("no channel with id {}", ch.id)};
+    changed();
+    auto stored = db().getChannel(ch.id);
+    if (!stored) throw HttpError{404, fmt::format("no channel with id {}", ch.id)};
+    ch = std::move(*stored);
+  }
+  return jsonResponse(200, channelJson(ch, channelKeys(ch.id)));
+}
+
+http::Response AdminApi::State::deleteChannel(Call& c) {
+  const auto ch = requireStoredChannel(c.params[0], "remove it");
+  if (!db().deleteChannel(ch.id)) throw HttpError{404, fmt::format("no channel with id {}", ch.id)};
+  changed();
+  return http::Response{bhttp::status::no_content, 11};
+}
+
+// ---- upstream keys ----
+
+store::UpstreamKey AdminApi::State::requireUpstreamKey(const store::Channel& ch, const std::string& param) {
+  const auto id = pathId(param);
+  auto key = id ? db().getUpstreamKey(*id) : std::nullopt;
+  if (!key || key->channel_id != ch.id)
+    throw HttpError{404, fmt::format("channel \"{}\" has no upstream key with id {}", ch.name, param)};
+  return std::move(*key);
+}
+
+http::Response AdminApi::State::createUpstreamKey(Call& c) {
+  const auto ch = requireStoredChannel(c.params[0], "its keys are listed");
+  const auto& box = requireSecretBox();
+  const json::object body = parseBodyObject(c.body);
+  rejectUnknownFields(body, {"secret", "label"},
+                      {"id", "channel_id", "masked", "state", "disabled_reason", "cooldown_until_ms", "created_at_ms",
+                       "updated_at_ms"});
+  const auto* secret = body.if_contains("secret");
+  if (!secret) throw FieldError("secret", "secret is required: the provider's API key to add to this channel");
+  store::UpstreamKey key;
+  key.channel_id = ch.id;
+  key.secret_encrypted = box.seal(upstreamSecretField(*secret));
+  if (const auto* label = body.if_contains("label")) key.label = upstreamLabelField(*label);
+  const auto id = db().createUpstreamKey(key);
+  changed();
+  const auto stored = requireUpstreamKey(ch, std::to_string(id));
+  return jsonResponse(201, upstreamKeyJson(stored, &box));
+}
+
+http::Response AdminApi::State::updateUpstreamKey(Call& c) {
+  const auto ch = requireStoredChannel(c.params[0], "its keys are listed");
+  auto key = requireUpstreamKey(ch, c.params[1]);
+  const json::object body = parseBodyObject(c.body);
+  rejectUnknownFields(body, {"secret", "label"},
+                      {"id", "channel_id", "masked", "state", "disabled_reason", "cooldown_until_ms", "created_at_ms",
+                       "updated_at_ms"});
+  if (const auto* label = body.if_contains("label")) key.label = upstreamLabelField(*label);
+  if (const auto* secret = body.if_contains("secret")) {
+    const std::string plain = upstreamSecretField(*secret);
+    key.secret_encrypted = requireSecretBox().seal(plain);
+  }
+  if (!body.empty()) {
+    if (!db().updateUpstreamKey(key)) throw HttpError{404, fmt::format("no upstream key with id {}", key.id)};
+    changed();
+    key = requireUpstreamKey(ch, c.params[1]);
+  }
+  return jsonResponse(200, upstreamKeyJson(key, secretBox()));
+}
+
+// ---- dispatch ----
+
+http::Response AdminApi::State::serve(Op op, Call& c) {
+  switch (op) {
+    case Op::Logs:
+      return logs(c);
+    case Op::Usage:
+      return usage(c);
+    case Op::OpenApi: {
+      http::Response res{bhttp::status::ok, 11};
+      res.set(bhttp::field::content_type, "application/json");
+      res.body() = std::string(openApiDocument());
+      return res;
+    }
+    case Op::ListKeys:
+      return listKeys(c);
+    case Op::CreateKey:
+      return createKey(c);
+    case Op::GetKey: {
+      const auto now = unixNowMs();
+      return jsonResponse(200, keyView(requireKey(c.params[0]), now));
+    }
+    case Op::UpdateKey:
+      return updateKey(c);
+    case Op::DeleteKey:
+      return deleteKey(c);
+    case Op::RevokeKey:
+      return revokeKey(c);
+    case Op::ListChannels:
+      return listChannels();
+    case Op::CreateChannel:
+      return createChannel(c);
+    case Op::GetChannel:
+      return getChannel(c);
+    case Op::UpdateChannel:
+      return updateChannel(c);
+    case Op::DeleteChannel:
+      return deleteChannel(c);
+    case Op::ListChannelKeys: {
+      const auto ch = requireStoredChannel(c.params[0], "its keys are listed");
+      return jsonResponse(200, json::object{{"data", channelKeys(ch.id)}});
+    }
+    case Op::CreateChannelKey:
+      return createUpstreamKey(c);
+    case Op::GetChannelKey: {
+      const auto ch = requireStoredChannel(c.params[0], "its keys are listed");
+      return jsonResponse(200, upstreamKeyJson(requireUpstreamKey(ch, c.params[1]), secretBox()));
+    }
+    case Op::UpdateChannelKey:
+      return updateUpstreamKey(c);
+    case Op::DeleteChannelKey: {
+      const auto ch = requireStoredChannel(c.params[0], "its keys are listed");
+      const auto key = requireUpstreamKey(ch, c.params[1]);
+      if (!db().deleteUpstreamKey(key.id)) throw HttpError{404, fmt::format("no upstream key with id {}", key.id)};
+      changed();
+      return http::Response{bhttp::status::no_content, 11};
+    }
+  }
+  throw HttpError{404, "no such admin endpoint"};
+}
+
+namespace {
+
+// Finds the route for method + path, or throws 404 (no such path) / 405 (path exists, other methods).
+const Route& route(bhttp::verb method, const std::string& path, std::vector<std::string>& params) {
+  const auto segs = segments(path);
+  std::string allow;
+  for (const auto& r : kRoutes) {
+    if (!matches(r.path, segs, params)) continue;
+    if (r.method == method) return r;
+    if (!allow.empty()) allow += ", ";
+    allow += std::string(bhttp::to_string(r.method));
+  }
+  if (!allow.empty())
+    throw HttpError{
+        405, fmt::format("/admin/api{} takes {}, not {}", path, allow, std::string(bhttp::to_string(method))), allow};
+  throw HttpError{404, "no admin endpoint " + path + "; the endpoints are listed at /admin/api/openapi.json"};
 }
 
 }  // namespace
 
-AdminApi::AdminApi(std::string store_url) : state_(std::make_unique<State>()) { state_->url = std::move(store_url); }
+http::Response AdminApi::State::handleOnPool(bhttp::verb method, const std::string& path, const std::string& query,
+                                             std::string body) {
+  try {
+    Call call{{}, parseQuery(query), std::move(body)};
+    const Route& r = route(method, path, call.params);
+    return serve(r.op, call);
+  } catch (const FieldError& e) {
+    return errorResponse(400, e.what(), e.param());
+  } catch (const HttpError& e) {
+    auto res = errorResponse(e.status, e.message, "");
+    if (!e.allow.empty()) res.set(bhttp::field::allow, e.allow);
+    return res;
+  } catch (const store::StoreError& e) {
+    if (e.code() == store::StoreErrc::Conflict) return errorResponse(409, std::string("store: ") + e.what(), "");
+    if (e.code() == store::StoreErrc::InvalidData) return errorResponse(400, std::string("store: ") + e.what(), "");
+    store.reset();  // reconnect next time
+    return errorResponse(503, std::string("store: ") + e.what(), "");
+  } catch (const std::exception& e) {
+    return errorResponse(500, std::string("admin API: ") + e.what(), "");
+  }
+}
+
+AdminApi::AdminApi(std::string store_url) : state_(std::make_unique<State>()) {
+  state_->url = std::move(store_url);
+}
 
 AdminApi::~AdminApi() {
   pool_.join();
 }
 
+void AdminApi::setConfigSource(std::function<std::shared_ptr<const config::Config>()> source) {
+  state_->config_source = std::move(source);
+}
+
+void AdminApi::onChange(std::function<void()> callback) {
+  state_->on_change = std::move(callback);
+}
+
+std::vector<std::pair<std::string, std::string>> AdminApi::routes() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& r : kRoutes) out.emplace_back(std::string(bhttp::to_string(r.method)), std::string(r.path));
+  return out;
+}
+
 net::awaitable<http::Response> AdminApi::handle(const http::Request& req, std::string path, std::string query) {
-  const bool get = req.method() == bhttp::verb::get;
   // The database work runs on the admin thread; this coroutine resumes on the caller's worker.
   // (The task is a named local: GCC 12 destroys non-trivial temporaries inside a co_await
   // expression twice.)
-  auto task = [this, get, path = std::move(path), query = std::move(query)]() -> net::awaitable<http::Response> {
-    co_return serve(get, path, query);
+  auto task = [this, method = req.method(), path = std::move(path), query = std::move(query),
+               body = req.body()]() mutable -> net::awaitable<http::Response> {
+    co_return state_->handleOnPool(method, path, query, std::move(body));
   };
   http::Response res = co_await net::co_spawn(pool_, std::move(task), net::use_awaitable);
   co_return res;
-}
-
-http::Response AdminApi::serve(bool get, const std::string& path, const std::string& query) {
-  try {
-    auto q = parseQuery(query);
-    if (path == "/logs") {
-      if (!get) return jsonResponse(405, json::object{{"error", {{"message", "/admin/api/logs takes GET"}, {"type", "invalid_request_error"}}}});
-      store::LogQuery lq;
-      if (q.contains("from")) lq.from_ms = intParam(q, "from", 0, 0, INT64_MAX);
-      if (q.contains("to")) lq.to_ms = intParam(q, "to", 0, 0, INT64_MAX);
-      if (q.contains("status")) lq.status = static_cast<int>(intParam(q, "status", 0, 100, 599));
-      if (q.contains("model")) lq.model = q["model"];
-      if (q.contains("channel")) lq.channel = q["channel"];
-      lq.limit = static_cast<std::size_t>(intParam(q, "limit", 100, 1, static_cast<std::int64_t>(store::kMaxLogPage)));
-      lq.cursor = q["cursor"];
-      auto page = state_->get().listLogs(lq);
-      json::array data;
-      for (const auto& e : page.entries) data.push_back(logJson(e));
-      json::value next = page.next_cursor.empty() ? json::value(nullptr) : json::value(page.next_cursor);
-      return jsonResponse(200, json::object{{"data", std::move(data)}, {"next_cursor", std::move(next)}});
-    }
-    if (path == "/usage") {
-      if (!get) return jsonResponse(405, json::object{{"error", {{"message", "/admin/api/usage takes GET"}, {"type", "invalid_request_error"}}}});
-      store::UsageQuery uq;
-      uq.to_ms = intParam(q, "to", nowMs() + 1, 0, INT64_MAX);
-      uq.from_ms = intParam(q, "from", uq.to_ms - 30LL * 86'400'000, 0, INT64_MAX);
-      std::string by = q["by"];
-      std::size_t pos = 0;
-      while (pos <= by.size() && !by.empty()) {
-        auto comma = by.find(',', pos);
-        auto dim = by.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-        if (dim == "day") uq.by_day = true;
-        else if (dim == "model") uq.by_model = true;
-        else if (dim == "channel") uq.by_channel = true;
-        else if (dim == "key") uq.by_virtual_key = true;
-        else throw BadField{"by", "by takes a comma-separated list of day, model, channel, key; got \"" + dim + "\""};
-        if (comma == std::string::npos) break;
-        pos = comma + 1;
-      }
-      if (q.contains("model")) uq.model = q["model"];
-      if (q.contains("channel")) uq.channel = q["channel"];
-      json::array data;
-      for (const auto& u : state_->get().usage(uq)) {
-        json::object o{{"requests", u.requests}, {"errors", u.errors}, {"input_tokens", u.input_tokens},
-                       {"output_tokens", u.output_tokens}, {"cached_tokens", u.cached_tokens},
-                       {"cost_usd", u.cost_usd}};
-        if (uq.by_day) o["day_ms"] = u.day_ms;
-        if (uq.by_model) o["model"] = u.model;
-        if (uq.by_channel) o["channel"] = u.channel;
-        if (uq.by_virtual_key) o["virtual_key_id"] = u.virtual_key_id ? json::value(*u.virtual_key_id) : json::value(nullptr);
-        data.push_back(std::move(o));
-      }
-      return jsonResponse(200, json::object{{"data", std::move(data)}, {"from_ms", uq.from_ms}, {"to_ms", uq.to_ms}});
-    }
-    return jsonResponse(404, json::object{{"error", {{"message", "no admin endpoint " + path}, {"type", "invalid_request_error"}}}});
-  } catch (const BadField& b) {
-    return jsonResponse(400, json::object{{"error", {{"message", b.message}, {"type", "invalid_request_error"}, {"param", b.param}}}});
-  } catch (const store::StoreError& e) {
-    if (e.code() != store::StoreErrc::InvalidData) state_->store.reset();  // reconnect next time
-    int status = e.code() == store::StoreErrc::InvalidData ? 400 : 503;
-    return jsonResponse(status, json::object{{"error", {{"message", std::string("store: ") + e.what()}, {"type", status == 400 ? "invalid_request_error" : "server_error"}}}});
-  }
 }
 
 }  // namespace sluice::admin

@@ -1,13 +1,23 @@
-// AdminApi: the JSON API under /admin/api/ (master key only). Its handlers run database work on
-// their own thread, never on a gateway worker, and answer on the worker that received the
-// request. Thread-safety: handle() may be called from any worker concurrently.
+// AdminApi: the JSON API under /admin/api/ (master key only): request logs and usage, virtual
+// keys, channels and their upstream keys, and the OpenAPI document describing all of it. Its
+// handlers run database work on their own thread, never on a gateway worker, and answer on the
+// worker that received the request.
+// Thread-safety: handle() may be called from any worker concurrently; call setConfigSource()
+// and onChange() before the first handle().
 #pragma once
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "http/Server.hpp"
+
+namespace sluice::config {
+struct Config;
+}
 
 namespace sluice::admin {
 
@@ -19,8 +29,18 @@ class AdminApi {
   // `path` is under /admin/api (e.g. "/logs"), `query` without the '?'. Returns the response.
   boost::asio::awaitable<http::Response> handle(const http::Request& req, std::string path, std::string query);
 
+  // The running config snapshot, asked for on the admin thread at each request that needs it:
+  // its channels declared in the file are shown read-only and their names are reserved, and
+  // store.secret_key seals upstream keys (empty: adding them is refused with 503).
+  void setConfigSource(std::function<std::shared_ptr<const config::Config>()> source);
+  // Called on the admin thread after every successful write (virtual key, channel or upstream
+  // key), so the gateway can rebuild its snapshot at once rather than at its next poll.
+  void onChange(std::function<void()> callback);
+
+  // Every endpoint served here as {"METHOD", "/path/{param}"}, for the OpenAPI document's test.
+  static std::vector<std::pair<std::string, std::string>> routes();
+
  private:
-  http::Response serve(bool get, const std::string& path, const std::string& query);  // on pool_
   struct State;
   std::unique_ptr<State> state_;  // the store connection: touched only on pool_'s thread
   boost::asio::thread_pool pool_{1};

@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -24,6 +26,7 @@
 #include <string_view>
 #include <utility>
 
+#include "cluster/Redis.hpp"
 #include "config/Scalars.hpp"
 
 namespace sluice::config {
@@ -31,19 +34,23 @@ namespace {
 
 using Keys = std::span<const std::string_view>;
 
-constexpr std::array<std::string_view, 6> kTopKeys = {"server", "auth",    "store",
-                                                       "redis",  "routing", "channels"};
+constexpr std::array<std::string_view, 7> kTopKeys = {"server",  "auth",     "store",  "redis",
+                                                       "routing", "channels", "pricing"};
 constexpr std::array<std::string_view, 7> kServerKeys = {
     "listen",         "workers",           "max_body_bytes", "max_header_bytes",
     "header_timeout", "keepalive_timeout", "shutdown_grace"};
 constexpr std::array<std::string_view, 1> kAuthKeys = {"master_key"};
 constexpr std::array<std::string_view, 1> kUrlKeys = {"url"};
-constexpr std::array<std::string_view, 2> kStoreKeys = {"url", "request_logs"};
-constexpr std::array<std::string_view, 6> kRoutingKeys = {
-    "max_retries", "timeouts", "cooldown_default", "breaker_failures", "breaker_cooldown", "aliases"};
+constexpr std::array<std::string_view, 6> kStoreKeys = {"url",        "request_logs",       "log_retention_days",
+                                                        "log_bodies", "log_body_max_bytes", "secret_key"};
+constexpr std::array<std::string_view, 7> kRoutingKeys = {"max_retries",      "timeouts",         "cooldown_default",
+                                                          "breaker_failures", "breaker_cooldown", "aliases",
+                                                          "recovery_interval"};
+constexpr std::array<std::string_view, 3> kPriceKeys = {"input", "output", "cached_input"};
 constexpr std::array<std::string_view, 4> kTimeoutKeys = {"connect", "first_byte", "idle", "total"};
-constexpr std::array<std::string_view, 10> kChannelKeys = {
-    "name", "type", "base_url", "keys", "models", "priority", "weight", "headers", "model_map", "api_version"};
+constexpr std::array<std::string_view, 15> kChannelKeys = {
+    "name",      "type",        "base_url", "keys", "models",         "priority", "weight", "headers",
+    "model_map", "api_version", "rpm",      "tpm",  "max_concurrent", "key_rpm",  "key_tpm"};
 
 struct ChannelTypeEntry {
   ChannelType type;
@@ -222,6 +229,7 @@ class Loader {
     // memory runs out (found by the config fuzzer; jbeder/yaml-cpp#1040).
     YAML::Node root;
     bool empty = true;
+    bool secretKeySet = false;
     try {
       DocumentCounter counter;
       std::istringstream in(text);
@@ -253,10 +261,17 @@ class Loader {
           if (skey == "url") {
             cfg.store.url = str(n, "store.url");
             checkStoreUrl(n, cfg.store.url);
-          } else {
-            const std::string b = n.IsScalar() ? n.Scalar() : std::string();
-            if (b != "true" && b != "false") fail(n, "store.request_logs: expected true or false, got " + describeNode(n));
-            cfg.store.request_logs = b == "true";
+          } else if (skey == "request_logs") {
+            cfg.store.request_logs = boolean(n, "store.request_logs");
+          } else if (skey == "log_bodies") {
+            cfg.store.log_bodies = boolean(n, "store.log_bodies");
+          } else if (skey == "log_retention_days") {
+            cfg.store.log_retention_days = static_cast<int>(integer(n, "store.log_retention_days", 0, 36500));
+          } else if (skey == "log_body_max_bytes") {
+            cfg.store.log_body_max_bytes = bytes(n, "store.log_body_max_bytes", std::uint64_t{16} << 20);
+          } else if (skey == "secret_key") {
+            cfg.store.secret_key = str(n, "store.secret_key");
+            secretKeySet = true;
           }
         });
       } else if (key == "redis") {
@@ -268,8 +283,13 @@ class Loader {
         routing(v, cfg.routing);
       } else if (key == "channels") {
         channels(v, cfg.channels);
+      } else if (key == "pricing") {
+        pricing(v, cfg.pricing);
       }
     });
+    if (!secretKeySet) {
+      if (const char* env = std::getenv("SLUICE_SECRET_KEY")) cfg.store.secret_key = env;
+    }
     return cfg;
   }
 
@@ -349,6 +369,50 @@ class Loader {
   std::string str(const YAML::Node& n, const std::string& path) {
     if (n.IsNull()) return {};
     return scalar(n, path, "a string");
+  }
+
+  bool boolean(const YAML::Node& n, const std::string& path) {
+    const std::string b = scalar(n, path, "true or false");
+    if (b != "true" && b != "false") fail(n, path + ": expected true or false, " + got(n, b));
+    return b == "true";
+  }
+
+  double number(const YAML::Node& n, const std::string& path, double lo, double hi) {
+    const std::string v = scalar(n, path, "a number");
+    double value = 0;
+    const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
+    if (v.empty() || ptr != v.data() + v.size() || ec != std::errc() || !std::isfinite(value))
+      fail(n, path + ": expected a number, " + got(n, v));
+    if (value < lo || value > hi) fail(n, path + ": must be from " + fmtNumber(lo) + " to " + fmtNumber(hi) + ", got " + v);
+    return value;
+  }
+
+  static std::string fmtNumber(double d) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", d);
+    return buf;
+  }
+
+  // pricing: {MODEL_OR_GLOB: {input: USD_PER_MTOK, output: USD_PER_MTOK, cached_input: USD_PER_MTOK}}
+  void pricing(const YAML::Node& node, std::map<std::string, Price>& out) {
+    if (node.IsNull()) return;
+    if (!node.IsMap()) fail(node, "pricing: expected a mapping of model names to prices, got " + describeNode(node));
+    for (const auto& kv : node) {
+      const YAML::Node& k = kv.first;
+      if (!k.IsScalar() || k.Scalar().empty() || hasControlChar(k.Scalar()))
+        fail(k, "pricing: " + (k.IsScalar() ? quote(k.Scalar()) : describeNode(k)) + " is not a model name");
+      const std::string path = "pricing." + k.Scalar();
+      Price p;
+      std::set<std::string> present;
+      walk(kv.second, path, kPriceKeys, [&](const std::string& pk, const YAML::Node& v) {
+        present.insert(pk);
+        double usd = number(v, path + "." + pk, 0, 1'000'000);
+        (pk == "input" ? p.input : pk == "output" ? p.output : p.cached_input) = usd;
+      });
+      if (!present.contains("input") || !present.contains("output"))
+        fail(kv.second, path + ": needs input and output (USD per million tokens), e.g. {input: 2.5, output: 10}");
+      if (!out.emplace(k.Scalar(), p).second) fail(k, "pricing: duplicate entry " + quote(k.Scalar()));
+    }
   }
 
   long long integer(const YAML::Node& n, const std::string& path, long long lo, long long hi) {
@@ -458,6 +522,8 @@ class Loader {
         r.breaker_cooldown = duration(v, path, false);
       } else if (key == "aliases") {
         modelMap(v, path, r.aliases);
+      } else if (key == "recovery_interval") {
+        r.recovery_interval = duration(v, path, true);
       }
     });
   }
@@ -488,10 +554,10 @@ class Loader {
 
   void checkRedisUrl(const YAML::Node& n, const std::string& url) {
     if (url.empty()) return;  // no Redis: state stays in process
-    const auto scheme = schemeOf(url);
-    if ((scheme != "redis" && scheme != "rediss" && scheme != "unix") || url.size() == scheme.size() + 3) {
-      fail(n, "redis.url: expected \"\", redis://HOST:PORT, rediss://HOST:PORT or unix:///PATH, got " +
-                  (scheme.empty() ? quote(url.substr(0, 12)) : "scheme " + quote(scheme)));
+    try {
+      cluster::parseRedisUrl(url);
+    } catch (const std::invalid_argument& e) {
+      fail(n, std::string("redis.url: expected \"\" or redis://[:PASSWORD@]HOST:PORT[/DB]: ") + e.what());
     }
   }
 
@@ -583,6 +649,13 @@ class Loader {
         } else if (key == "api_version") {
           ch.api_version = str(v, kpath);
           if (ch.api_version.empty() || hasControlChar(ch.api_version)) fail(v, kpath + ": expected a version string");
+        } else if (key == "rpm" || key == "tpm" || key == "max_concurrent" || key == "key_rpm" || key == "key_tpm") {
+          std::int64_t n = integer(v, kpath, 0, std::numeric_limits<int>::max());
+          (key == "rpm"              ? ch.rpm
+           : key == "tpm"            ? ch.tpm
+           : key == "max_concurrent" ? ch.max_concurrent
+           : key == "key_rpm"        ? ch.key_rpm
+                                     : ch.key_tpm) = n;
         }
       });
       for (const char* required : {"name", "type", "base_url", "models"}) {
@@ -712,7 +785,13 @@ std::string describeConfig(const Config& c) {
   e << YAML::Key << "master_key" << YAML::Value << YAML::DoubleQuoted << maskSecret(c.auth.master_key);
   e << YAML::EndMap;
   e << YAML::Key << "store" << YAML::Value << YAML::BeginMap;
-  e << YAML::Key << "url" << YAML::Value << YAML::DoubleQuoted << maskUrl(c.store.url) << YAML::EndMap;
+  e << YAML::Key << "url" << YAML::Value << YAML::DoubleQuoted << maskUrl(c.store.url);
+  e << YAML::Key << "request_logs" << YAML::Value << c.store.request_logs;
+  e << YAML::Key << "log_retention_days" << YAML::Value << c.store.log_retention_days;
+  e << YAML::Key << "log_bodies" << YAML::Value << c.store.log_bodies;
+  e << YAML::Key << "log_body_max_bytes" << YAML::Value << formatByteSize(c.store.log_body_max_bytes);
+  e << YAML::Key << "secret_key" << YAML::Value << YAML::DoubleQuoted << maskSecret(c.store.secret_key);
+  e << YAML::EndMap;
   e << YAML::Key << "redis" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "url" << YAML::Value << YAML::DoubleQuoted << maskUrl(c.redis.url) << YAML::EndMap;
   e << YAML::Key << "routing" << YAML::Value << YAML::BeginMap;
@@ -726,6 +805,12 @@ std::string describeConfig(const Config& c) {
   e << YAML::Key << "cooldown_default" << YAML::Value << formatDuration(c.routing.cooldown_default);
   e << YAML::Key << "breaker_failures" << YAML::Value << c.routing.breaker_failures;
   e << YAML::Key << "breaker_cooldown" << YAML::Value << formatDuration(c.routing.breaker_cooldown);
+  e << YAML::Key << "recovery_interval" << YAML::Value << formatDuration(c.routing.recovery_interval);
+  if (!c.routing.aliases.empty()) {
+    e << YAML::Key << "aliases" << YAML::Value << YAML::BeginMap;
+    for (const auto& [from, to] : c.routing.aliases) e << YAML::Key << from << YAML::Value << to;
+    e << YAML::EndMap;
+  }
   e << YAML::EndMap;
   e << YAML::Key << "channels" << YAML::Value << YAML::BeginSeq;
   for (const auto& ch : c.channels) {
@@ -741,6 +826,16 @@ std::string describeConfig(const Config& c) {
     e << YAML::EndSeq;
     e << YAML::Key << "priority" << YAML::Value << ch.priority;
     e << YAML::Key << "weight" << YAML::Value << ch.weight;
+    for (const auto& [name, v] : {std::pair<const char*, std::int64_t>{"rpm", ch.rpm}, {"tpm", ch.tpm},
+                                  {"max_concurrent", ch.max_concurrent}, {"key_rpm", ch.key_rpm},
+                                  {"key_tpm", ch.key_tpm}}) {
+      if (v > 0) e << YAML::Key << name << YAML::Value << v;
+    }
+    if (!ch.model_map.empty()) {
+      e << YAML::Key << "model_map" << YAML::Value << YAML::BeginMap;
+      for (const auto& [from, to] : ch.model_map) e << YAML::Key << from << YAML::Value << to;
+      e << YAML::EndMap;
+    }
     if (!ch.headers.empty()) {
       // Header values often carry credentials (api-key, Authorization): masked like keys.
       e << YAML::Key << "headers" << YAML::Value << YAML::BeginMap;
@@ -752,6 +847,16 @@ std::string describeConfig(const Config& c) {
     e << YAML::EndMap;
   }
   e << YAML::EndSeq;
+  if (!c.pricing.empty()) {
+    e << YAML::Key << "pricing" << YAML::Value << YAML::BeginMap;
+    for (const auto& [model, p] : c.pricing) {
+      e << YAML::Key << model << YAML::Value << YAML::Flow << YAML::BeginMap;
+      e << YAML::Key << "input" << YAML::Value << p.input << YAML::Key << "output" << YAML::Value << p.output;
+      if (p.cached_input >= 0) e << YAML::Key << "cached_input" << YAML::Value << p.cached_input;
+      e << YAML::EndMap;
+    }
+    e << YAML::EndMap;
+  }
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
 }

@@ -32,6 +32,12 @@ struct AuthConfig {
 struct StoreConfig {
   std::string url = "sqlite://./sluice.db";
   bool request_logs = true;  // one row per request in the store (written off the response path)
+  int log_retention_days = 30;  // request-log rows older than this are deleted; 0 keeps them forever
+  bool log_bodies = false;      // also store request and response bodies (after redaction)
+  std::uint64_t log_body_max_bytes = 64u * 1024;  // each body is cut to this
+  // Encrypts upstream keys added through the admin API (AES-256-GCM). Defaults to the
+  // SLUICE_SECRET_KEY environment variable; empty: such keys cannot be stored.
+  std::string secret_key;
 };
 
 struct RedisConfig {
@@ -52,6 +58,16 @@ struct RoutingConfig {
   int breaker_failures = 5;               // consecutive failures that open a channel's breaker
   Millis breaker_cooldown{30'000};        // open -> half-open after this
   std::map<std::string, std::string> aliases;  // model alias -> model name, resolved before routing
+  // How often cooled-down and automatically disabled upstream keys are probed to bring them
+  // back early; 0 turns the checks off.
+  Millis recovery_interval{60'000};
+};
+
+// USD per million tokens. cached_input < 0: cached prompt tokens cost the same as input.
+struct Price {
+  double input = 0;
+  double output = 0;
+  double cached_input = -1;
 };
 
 inline constexpr const char* kAzureApiVersion = "2024-10-21";
@@ -72,6 +88,18 @@ struct ChannelConfig {
   std::map<std::string, std::string> headers;  // extra headers sent upstream
   std::map<std::string, std::string> model_map;  // client model name -> the name sent upstream
   std::string api_version;  // azure: the api-version query parameter (default kAzureApiVersion)
+  // Provider quotas (0 = none): requests and tokens per minute and requests in flight for the
+  // whole channel, and requests and tokens per minute for each of its keys. A channel or key at
+  // its limit is skipped; when every candidate is, the client gets 429 with Retry-After.
+  std::int64_t rpm = 0;
+  std::int64_t tpm = 0;
+  std::int64_t max_concurrent = 0;
+  std::int64_t key_rpm = 0;
+  std::int64_t key_tpm = 0;
+  // A channel added through the admin API (0: declared in the config file): its store id, and
+  // the store id of each of its keys (parallel to `keys`).
+  std::int64_t store_id = 0;
+  std::vector<std::int64_t> key_store_ids;
   int line = 0;                      // where it was declared (1-based), for messages
 };
 
@@ -82,6 +110,8 @@ struct Config {
   RedisConfig redis;
   RoutingConfig routing;
   std::vector<ChannelConfig> channels;
+  // Prices by model name or glob, over the shipped table (pipeline/Pricing).
+  std::map<std::string, Price> pricing;
   std::string source_path;  // file it was loaded from ("" when built in code)
 };
 

@@ -5,6 +5,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <fmt/format.h>
@@ -18,18 +20,28 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <condition_variable>
+#include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "admin/AdminApi.hpp"
+#include "cluster/Limiter.hpp"
+#include "cluster/SharedHealth.hpp"
 #include "config/Config.hpp"
+#include "core/SecretBox.hpp"
 #include "core/JsonText.hpp"
 #include "core/LineWriter.hpp"
 #include "gateway/Auth.hpp"
+#include "gateway/Probe.hpp"
 #include "gateway/Proxy.hpp"
 #include "http/Server.hpp"
 #include "metrics/Metrics.hpp"
 #include "mock/MockServer.hpp"
+#include "pipeline/KeyTable.hpp"
+#include "pipeline/Pricing.hpp"
+#include "pipeline/VirtualKeySecret.hpp"
 #include "routing/Router.hpp"
 #include "store/LogWriter.hpp"
 #include "store/Store.hpp"
@@ -125,6 +137,90 @@ std::string newRequestId() {
   return fmt::format("req_{:016x}", rng());
 }
 
+std::int64_t unixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// What the store holds of the control plane: channels and keys added through the admin API,
+// and the virtual keys.
+struct StoreState {
+  std::vector<store::Channel> channels;
+  std::vector<store::UpstreamKey> upstream_keys;
+  std::vector<store::VirtualKey> virtual_keys;
+};
+
+std::vector<std::string> jsonStrings(const std::string& text) {
+  std::vector<std::string> out;
+  boost::system::error_code ec;
+  auto v = json::parse(text, ec);
+  if (ec || !v.is_array()) return out;
+  for (const auto& e : v.as_array())
+    if (e.is_string()) out.emplace_back(e.as_string());
+  return out;
+}
+
+std::map<std::string, std::string> jsonStringMap(const json::value* v) {
+  std::map<std::string, std::string> out;
+  if (!v || !v->is_object()) return out;
+  for (const auto& [k, e] : v->as_object())
+    if (e.is_string()) out.emplace(std::string(k), std::string(e.as_string()));
+  return out;
+}
+
+std::int64_t jsonInt(const json::object& o, std::string_view name) {
+  const auto* v = o.if_contains(name);
+  return v && v->is_int64() && v->as_int64() > 0 ? v->as_int64() : 0;
+}
+
+// A store channel as the router takes it; false (with `why`) when it cannot be used.
+bool channelFromStore(const store::Channel& c, const std::vector<store::UpstreamKey>& keys, const SecretBox* box,
+                      config::ChannelConfig& out, std::string& why) {
+  auto type = config::parseChannelType(c.type);
+  if (!type) {
+    why = "unknown type " + c.type;
+    return false;
+  }
+  out.name = c.name;
+  out.type = *type;
+  out.base_url = c.base_url;
+  upstream::Endpoint probe;
+  if (auto err = upstream::parseBaseUrl(c.base_url, probe); !err.empty()) {
+    why = "base_url: " + err;
+    return false;
+  }
+  out.models = jsonStrings(c.models);
+  out.priority = static_cast<int>(c.priority);
+  out.weight = static_cast<int>(c.weight);
+  boost::system::error_code ec;
+  auto headers = json::parse(c.headers, ec);
+  if (!ec) out.headers = jsonStringMap(&headers);
+  auto settings = json::parse(c.settings, ec);
+  if (!ec && settings.is_object()) {
+    const auto& o = settings.as_object();
+    out.model_map = jsonStringMap(o.if_contains("model_map"));
+    if (const auto* v = o.if_contains("api_version"); v && v->is_string()) out.api_version = std::string(v->as_string());
+    out.rpm = jsonInt(o, "rpm");
+    out.tpm = jsonInt(o, "tpm");
+    out.max_concurrent = jsonInt(o, "max_concurrent");
+    out.key_rpm = jsonInt(o, "key_rpm");
+    out.key_tpm = jsonInt(o, "key_tpm");
+  }
+  out.store_id = c.id;
+  for (const auto& k : keys) {
+    if (k.channel_id != c.id) continue;
+    std::optional<std::string> secret = box ? box->open(k.secret_encrypted) : std::nullopt;
+    if (!secret) {
+      why = box ? fmt::format("upstream key {} cannot be decrypted with store.secret_key (was it changed?)", k.id)
+                : fmt::format("upstream key {} cannot be decrypted: store.secret_key / SLUICE_SECRET_KEY is not set", k.id);
+      continue;  // the channel still serves with its other keys
+    }
+    out.keys.push_back(std::move(*secret));
+    out.key_store_ids.push_back(k.id);
+  }
+  return true;
+}
+
 class Gateway {
  public:
   Gateway(std::shared_ptr<const config::Config> cfg, std::string path, std::string configText,
@@ -134,9 +230,19 @@ class Gateway {
         embedded_text_(std::move(configText)),
         tls_(upstream::makeClientTlsContext()),
         embedded_mock_(std::move(embeddedMock)),
-        access_(STDOUT_FILENO) {
+        access_(STDOUT_FILENO),
+        limiter_(cluster::Limiter::Options{cfg->redis.url}),
+        shared_health_(cfg->redis.url) {
     admin_ = std::make_unique<admin::AdminApi>(cfg->store.url);
-    current_ = makeSnapshot(std::move(cfg));
+    admin_->setConfigSource([this] {
+      std::lock_guard lk(publish_mu_);
+      return file_cfg_;
+    });
+    admin_->onChange([this] { refreshNowAndWait(); });
+    file_cfg_ = cfg;
+    // Virtual keys and store channels are there before the first request (if the database is).
+    refreshFromStore(true);
+    current_ = makeSnapshot(file_cfg_, store_state_);
     const auto& s = current_->cfg->server;
     http::ServerLimits limits;
     limits.max_body_bytes = s.max_body_bytes;
@@ -156,6 +262,7 @@ class Gateway {
       net::co_spawn(server_->workerContext(i), flushLoop(server_->workerContext(i)), net::detached);
     }
     server_->onWorkerExit([this](int) { access_.flushThisThread(); });
+    net::co_spawn(server_->workerContext(0), recoveryLoop(*workers_[0]), net::detached);
   }
 
   net::awaitable<void> flushLoop(net::io_context& ioc) {
@@ -198,11 +305,19 @@ class Gateway {
     }
     std::fflush(stdout);
 
-    // Control thread: signals and config-file watching, off the workers.
+    // Control thread: signals and config-file watching, off the workers. Refresher: the
+    // store's keys and channels, off both (a slow database must not delay a signal).
     std::thread control([this] { controlLoop(); });
+    std::thread refresher([this] { refreshLoop(); });
     server_->run();
     control_ioc_.stop();
     control.join();
+    {
+      std::lock_guard lk(refresh_mu_);
+      refresh_stop_ = true;
+    }
+    refresh_cv_.notify_all();
+    refresher.join();
     if (embedded_mock_) {
       embedded_mock_->stop(std::chrono::milliseconds(100));
       embedded_mock_thread_.join();
@@ -228,11 +343,249 @@ class Gateway {
     upstream::Pool pool;
   };
 
-  static std::shared_ptr<const Snapshot> makeSnapshot(std::shared_ptr<const config::Config> cfg) {
+  // Probes the keys that are cooling down or were disabled by an upstream answer, so a key
+  // whose provider recovered comes back before its cool-down ends (or at all, when disabled).
+  net::awaitable<void> recoveryLoop(WorkerState& ws) {
+    net::steady_timer t(co_await net::this_coro::executor);
+    for (;;) {
+      auto snap = ws.snap;
+      auto every = snap->cfg->routing.recovery_interval;
+      t.expires_after(every.count() > 0 ? every : std::chrono::milliseconds(5000));
+      auto [ec] = co_await t.async_wait(net::as_tuple(net::use_awaitable));
+      if (ec) co_return;
+      if (every.count() == 0) continue;
+      snap = ws.snap;
+      const auto now = routing::nowMs();
+      for (const auto& ch : snap->router->channels()) {
+        for (const auto& k : ch->keys) {
+          auto& h = *k.health;
+          bool down = (h.disabled.load() && !h.manual.load()) || h.cooldown_until_ms.load() > now;
+          if (!down) continue;
+          ProbeResult pr = co_await probeKey(ws.pool, *ch, k, snap->cfg->routing.timeouts.connect);
+          applyProbe(*ch, k, pr);
+        }
+      }
+    }
+  }
+
+
+  // The running state: the config file's channels plus the store's, the virtual keys, prices.
+  std::shared_ptr<const Snapshot> makeSnapshot(const std::shared_ptr<const config::Config>& fileCfg,
+                                               const StoreState& st) {
+    auto merged = std::make_shared<config::Config>(*fileCfg);
+    std::unique_ptr<SecretBox> box;
+    if (!fileCfg->store.secret_key.empty()) box = std::make_unique<SecretBox>(fileCfg->store.secret_key);
+    std::set<std::string> problems;
+    for (const auto& c : st.channels) {
+      if (!c.enabled) continue;
+      bool clash = std::any_of(fileCfg->channels.begin(), fileCfg->channels.end(),
+                               [&](const config::ChannelConfig& f) { return f.name == c.name; });
+      config::ChannelConfig cc;
+      std::string why;
+      if (clash) {
+        why = "a channel of the config file has the same name";
+      } else if (channelFromStore(c, st.upstream_keys, box.get(), cc, why) || why.empty()) {
+        merged->channels.push_back(std::move(cc));
+      }
+      if (!why.empty()) problems.insert(fmt::format("store channel \"{}\": {}", c.name, why));
+    }
+    for (const auto& p : problems)
+      if (!reported_problems_.contains(p)) spdlog::warn("{}", p);
+    reported_problems_ = std::move(problems);
     auto s = std::make_shared<Snapshot>();
+    std::shared_ptr<const config::Config> cfg = std::move(merged);
     s->router = std::make_unique<routing::Router>(cfg, healthRegistry());
     s->cfg = std::move(cfg);
+    s->keys = std::make_shared<const pipeline::KeyTable>(st.virtual_keys);
+    s->prices = std::make_shared<const pipeline::PriceTable>(s->cfg->pricing);
+    // A key disabled by hand in the store is disabled here; one enabled there comes back.
+    std::map<std::int64_t, const store::UpstreamKey*> byId;
+    for (const auto& k : st.upstream_keys) byId[k.id] = &k;
+    for (const auto& ch : s->router->channels()) {
+      for (const auto& k : ch->keys) {
+        if (k.store_id == 0) continue;
+        auto it = byId.find(k.store_id);
+        if (it == byId.end()) continue;
+        if (it->second->state == store::UpstreamKeyState::Disabled) {
+          if (!k.health->disabled.load()) k.health->disable(it->second->disabled_reason);
+          k.health->manual.store(true);
+        } else if (k.health->manual.load()) {
+          k.health->enable();
+        }
+      }
+    }
     return s;
+  }
+
+  // Makes `next` the snapshot every worker uses from its next request on.
+  void publish(std::shared_ptr<const Snapshot> next) {
+    current_ = next;
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+      net::post(server_->workerContext(static_cast<int>(i)), [ws = workers_[i].get(), next] { ws->snap = next; });
+    }
+  }
+
+  void pokeRefresher() {
+    {
+      std::lock_guard lk(refresh_mu_);
+      ++poke_seq_;
+    }
+    refresh_cv_.notify_all();
+  }
+
+  // After an admin write: the change is in force on this instance when this returns (or after
+  // a few seconds if the store does not answer), so a key created is usable at once and a key
+  // revoked is refused at once.
+  void refreshNowAndWait() {
+    std::unique_lock lk(refresh_mu_);
+    const auto mine = ++poke_seq_;
+    refresh_cv_.notify_all();
+    refresh_cv_.wait_for(lk, std::chrono::seconds(3), [&] { return done_seq_ >= mine || refresh_stop_; });
+  }
+
+  // Reads the control plane from the store when it changed. True when the snapshot must be
+  // rebuilt. Refresher thread only (and the constructor, before it starts).
+  bool refreshFromStore(bool force) {
+    try {
+      if (!cp_store_) {
+        cp_store_ = store::Store::open(file_cfg_->store.url);
+        cp_store_->migrate();
+      }
+      std::string stamp = cp_store_->controlPlaneStamp();
+      if (!store_down_since_.empty()) {
+        spdlog::info("store: reachable again; virtual keys and channels refresh from it");
+        store_down_since_.clear();
+      }
+      if (!force && stamp == cp_stamp_) return false;
+      StoreState st;
+      st.channels = cp_store_->listChannels();
+      st.upstream_keys = cp_store_->listUpstreamKeys(std::nullopt);
+      st.virtual_keys = cp_store_->listVirtualKeys();
+      std::lock_guard lk(publish_mu_);
+      store_state_ = std::move(st);
+      cp_stamp_ = std::move(stamp);
+      return true;
+    } catch (const std::exception& e) {
+      cp_store_.reset();
+      if (store_down_since_.empty()) {
+        store_down_since_ = e.what();
+        spdlog::warn("store: cannot read virtual keys and channels ({}); serving with the last ones read", e.what());
+      }
+      return false;
+    }
+  }
+
+  // Budgets count what the request log says was spent (this instance's and others'), so a
+  // restart or a second instance does not reset them.
+  void seedSpend() {
+    if (!cp_store_) return;
+    try {
+      auto now = unixMs();
+      auto day = cluster::dayIndex(now), month = cluster::monthIndex(now);
+      auto spend = cp_store_->spendByKey(cluster::dayStartMs(day), cluster::monthStartMs(month));
+      for (const auto& [id, sp] : spend) {
+        limiter_.seedSpend("vk:" + std::to_string(id), cluster::SpendSeed{day, month, sp.day_usd, sp.month_usd, sp.total_usd});
+      }
+    } catch (const std::exception& e) {
+      cp_store_.reset();
+      spdlog::warn("store: cannot read key spend: {}", e.what());
+    }
+  }
+
+  // Two-way sync of key health with Redis: what changed here since the last sync is
+  // published (this instance learned it); then what changed there is applied here.
+  void syncHealth() {
+    std::shared_ptr<const Snapshot> snap;
+    {
+      std::lock_guard lk(publish_mu_);
+      snap = current_;
+    }
+    const auto steadyNow = routing::nowMs();
+    const auto wallNow = unixMs();
+    auto localState = [&](const routing::KeyHealth& h) {
+      cluster::SharedKeyState st;
+      st.disabled = h.disabled.load();
+      st.manual = st.disabled && h.manual.load();
+      auto until = h.cooldown_until_ms.load();
+      if (until > steadyNow) st.cooldown_until_unix_ms = wallNow + (until - steadyNow);
+      if (st.disabled || st.cooldown_until_unix_ms) st.reason = h.why();
+      return st;
+    };
+    auto healthy = [&](const cluster::SharedKeyState& st) { return !st.disabled && st.cooldown_until_unix_ms <= wallNow; };
+    auto same = [&](const cluster::SharedKeyState& a, const cluster::SharedKeyState& b) {
+      if (healthy(a) && healthy(b)) return true;
+      return a.disabled == b.disabled && a.manual == b.manual &&
+             std::llabs(std::max(a.cooldown_until_unix_ms, wallNow) - std::max(b.cooldown_until_unix_ms, wallNow)) < 250;
+    };
+    std::vector<std::string> refs;
+    std::map<std::string, const routing::UpstreamKey*> byRef;
+    for (const auto& ch : snap->router->channels())
+      for (const auto& k : ch->keys) {
+        refs.push_back(k.ref);
+        byRef[k.ref] = &k;
+      }
+    for (const auto& [ref, k] : byRef) {
+      auto local = localState(*k->health);
+      auto& synced = health_synced_[ref];
+      if (same(local, synced)) continue;
+      bool ok = healthy(local) ? shared_health_.clear(ref) : shared_health_.put(ref, local);
+      if (!ok) return;  // Redis unreachable: try again next time
+      synced = local;
+    }
+    auto remote = shared_health_.get(refs);
+    if (!remote) return;
+    for (const auto& [ref, k] : byRef) {
+      auto it = remote->find(ref);
+      cluster::SharedKeyState there = it == remote->end() ? cluster::SharedKeyState{} : it->second;
+      auto& synced = health_synced_[ref];
+      if (same(there, synced)) continue;
+      auto& h = *k->health;
+      if (there.disabled && !h.disabled.load()) {
+        h.disable(there.reason);
+        h.manual.store(there.manual);
+      } else if (!there.disabled && h.disabled.load() && synced.disabled) {
+        h.enable();  // enabled on another instance
+      }
+      if (there.cooldown_until_unix_ms > wallNow)
+        h.coolDown(steadyNow + (there.cooldown_until_unix_ms - wallNow), there.reason);
+      synced = there;
+    }
+  }
+
+  void refreshLoop() {
+    auto lastSeed = Clock::now() - std::chrono::hours(1);
+    std::uint64_t seen = 0;
+    for (;;) {
+      std::uint64_t seq = 0;
+      {
+        std::unique_lock lk(refresh_mu_);
+        refresh_cv_.wait_for(lk, std::chrono::milliseconds(500), [&] { return refresh_stop_ || poke_seq_ != seen; });
+        if (refresh_stop_) return;
+        seq = poke_seq_;
+      }
+      const bool poked = seq != seen;
+      seen = seq;
+      if (refreshFromStore(poked)) {
+        std::lock_guard lk(publish_mu_);
+        try {
+          publish(makeSnapshot(file_cfg_, store_state_));
+        } catch (const std::exception& e) {
+          spdlog::error("store: the keys and channels read could not be applied: {}", e.what());
+        }
+      }
+      if (poked) {
+        {
+          std::lock_guard lk(refresh_mu_);
+          done_seq_ = seq;
+        }
+        refresh_cv_.notify_all();
+      }
+      if (shared_health_.enabled()) syncHealth();
+      if (Clock::now() - lastSeed >= std::chrono::seconds(5)) {
+        seedSpend();
+        lastSeed = Clock::now();
+      }
+    }
   }
 
   static routing::HealthRegistry& healthRegistry() {
@@ -250,7 +603,11 @@ class Gateway {
           arm();
           return;
         }
-        auto grace = current_->cfg->server.shutdown_grace;
+        std::chrono::milliseconds grace;
+        {
+          std::lock_guard lk(publish_mu_);
+          grace = file_cfg_->server.shutdown_grace;
+        }
         spdlog::info("signal {}: stopping; in-flight requests get {} ms", sig, grace.count());
         server_->stop(grace);
       });
@@ -275,30 +632,34 @@ class Gateway {
     control_ioc_.run();
   }
 
-  void reload(const char* why) {
+  std::pair<bool, std::string> reload(const char* why) {
     if (path_.empty()) {
       spdlog::info("reload ({}): running on the embedded default config; nothing to reload", why);
-      return;
+      return {false, "running on the embedded default config: there is no file to reload"};
     }
+    std::lock_guard lk(publish_mu_);
     std::shared_ptr<const Snapshot> next;
+    std::shared_ptr<const config::Config> cfg;
     try {
-      auto cfg = config::loadConfigFile(path_);
-      next = makeSnapshot(cfg);
+      cfg = config::loadConfigFile(path_);
+      next = makeSnapshot(cfg, store_state_);
     } catch (const std::exception& e) {
       metrics::registry().reloads_failed.fetch_add(1);
       spdlog::error("reload ({}) rejected, keeping the running config: {}", why, e.what());
-      return;
+      return {false, e.what()};
     }
-    const auto& before = current_->cfg->server;
-    const auto& after = next->cfg->server;
+    const auto& before = file_cfg_->server;
+    const auto& after = cfg->server;
     if (before.listen != after.listen || before.workers != after.workers)
       spdlog::warn("reload: server.listen and server.workers take effect only after a restart");
-    current_ = next;
-    for (std::size_t i = 0; i < workers_.size(); ++i) {
-      net::post(server_->workerContext(static_cast<int>(i)), [ws = workers_[i].get(), next] { ws->snap = next; });
-    }
+    if (file_cfg_->redis.url != cfg->redis.url || file_cfg_->store.url != cfg->store.url)
+      spdlog::warn("reload: store.url and redis.url take effect only after a restart");
+    file_cfg_ = cfg;
+    publish(next);
     metrics::registry().reloads_ok.fetch_add(1);
-    spdlog::info("reload ({}): config applied, {} channels", why, next->cfg->channels.size());
+    std::string done = fmt::format("config applied, {} channels", next->cfg->channels.size());
+    spdlog::info("reload ({}): {}", why, done);
+    return {true, done};
   }
 
   net::awaitable<void> handle(http::Request& req, http::Responder& r) {
@@ -327,7 +688,7 @@ class Gateway {
     if (logs_) logs_->enqueue(logRecord(req, ctx, rec));  // never waits on the database
   }
 
-  static store::LogRecord logRecord(const http::Request& req, const RequestContext& ctx, const RequestRecord& rec) {
+  static store::LogRecord logRecord(const http::Request& req, const RequestContext& ctx, RequestRecord& rec) {
     store::LogRecord l;
     l.time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::system_clock::now().time_since_epoch())
@@ -344,6 +705,10 @@ class Gateway {
     l.input_tokens = std::max<std::int64_t>(rec.input_tokens, 0);
     l.output_tokens = std::max<std::int64_t>(rec.output_tokens, 0);
     l.cached_tokens = std::max<std::int64_t>(rec.cached_tokens, 0);
+    l.virtual_key_id = rec.virtual_key_id;
+    l.cost_usd = rec.cost_usd;
+    if (!rec.request_body.empty()) l.request_body = std::move(rec.request_body);
+    if (!rec.response_body.empty()) l.response_body = std::move(rec.response_body);
     l.client_addr = ctx.remote;
     l.user_agent = std::string(req[bhttp::field::user_agent].substr(0, 512));
     l.stream = rec.stream;
@@ -375,6 +740,11 @@ class Gateway {
     integer("input_tokens", rec.input_tokens);
     integer("output_tokens", rec.output_tokens);
     integer("cached_tokens", rec.cached_tokens);
+    if (rec.cost_usd > 0) {
+      key("cost_usd");
+      line.append(fmt::format("{:.6f}", rec.cost_usd));
+    }
+    if (rec.virtual_key_id) integer("virtual_key", *rec.virtual_key_id);
     if (!rec.error.empty()) str("error", rec.error);
     str("remote", ctx.remote);
     line.push_back('}');
@@ -415,6 +785,7 @@ class Gateway {
       res.set(bhttp::field::content_type, "text/plain; version=0.0.4");
       res.body() = metrics::registry().render([&](std::string& out) {
         renderKeyStates(snap, out);
+        limiter_.renderMetrics(out);
         out += "# HELP sluice_access_log_dropped_total Access-log lines dropped because the writer fell behind.\n";
         out += "# TYPE sluice_access_log_dropped_total counter\n";
         out += fmt::format("sluice_access_log_dropped_total {}\n", access_.dropped());
@@ -454,6 +825,12 @@ class Gateway {
         co_return;
       }
       std::string adminPath = path.substr(10);
+      std::optional<http::Response> live = co_await liveAdmin(snap, ws, req, adminPath);
+      if (live) {
+        live->set("x-request-id", ctx.id);
+        co_await r.send(std::move(*live));
+        co_return;
+      }
       std::string adminQuery = queryWithoutKey(ctx.query);
       http::Response res = co_await admin_->handle(req, std::move(adminPath), std::move(adminQuery));
       res.set("x-request-id", ctx.id);
@@ -478,11 +855,25 @@ class Gateway {
       co_await sendError(r, ctx, rec, call.wire, 401, "invalid_request_error", "missing_api_key", message);
       co_return;
     }
+    Caller caller;
     const auto& master = snap.cfg->auth.master_key;
     if (master.empty() || !constantTimeEquals(key, master)) {
-      std::string message = "the API key is not valid for this gateway";
-      co_await sendError(r, ctx, rec, call.wire, 401, "invalid_request_error", "invalid_api_key", message);
-      co_return;
+      const pipeline::VirtualKeyEntry* vk = nullptr;
+      if (pipeline::looksLikeVirtualKey(key)) vk = snap.keys->find(pipeline::hashVirtualKeySecret(key));
+      std::string message;
+      if (!vk) {
+        message = "the API key is not valid for this gateway";
+      } else if (vk->revoked) {
+        message = fmt::format("the API key {}... ({}) was revoked", vk->prefix, vk->name);
+      } else if (vk->expired(unixMs())) {
+        message = fmt::format("the API key {}... ({}) expired", vk->prefix, vk->name);
+      }
+      if (!message.empty()) {
+        co_await sendError(r, ctx, rec, call.wire, 401, "invalid_request_error", "invalid_api_key", message);
+        co_return;
+      }
+      caller.vk = vk;
+      rec.virtual_key_id = vk->id;
     }
 
     if (isModels) {
@@ -492,7 +883,7 @@ class Gateway {
         co_return;
       }
       rec.status = 200;
-      json::value list = modelList(snap, call.wire);
+      json::value list = modelList(snap, call.wire, caller.vk);
       co_await sendJson(r, ctx, 200, list);
       co_return;
     }
@@ -507,7 +898,156 @@ class Gateway {
       co_await sendError(r, ctx, rec, call.wire, 405, "invalid_request_error", "method_not_allowed", message);
       co_return;
     }
-    co_await proxy(snap, ws.pool, req, r, ctx, call, rec);
+    co_await proxy(snap, ws.pool, limiter_, caller, req, r, ctx, call, rec);
+  }
+
+  static http::Response adminJson(int status, const json::value& v) {
+    http::Response res{static_cast<bhttp::status>(status), 11};
+    res.set(bhttp::field::content_type, "application/json");
+    res.body() = json::serialize(v);
+    return res;
+  }
+  static http::Response adminError(int status, std::string message, const char* param = nullptr) {
+    json::object e{{"message", std::move(message)}, {"type", status >= 500 ? "server_error" : "invalid_request_error"}};
+    if (param) e["param"] = param;
+    return adminJson(status, json::object{{"error", std::move(e)}});
+  }
+
+  static json::object keyStatus(const routing::Channel& ch, const routing::UpstreamKey& k) {
+    auto now = routing::nowMs();
+    auto until = k.health->cooldown_until_ms.load();
+    const char* state = k.health->disabled.load() ? "disabled" : until > now ? "cooling" : "active";
+    json::value cooldown = until > now ? json::value(unixMs() + (until - now)) : json::value(nullptr);
+    return json::object{{"ref", k.ref},
+                        {"channel", ch.cfg.name},
+                        {"masked", k.id},
+                        {"source", ch.cfg.store_id ? "store" : "config"},
+                        {"store_id", k.store_id ? json::value(k.store_id) : json::value(nullptr)},
+                        {"state", state},
+                        {"manual", k.health->manual.load()},
+                        {"cooldown_until_ms", std::move(cooldown)},
+                        {"reason", k.health->why()},
+                        {"successes", k.health->successes.load()},
+                        {"failures", k.health->failures.load()}};
+  }
+
+  // Runs blocking store work on the gateway's own store thread (never a worker's).
+  template <class F>
+  net::awaitable<std::optional<std::string>> onStoreThread(F f) {
+    auto task = [this, f = std::move(f)]() -> net::awaitable<std::optional<std::string>> {
+      try {
+        if (!ops_store_) ops_store_ = store::Store::open(current_cfg()->store.url);
+        f(*ops_store_);
+        co_return std::nullopt;
+      } catch (const std::exception& e) {
+        ops_store_.reset();
+        co_return std::string(e.what());
+      }
+    };
+    std::optional<std::string> err = co_await net::co_spawn(ops_pool_, std::move(task), net::use_awaitable);
+    co_return err;
+  }
+
+  std::shared_ptr<const config::Config> current_cfg() {
+    std::lock_guard lk(publish_mu_);
+    return file_cfg_;
+  }
+
+  // Admin endpoints that act on this process's live state (key health, config, reload);
+  // nullopt: not one of them (the AdminApi serves the rest from the store).
+  net::awaitable<std::optional<http::Response>> liveAdmin(const Snapshot& snap, WorkerState& ws, const http::Request& req,
+                                                          const std::string& path) {
+    const bool get = req.method() == bhttp::verb::get, post = req.method() == bhttp::verb::post;
+    if (path == "/config") {
+      if (!get) co_return adminError(405, "/admin/api/config takes GET");
+      auto cfg = current_cfg();
+      co_return adminJson(200, json::object{{"yaml", config::describeConfig(*cfg)},
+                                            {"source", path_.empty() ? "embedded default" : path_}});
+    }
+    if (path == "/reload") {
+      if (!post) co_return adminError(405, "/admin/api/reload takes POST");
+      auto task = [this]() -> net::awaitable<std::pair<bool, std::string>> { co_return reload("admin API"); };
+      auto [ok, message] = co_await net::co_spawn(control_ioc_, std::move(task), net::use_awaitable);
+      co_return adminJson(ok ? 200 : 400, json::object{{"ok", ok}, {"message", message}});
+    }
+    static constexpr std::string_view kKeys = "/upstream-keys";
+    if (!path.starts_with(kKeys)) co_return std::nullopt;
+    if (path == kKeys) {
+      if (!get) co_return adminError(405, "/admin/api/upstream-keys takes GET");
+      json::array data;
+      for (const auto& ch : snap.router->channels())
+        for (const auto& k : ch->keys) data.push_back(keyStatus(*ch, k));
+      co_return adminJson(200, json::object{{"data", std::move(data)}});
+    }
+    // /upstream-keys/{ref}/{enable|disable|probe}
+    std::string_view rest = std::string_view(path).substr(kKeys.size());
+    auto slash = rest.find('/', 1);
+    if (rest.size() < 2 || rest[0] != '/' || slash == std::string_view::npos) co_return adminError(404, "no admin endpoint " + path);
+    std::string ref(rest.substr(1, slash - 1));
+    std::string action(rest.substr(slash + 1));
+    if (action != "enable" && action != "disable" && action != "probe") co_return adminError(404, "no admin endpoint " + path);
+    if (!post) co_return adminError(405, "/admin/api/upstream-keys/{ref}/" + action + " takes POST");
+    const routing::Channel* ch = nullptr;
+    const routing::UpstreamKey* key = nullptr;
+    for (const auto& c : snap.router->channels())
+      for (const auto& k : c->keys)
+        if (k.ref == ref) {
+          ch = c.get();
+          key = &k;
+        }
+    if (!key) co_return adminError(404, "no upstream key with ref \"" + ref + "\" (GET /admin/api/upstream-keys lists them)", "ref");
+
+    if (action == "probe") {
+      ProbeResult pr = co_await probeKey(ws.pool, *ch, *key, std::chrono::milliseconds(10'000));
+      applyProbe(*ch, *key, pr);
+      json::object o{{"ok", pr.ok}, {"status", pr.status}, {"latency_ms", pr.latency_ms}, {"message", pr.message},
+                     {"key", keyStatus(*ch, *key)}};
+      co_return adminJson(200, o);
+    }
+    std::string reason;
+    if (action == "disable") {
+      boost::system::error_code ec;
+      auto body = json::parse(req.body().empty() ? std::string_view("{}") : std::string_view(req.body()), ec);
+      if (ec || !body.is_object()) co_return adminError(400, "the body must be a JSON object such as {\"reason\": \"...\"}");
+      if (const auto* r = body.as_object().if_contains("reason")) {
+        if (!r->is_string()) co_return adminError(400, "reason must be a string", "reason");
+        reason = std::string(r->as_string()).substr(0, 500);
+      }
+      if (reason.empty()) reason = "disabled by hand";
+    }
+    if (key->store_id) {
+      const std::int64_t id = key->store_id;
+      const bool disable = action == "disable";
+      auto write = [id, disable, reason](store::Store& st) {
+        st.setUpstreamKeyState(id, disable ? store::UpstreamKeyState::Disabled : store::UpstreamKeyState::Active, reason,
+                               std::nullopt);
+      };
+      std::optional<std::string> err = co_await onStoreThread(std::move(write));
+      if (err) co_return adminError(503, "store: " + *err);
+      pokeRefresher();
+    }
+    if (action == "disable") {
+      key->health->disable(reason);
+      key->health->manual.store(true);
+    } else {
+      key->health->enable();
+    }
+    co_return adminJson(200, keyStatus(*ch, *key));
+  }
+
+  // A probe's verdict on a key: a working key that was cooling down or disabled by an upstream
+  // answer is back; one the provider refuses is disabled. A key disabled by hand stays so.
+  static void applyProbe(const routing::Channel& ch, const routing::UpstreamKey& k, const ProbeResult& pr) {
+    auto& h = *k.health;
+    if (h.manual.load()) return;
+    if (pr.ok) {
+      if (h.disabled.load() || h.cooldown_until_ms.load() > routing::nowMs()) {
+        spdlog::info("upstream key {} of channel {}: probe succeeded; back in rotation", k.id, ch.cfg.name);
+        h.enable();
+      }
+    } else if (pr.key_rejected() && !h.disabled.load()) {
+      h.disable("probe: " + pr.message);
+    }
   }
 
   // Maps a path to the API it belongs to. False: no such endpoint (call.wire still says
@@ -571,9 +1111,10 @@ class Gateway {
   }
 
   // The models the channels serve, in the listing shape of the client's API.
-  static json::value modelList(const Snapshot& snap, Wire w) {
+  static json::value modelList(const Snapshot& snap, Wire w, const pipeline::VirtualKeyEntry* vk) {
     json::array data;
     auto names = snap.router->modelNames();
+    if (vk) std::erase_if(names, [&](const std::string& n) { return !vk->allowsModel(n); });
     switch (w) {
       case Wire::OpenAI:
         for (const auto& name : names)
@@ -622,7 +1163,7 @@ class Gateway {
   std::string path_;
   std::string embedded_text_;
   net::ssl::context tls_;
-  std::shared_ptr<const Snapshot> current_;  // control thread only
+  std::shared_ptr<const Snapshot> current_;  // under publish_mu_ once serving
   std::unique_ptr<http::Server> server_;
   std::vector<std::unique_ptr<WorkerState>> workers_;
   net::io_context control_ioc_;
@@ -632,6 +1173,33 @@ class Gateway {
   std::unique_ptr<http::Server> embedded_mock_;
   std::thread embedded_mock_thread_;
   LineWriter access_;
+  // Declared after server_: destroyed before the workers' io_contexts it holds sockets on.
+  cluster::Limiter limiter_;
+
+  // What snapshots are made of; publish_mu_ orders the control thread's reloads and the
+  // refresher's store updates.
+  std::mutex publish_mu_;
+  std::shared_ptr<const config::Config> file_cfg_;
+  StoreState store_state_;
+  std::set<std::string> reported_problems_;
+
+  // Store work the live admin endpoints need, on its own thread.
+  net::thread_pool ops_pool_{1};
+  std::unique_ptr<store::Store> ops_store_;  // ops_pool_ only
+
+  // Key health shared with other instances through Redis (refresher thread only).
+  cluster::SharedHealth shared_health_;
+  std::map<std::string, cluster::SharedKeyState> health_synced_;  // by ref: the state last agreed
+
+  // Refresher thread only.
+  std::unique_ptr<store::Store> cp_store_;
+  std::string cp_stamp_;
+  std::string store_down_since_;
+  std::mutex refresh_mu_;
+  std::condition_variable refresh_cv_;
+  bool refresh_stop_ = false;
+  std::uint64_t poke_seq_ = 0;  // asks for a refresh
+  std::uint64_t done_seq_ = 0;  // the last asked-for refresh done
 };
 
 void setupLogging() {

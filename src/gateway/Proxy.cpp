@@ -142,6 +142,7 @@ struct BodyFacts {
   bool stream = false;
   bool asked_usage = false;      // stream_options.include_usage: true
   bool has_stream_options = false;
+  std::int64_t max_tokens = 0;   // the output cap the client set (0: none), for estimates
   std::string error;             // non-empty: a 400 with this message
   std::string error_code;
 };
@@ -165,12 +166,19 @@ BodyFacts inspectBody(std::string_view text, const ClientCall& call) {
   json::value body = jp.release();
   if (!body.is_object()) return bad("invalid_json", "request body must be a JSON object");
   const auto& obj = body.as_object();
+  auto cap = [&](const json::value* v) {
+    if (v && v->is_int64() && v->as_int64() > 0) f.max_tokens = v->as_int64();
+    else if (v && v->is_uint64()) f.max_tokens = static_cast<std::int64_t>(std::min<std::uint64_t>(v->as_uint64(), INT64_MAX));
+  };
   if (call.wire == Wire::Gemini) {
     // The model is in the path; streaming is the method.
     f.model = call.model;
     f.stream = call.op == "streamGenerateContent";
+    if (const auto* gc = obj.if_contains("generationConfig"); gc && gc->is_object())
+      cap(gc->as_object().if_contains("maxOutputTokens"));
     return f;
   }
+  for (const char* name : {"max_tokens", "max_completion_tokens", "max_output_tokens"}) cap(obj.if_contains(name));
   const auto* modelV = obj.if_contains("model");
   if (!modelV || !modelV->is_string() || modelV->as_string().empty())
     return bad("missing_model", call.wire == Wire::Anthropic
@@ -273,6 +281,17 @@ struct Relay {
   }
   std::shared_ptr<const providers::openai::ResponsesEcho> responses_echo;
   bool client_asked_usage = false;
+  // The caller's x-ratelimit-* figures; when set they replace the provider's.
+  std::vector<std::pair<std::string, std::string>> rate_headers;
+  std::size_t body_cap = 0;  // store.log_bodies: keep this much of the response for the log
+
+  bool ownRateHeader(std::string_view name) const {
+    return !rate_headers.empty() && name.size() > 12 && boost::beast::iequals(name.substr(0, 12), "x-ratelimit-");
+  }
+  void keepBody(std::string_view bytes) {
+    if (body_cap == 0 || rec.response_body.size() >= body_cap) return;
+    rec.response_body.append(bytes.substr(0, body_cap - rec.response_body.size()));
+  }
 
   // The body to send to p's channel, or an error the client must fix (bad for that format).
   std::optional<providers::TranslateError> prepareBody(const routing::Pick& p, std::string_view& out) {
@@ -367,7 +386,7 @@ struct Relay {
     out.reserve(256);
     if (json_array) out.append("Content-Type: application/json\r\n");
     for (const auto& f : from) {
-      if (dropTowardClient(f.name_string())) continue;
+      if (dropTowardClient(f.name_string()) || ownRateHeader(f.name_string())) continue;
       if (json_array && f.name() == bhttp::field::content_type) continue;
       // The provider's request id stays available under another name; x-request-id is ours.
       if (boost::beast::iequals(f.name_string(), "x-request-id")) out.append("x-upstream-request-id");
@@ -377,18 +396,20 @@ struct Relay {
     out.append("x-request-id: ").append(ctx.id).append("\r\n");
     out.append("x-sluice-channel: ").append(p.channel->cfg.name).append("\r\n");
     out.append("x-sluice-attempts: ").append(std::to_string(attempts)).append("\r\n");
+    for (const auto& [k, v] : rate_headers) out.append(k).append(": ").append(v).append("\r\n");
     return out;
   }
 
   void copyResponseHeaders(const bhttp::fields& from, bhttp::fields& to, const routing::Pick& p, int attempts) const {
     for (const auto& f : from) {
-      if (dropTowardClient(f.name_string())) continue;
+      if (dropTowardClient(f.name_string()) || ownRateHeader(f.name_string())) continue;
       if (boost::beast::iequals(f.name_string(), "x-request-id")) to.insert("x-upstream-request-id", f.value());
       else to.insert(f.name_string(), f.value());
     }
     to.set("x-request-id", ctx.id);
     to.set("x-sluice-channel", p.channel->cfg.name);
     to.set("x-sluice-attempts", std::to_string(attempts));
+    for (const auto& [k, v] : rate_headers) to.set(k, v);
   }
 
   // One attempt on one (channel, key). Never throws.
@@ -530,6 +551,7 @@ struct Relay {
     }
     http::Response res{head.result(), 11};
     copyResponseHeaders(head, res, p, attemptNo);
+    keepBody(whole);
     res.body() = std::move(whole);
     if (head.keep_alive()) {
       pool.release(std::move(conn));
@@ -581,6 +603,7 @@ struct Relay {
           begun = true;
         }
         if (!out.empty() && rec.ttfb_ms < 0) rec.ttfb_ms = msSince(ctx.start);
+        keepBody(out);
         bool written = last ? co_await r.writeLastChunk(out) : co_await r.writeChunk(out);
         if (!written) {
           // The client left: stop reading and drop the upstream connection so the provider
@@ -654,11 +677,247 @@ void appendAttempt(std::string& json_array, const routing::Pick& p, const Attemp
   json_array.append("}]");
 }
 
+std::string formatReset(std::int64_t ms) {
+  if (ms <= 0) return "0s";
+  if (ms < 1000) return std::to_string(ms) + "ms";
+  std::int64_t secs = (ms + 999) / 1000;
+  if (secs < 60) return std::to_string(secs) + "s";
+  return std::to_string(secs / 60) + "m" + std::to_string(secs % 60) + "s";
+}
+
+// Tokens a request may use, before it runs: about 4 bytes of prompt per token (OpenAI's own
+// rule for rate limits) plus the output cap the client set.
+std::int64_t estimateTokens(std::string_view body, std::int64_t max_tokens) {
+  return static_cast<std::int64_t>(body.size() / 4) + max_tokens;
+}
+
+// Output assumed for a budget reservation when the client set no cap.
+constexpr std::int64_t kDefaultOutputEstimate = 1024;
+
+struct LimitRefusal {
+  int status = 429;
+  std::string type, code, message;
+  std::int64_t retry_after_ms = 0;
+  bool retryable = true;
+};
+
+LimitRefusal refusalFor(const cluster::Decision& d, std::string_view who) {
+  LimitRefusal r;
+  r.retry_after_ms = d.retry_after_ms;
+  r.type = "rate_limit_error";
+  r.code = "rate_limit_exceeded";
+  switch (d.hit) {
+    case cluster::LimitKind::Requests:
+      r.message = fmt::format("{} is over its limit of {} requests per minute; retry in {}", who, d.limit_requests,
+                              formatReset(d.retry_after_ms));
+      break;
+    case cluster::LimitKind::Tokens:
+      r.message = fmt::format("{} is over its limit of {} tokens per minute; retry in {}", who, d.limit_tokens,
+                              formatReset(d.retry_after_ms));
+      break;
+    case cluster::LimitKind::Concurrency:
+      r.code = "concurrency_limit_exceeded";
+      r.message = fmt::format("{} has as many requests in flight as it may; retry when one finishes", who);
+      break;
+    case cluster::LimitKind::BudgetDaily:
+    case cluster::LimitKind::BudgetMonthly:
+    case cluster::LimitKind::BudgetTotal: {
+      r.type = "insufficient_quota";
+      r.code = "budget_exceeded";
+      r.retryable = false;
+      const char* span = d.hit == cluster::LimitKind::BudgetDaily     ? "daily"
+                         : d.hit == cluster::LimitKind::BudgetMonthly ? "monthly"
+                                                                      : "total";
+      r.message = d.hit == cluster::LimitKind::BudgetTotal
+                      ? fmt::format("{} has used its {} budget", who, span)
+                      : fmt::format("{} has used its {} budget; it resets in {}", who, span, formatReset(d.retry_after_ms));
+      break;
+    }
+    case cluster::LimitKind::None:
+      r.message = fmt::format("{} is over a limit", who);
+      break;
+  }
+  return r;
+}
+
+http::Response refusalResponse(Wire wire, const RequestContext& ctx, RequestRecord& rec, const LimitRefusal& why,
+                               const std::vector<std::pair<std::string, std::string>>& headers) {
+  rec.status = why.status;
+  rec.error = why.message;
+  auto res = errorResponse(wire, why.status, why.type, why.code, why.message);
+  res.set("x-request-id", ctx.id);
+  if (why.retry_after_ms > 0) res.set(bhttp::field::retry_after, std::to_string((why.retry_after_ms + 999) / 1000));
+  // The SDKs retry 429s on their own; a spent budget will not come back within their retries.
+  if (!why.retryable) res.set("x-should-retry", "false");
+  for (const auto& [k, v] : headers) res.set(k, v);
+  return res;
+}
+
+// What one admitted request holds on the limiter, given back when the request ends.
+struct Held {
+  cluster::Subject subject;
+  cluster::Charge charge;
+  bool served = false;  // its channel/key served the answer: settle with the real usage
+};
+
 }  // namespace
 
-boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, http::Request& req,
-                                   http::Responder& r, const RequestContext& ctx, const ClientCall& call,
-                                   RequestRecord& rec) {
+std::vector<std::pair<std::string, std::string>> rateLimitHeaders(const cluster::Decision& d) {
+  std::vector<std::pair<std::string, std::string>> h;
+  if (d.limit_requests >= 0) {
+    h.emplace_back("x-ratelimit-limit-requests", std::to_string(d.limit_requests));
+    h.emplace_back("x-ratelimit-remaining-requests", std::to_string(std::max<std::int64_t>(d.remaining_requests, 0)));
+    h.emplace_back("x-ratelimit-reset-requests", formatReset(d.reset_requests_ms));
+  }
+  if (d.limit_tokens >= 0) {
+    h.emplace_back("x-ratelimit-limit-tokens", std::to_string(d.limit_tokens));
+    h.emplace_back("x-ratelimit-remaining-tokens", std::to_string(std::max<std::int64_t>(d.remaining_tokens, 0)));
+    h.emplace_back("x-ratelimit-reset-tokens", formatReset(d.reset_tokens_ms));
+  }
+  return h;
+}
+
+namespace {
+
+// The relay proper, after the caller's own limits admitted the request.
+boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, upstream::Pool& pool, cluster::Limiter& limiter,
+                                               Relay& relay, std::vector<const routing::Channel*> candidates,
+                                               std::int64_t estTokens, std::vector<Held>& held) {
+  auto& rec = relay.rec;
+  auto& r = relay.r;
+  const auto& ctx = relay.ctx;
+  const auto& call = relay.call;
+  const auto& cfg = *snap.cfg;
+  auto fail = [&](int status, std::string_view type, std::string_view code, const std::string& msg) {
+    rec.status = status;
+    rec.error = msg;
+    auto res = errorResponse(call.wire, status, type, code, msg);
+    res.set("x-request-id", ctx.id);
+    return res;
+  };
+  routing::Attempts attempts(*snap.router, std::move(candidates));
+  std::vector<std::string> summary;
+  bool allTimeouts = true, all429 = true;
+  std::int64_t retryAfter = 0;
+  std::int64_t quotaRetry = -1;  // channels/keys skipped for their own quotas: soonest retry
+  std::string quotaWhy;
+  const int maxAttempts = cfg.routing.max_retries + 1;
+  std::vector<const routing::Channel*> charged;  // channels this request holds a quota charge on
+  for (int n = 1; n <= maxAttempts;) {
+    std::int64_t coolingFor = 0;
+    auto pick = attempts.next(coolingFor);
+    if (!pick.channel) {
+      if (n == 1 && coolingFor > 0) {
+        retryAfter = coolingFor;
+        summary.push_back(fmt::format("every key of the matching channels is cooling down for {} ms", coolingFor));
+        allTimeouts = false;
+      }
+      break;
+    }
+    if (relay.deadline.passed()) {
+      summary.push_back("total timeout reached");
+      break;
+    }
+    const auto& ch = *pick.channel;
+    // Provider quotas: a channel or key at its own limit is passed over, not tried.
+    auto refuse = [&](const cluster::Decision& d, std::string who) {
+      auto why = refusalFor(d, who);
+      if (quotaRetry < 0 || (d.retry_after_ms > 0 && d.retry_after_ms < quotaRetry)) quotaRetry = d.retry_after_ms;
+      quotaWhy += (quotaWhy.empty() ? "" : "; ") + why.message;
+    };
+    if ((ch.cfg.rpm > 0 || ch.cfg.tpm > 0 || ch.cfg.max_concurrent > 0) &&
+        std::find(charged.begin(), charged.end(), &ch) == charged.end()) {
+      Held h{cluster::Subject{"ch:" + ch.cfg.name, {}}, cluster::Charge{ctx.id, estTokens, 0}, false};
+      h.subject.spec.rpm = ch.cfg.rpm;
+      h.subject.spec.tpm = ch.cfg.tpm;
+      h.subject.spec.max_concurrent = ch.cfg.max_concurrent;
+      auto d = co_await limiter.acquire(h.subject, h.charge);
+      if (!d.allowed) {
+        std::string who = "channel " + ch.cfg.name;
+        refuse(d, std::move(who));
+        attempts.skipChannel(pick);
+        continue;
+      }
+      charged.push_back(&ch);
+      held.push_back(std::move(h));
+    }
+    std::size_t keyHeld = held.size();
+    if (ch.cfg.key_rpm > 0 || ch.cfg.key_tpm > 0) {
+      Held h{cluster::Subject{"uk:" + ch.cfg.name + ":" + pick.key->ref, {}}, cluster::Charge{ctx.id, estTokens, 0},
+             false};
+      h.subject.spec.rpm = ch.cfg.key_rpm;
+      h.subject.spec.tpm = ch.cfg.key_tpm;
+      auto d = co_await limiter.acquire(h.subject, h.charge);
+      if (!d.allowed) {
+        std::string who = "key " + pick.key->id + " of channel " + ch.cfg.name;
+        refuse(d, std::move(who));
+        if (pick.probe) ch.health->probing.store(false);
+        continue;  // the key stays in the tried set; the channel's other keys are next
+      }
+      held.push_back(std::move(h));
+    }
+    rec.attempts = n;
+    rec.channel = ch.cfg.name;
+    rec.key_id = pick.key->id;
+    auto a = co_await relay.attempt(pick, n);
+    snap.router->report(pick, a.outcome, a.status, a.retry_after_ms, a.why);
+    appendAttempt(rec.attempts_json, pick, a);
+    if (a.delivered) {
+      // What this channel and key hold is settled with the real usage; other channels tried
+      // before (and failed) give their tokens back.
+      const std::string channelId = "ch:" + ch.cfg.name;
+      for (std::size_t i = 0; i < held.size(); ++i)
+        if (i >= keyHeld || held[i].subject.id == channelId) held[i].served = true;
+      co_return;
+    }
+    // A failed attempt used the key's request but none of its tokens.
+    if (keyHeld < held.size()) {
+      auto h = std::move(held[keyHeld]);
+      held.erase(held.begin() + static_cast<std::ptrdiff_t>(keyHeld));
+      co_await limiter.settle(h.subject, h.charge, 0, 0);
+    }
+    summary.push_back(fmt::format("#{} {} key {}: {}", n, ch.cfg.name, pick.key->id, a.why));
+    allTimeouts = allTimeouts && a.timeout;
+    all429 = all429 && a.status == 429;
+    if (a.status == 429) retryAfter = std::max(retryAfter, a.retry_after_ms);
+    attempts.failed(pick, a.outcome);
+    if (n < maxAttempts) metrics::registry().retry(ch.cfg.name, a.timeout ? "timeout" : a.status ? std::to_string(a.status) : "connect");
+    ++n;
+  }
+
+  std::string joined;
+  for (const auto& s : summary) joined += (joined.empty() ? "" : "; ") + s;
+  http::Response res;
+  if (rec.attempts == 0 && quotaRetry >= 0) {
+    LimitRefusal why;
+    why.type = "rate_limit_error";
+    why.code = "rate_limit_exceeded";
+    why.message = "every channel that serves this model is at its rate limit: " + quotaWhy;
+    why.retry_after_ms = quotaRetry;
+    res = refusalResponse(call.wire, ctx, rec, why, relay.rate_headers);
+  } else if (!summary.empty() && all429 && rec.attempts > 0) {
+    res = fail(429, "rate_limit_error", "upstream_rate_limited",
+               "every upstream key is rate limited: " + joined);
+  } else if (rec.attempts == 0 && retryAfter > 0) {
+    res = fail(429, "rate_limit_error", "upstream_rate_limited", joined);
+  } else if (allTimeouts && rec.attempts > 0) {
+    res = fail(504, "server_error", "upstream_timeout", "every upstream attempt timed out: " + joined);
+  } else {
+    res = fail(502, "server_error", "upstream_unavailable",
+               fmt::format("all {} upstream attempts failed: {}", rec.attempts, joined.empty() ? "no channel available" : joined));
+  }
+  if (retryAfter > 0 && res.find(bhttp::field::retry_after) == res.end())
+    res.set(bhttp::field::retry_after, std::to_string((retryAfter + 999) / 1000));
+  res.set("x-sluice-attempts", std::to_string(rec.attempts));
+  for (const auto& [k, v] : relay.rate_headers) res.set(k, v);
+  co_await r.send(std::move(res));
+}
+
+}  // namespace
+
+boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, cluster::Limiter& limiter,
+                                   const Caller& caller, http::Request& req, http::Responder& r,
+                                   const RequestContext& ctx, const ClientCall& call, RequestRecord& rec) {
   auto fail = [&](int status, std::string_view type, std::string_view code, const std::string& msg) {
     rec.status = status;
     rec.error = msg;
@@ -669,6 +928,8 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, h
 
   // Parse the body once: the model picks the channels, stream decides the relay.
   const auto& text = req.body();
+  const auto& cfg = *snap.cfg;
+  if (cfg.store.log_bodies) rec.request_body = text.substr(0, cfg.store.log_body_max_bytes);
   BodyFacts facts = inspectBody(text, call);
   if (!facts.error.empty()) {
     http::Response reply = fail(400, "invalid_request_error", facts.error_code, facts.error);
@@ -679,9 +940,16 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, h
   const bool stream = facts.stream;
   rec.model = model;
   rec.stream = stream;
+  const auto* vk = caller.vk;
 
   std::string routedModel;
   auto candidates = snap.router->candidates(model, routedModel);
+  if (vk && !vk->allowsModel(model) && !vk->allowsModel(routedModel)) {
+    http::Response reply = fail(403, "permission_error", "model_not_allowed",
+                                fmt::format("this key ({}) may not use model \"{}\"", vk->name, model));
+    co_await r.send(std::move(reply));
+    co_return;
+  }
   // Channels of the client's own format take the request as it is; chat requests are
   // translated between the OpenAI and Anthropic formats. When the preferred channel can take it
   // neither way, say so rather than quietly answering from a lower-priority one.
@@ -703,72 +971,74 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, h
   if (candidates.empty()) {
     auto names = snap.router->modelNames();
     std::string list;
-    for (std::size_t i = 0; i < names.size() && i < 50; ++i) list += (i ? ", " : "") + names[i];
+    std::size_t shown = 0;
+    for (std::size_t i = 0; i < names.size() && shown < 50; ++i) {
+      if (vk && !vk->allowsModel(names[i])) continue;
+      list += (shown++ ? ", " : "") + names[i];
+    }
     http::Response reply = fail(404, "invalid_request_error", "model_not_found",
                          fmt::format("model \"{}\" is not served by any channel; available: {}", model,
                                      list.empty() ? "(none configured)" : list));
     co_await r.send(std::move(reply));
     co_return;
   }
+  if (vk) {
+    std::erase_if(candidates, [&](const routing::Channel* c) { return !vk->allowsChannel(c->cfg.name); });
+    if (candidates.empty()) {
+      http::Response reply = fail(403, "permission_error", "channel_not_allowed",
+                                  fmt::format("this key ({}) may not use any channel that serves model \"{}\"",
+                                              vk->name, model));
+      co_await r.send(std::move(reply));
+      co_return;
+    }
+  }
 
   // What goes upstream: the original bytes unless the model name or usage option must change.
   bool injectUsage = call.wire == Wire::OpenAI && stream && !facts.asked_usage && call.op == "/chat/completions";
-  const auto& cfg = *snap.cfg;
   Relay relay{snap, pool, req, r, ctx, call, rec, facts, routedModel, stream, injectUsage,
               Deadline{ctx.start + cfg.routing.timeouts.total}};
   relay.client_asked_usage = facts.asked_usage;
-  routing::Attempts attempts(*snap.router, std::move(candidates));
-  std::vector<std::string> summary;
-  bool allTimeouts = true, all429 = true;
-  std::int64_t retryAfter = 0;
-  int maxAttempts = cfg.routing.max_retries + 1;
-  for (int n = 1; n <= maxAttempts; ++n) {
-    std::int64_t coolingFor = 0;
-    auto pick = attempts.next(coolingFor);
-    if (!pick.channel) {
-      if (n == 1 && coolingFor > 0) {
-        retryAfter = coolingFor;
-        summary.push_back(fmt::format("every key of the matching channels is cooling down for {} ms", coolingFor));
-        allTimeouts = false;
-      }
-      break;
+  if (cfg.store.log_bodies) relay.body_cap = cfg.store.log_body_max_bytes;
+
+  const std::int64_t estTokens = estimateTokens(text, facts.max_tokens);
+  const auto price = snap.prices->find(routedModel);
+  std::vector<Held> held;
+  if (vk && vk->subject.spec.any()) {
+    double estCost = price ? pipeline::PriceTable::cost(*price, static_cast<std::int64_t>(text.size() / 4),
+                                                        facts.max_tokens > 0 ? facts.max_tokens : kDefaultOutputEstimate, 0)
+                           : 0.0;
+    Held h{vk->subject, cluster::Charge{ctx.id, estTokens, estCost}, true};
+    auto d = co_await limiter.acquire(h.subject, h.charge);
+    relay.rate_headers = rateLimitHeaders(d);
+    if (!d.allowed) {
+      std::string who = "key " + vk->name;
+      auto why = refusalFor(d, who);
+      http::Response reply = refusalResponse(call.wire, ctx, rec, why, relay.rate_headers);
+      co_await r.send(std::move(reply));
+      co_return;
     }
-    if (relay.deadline.passed()) {
-      summary.push_back("total timeout reached");
-      break;
-    }
-    rec.attempts = n;
-    rec.channel = pick.channel->cfg.name;
-    rec.key_id = pick.key->id;
-    auto a = co_await relay.attempt(pick, n);
-    snap.router->report(pick, a.outcome, a.status, a.retry_after_ms, a.why);
-    appendAttempt(rec.attempts_json, pick, a);
-    if (a.delivered) co_return;
-    summary.push_back(fmt::format("#{} {} key {}: {}", n, pick.channel->cfg.name, pick.key->id, a.why));
-    allTimeouts = allTimeouts && a.timeout;
-    all429 = all429 && a.status == 429;
-    if (a.status == 429) retryAfter = std::max(retryAfter, a.retry_after_ms);
-    attempts.failed(pick, a.outcome);
-    if (n < maxAttempts) metrics::registry().retry(pick.channel->cfg.name, a.timeout ? "timeout" : a.status ? std::to_string(a.status) : "connect");
+    held.push_back(std::move(h));
   }
 
-  std::string joined;
-  for (const auto& s : summary) joined += (joined.empty() ? "" : "; ") + s;
-  http::Response res;
-  if (!summary.empty() && all429 && rec.attempts > 0) {
-    res = fail(429, "rate_limit_error", "upstream_rate_limited",
-               "every upstream key is rate limited: " + joined);
-  } else if (rec.attempts == 0 && retryAfter > 0) {
-    res = fail(429, "rate_limit_error", "upstream_rate_limited", joined);
-  } else if (allTimeouts && rec.attempts > 0) {
-    res = fail(504, "server_error", "upstream_timeout", "every upstream attempt timed out: " + joined);
-  } else {
-    res = fail(502, "server_error", "upstream_unavailable",
-               fmt::format("all {} upstream attempts failed: {}", rec.attempts, joined.empty() ? "no channel available" : joined));
+  std::exception_ptr failure;
+  try {
+    co_await relayWithFailover(snap, pool, limiter, relay, std::move(candidates), estTokens, held);
+  } catch (...) {
+    failure = std::current_exception();
   }
-  if (retryAfter > 0) res.set(bhttp::field::retry_after, std::to_string((retryAfter + 999) / 1000));
-  res.set("x-sluice-attempts", std::to_string(rec.attempts));
-  co_await r.send(std::move(res));
+  // Cost from the real usage, at the price of the model the channel was asked for.
+  const std::int64_t in = std::max<std::int64_t>(rec.input_tokens, 0);
+  const std::int64_t out = std::max<std::int64_t>(rec.output_tokens, 0);
+  if (in + out > 0) {
+    auto served = relay.upstream_model.empty() ? std::nullopt : snap.prices->find(relay.upstream_model);
+    if (!served) served = price;
+    if (served) rec.cost_usd = pipeline::PriceTable::cost(*served, in, out, rec.cached_tokens);
+  }
+  for (auto& h : held) {
+    const bool real = h.served && !failure;
+    co_await limiter.settle(h.subject, h.charge, real ? in + out : 0, real && h.subject.id.starts_with("vk:") ? rec.cost_usd : 0.0);
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace sluice::gateway

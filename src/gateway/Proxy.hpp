@@ -3,11 +3,17 @@
 #pragma once
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
+#include <optional>
+#include <utility>
+#include <vector>
 #include <memory>
 #include <string>
 
+#include "cluster/Limiter.hpp"
 #include "gateway/Wire.hpp"
 #include "http/Server.hpp"
+#include "pipeline/KeyTable.hpp"
+#include "pipeline/Pricing.hpp"
 #include "routing/Router.hpp"
 #include "upstream/Client.hpp"
 
@@ -16,8 +22,15 @@ namespace sluice::gateway {
 // What the proxy needs from the running gateway: the snapshot in force when the request
 // arrived, and this worker's upstream pool.
 struct Snapshot {
-  std::shared_ptr<const config::Config> cfg;
+  std::shared_ptr<const config::Config> cfg;  // the config file's channels plus the store's
   std::unique_ptr<routing::Router> router;
+  std::shared_ptr<const pipeline::KeyTable> keys;  // virtual keys
+  std::shared_ptr<const pipeline::PriceTable> prices;
+};
+
+// Who is calling: the master key (vk == nullptr) or a virtual key of the snapshot's table.
+struct Caller {
+  const pipeline::VirtualKeyEntry* vk = nullptr;
 };
 
 struct RequestContext {
@@ -44,6 +57,10 @@ struct RequestRecord {
   std::string error;
   // JSON array, one object per upstream attempt: {"channel","key","status","error"}.
   std::string attempts_json = "[]";
+  std::optional<std::int64_t> virtual_key_id;
+  double cost_usd = 0;
+  std::string request_body;   // only when store.log_bodies (capped)
+  std::string response_body;  // idem
 };
 
 // What a client asked for, as the router saw it in the path.
@@ -56,9 +73,13 @@ struct ClientCall {
   std::string query;  // Gemini: the query to pass on (the client's key= removed)
 };
 
-// Relays req to the channels serving its model, failing over before the first byte.
-boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, http::Request& req,
-                                   http::Responder& r, const RequestContext& ctx, const ClientCall& call,
-                                   RequestRecord& rec);
+// Relays req to the channels serving its model, failing over before the first byte. The
+// caller's limits and budgets, and the channels' and keys' quotas, are charged on `limiter`.
+boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, cluster::Limiter& limiter,
+                                   const Caller& caller, http::Request& req, http::Responder& r,
+                                   const RequestContext& ctx, const ClientCall& call, RequestRecord& rec);
+
+// x-ratelimit-* headers for a decision (none for limits that are not set).
+std::vector<std::pair<std::string, std::string>> rateLimitHeaders(const cluster::Decision& d);
 
 }  // namespace sluice::gateway

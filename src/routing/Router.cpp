@@ -1,5 +1,7 @@
 #include "routing/Router.hpp"
 
+#include <openssl/evp.h>
+
 #include <algorithm>
 #include <random>
 #include <set>
@@ -23,6 +25,14 @@ void KeyHealth::disable(std::string why) {
   disabled.store(true);
   std::lock_guard lk(mu);
   reason = std::move(why);
+}
+
+void KeyHealth::enable() {
+  disabled.store(false);
+  manual.store(false);
+  cooldown_until_ms.store(0);
+  std::lock_guard lk(mu);
+  reason.clear();
 }
 
 std::string KeyHealth::why() const {
@@ -64,6 +74,25 @@ bool globMatch(std::string_view pat, std::string_view s) {
   return p == pat.size();
 }
 
+std::string keyRef(std::string_view channel, std::string_view secret) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  EVP_DigestUpdate(ctx, channel.data(), channel.size());
+  EVP_DigestUpdate(ctx, "\n", 1);
+  EVP_DigestUpdate(ctx, secret.data(), secret.size());
+  EVP_DigestFinal_ex(ctx, md, &len);
+  EVP_MD_CTX_free(ctx);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "k";
+  for (int i = 0; i < 6; ++i) {
+    out.push_back(kHex[md[i] >> 4]);
+    out.push_back(kHex[md[i] & 15]);
+  }
+  return out;
+}
+
 std::string maskSecret(std::string_view secret) {
   if (secret.empty()) return "(none)";
   if (secret.size() < 12) return "***";
@@ -99,12 +128,15 @@ Router::Router(std::shared_ptr<const config::Config> cfg, HealthRegistry& health
     if (!err.empty()) throw config::ConfigError("channel " + cc.name + ": base_url: " + err, cc.line, 0);
     ch->health = health.channel(cc.name);
     std::size_t i = 0;
-    for (const auto& k : cc.keys) {
+    for (std::size_t j = 0; j < cc.keys.size(); ++j) {
+      const auto& k = cc.keys[j];
       if (k.empty()) continue;
-      ch->keys.push_back(UpstreamKey{k, maskSecret(k) + "#" + std::to_string(i++), health.key(cc.name, k)});
+      std::int64_t storeId = j < cc.key_store_ids.size() ? cc.key_store_ids[j] : 0;
+      ch->keys.push_back(UpstreamKey{k, maskSecret(k) + "#" + std::to_string(i++), health.key(cc.name, k),
+                                     keyRef(cc.name, k), storeId});
     }
     if (ch->keys.empty() && !keyRequired(cc.type)) {
-      ch->keys.push_back(UpstreamKey{"", "(none)#0", health.key(cc.name, "")});
+      ch->keys.push_back(UpstreamKey{"", "(none)#0", health.key(cc.name, ""), keyRef(cc.name, ""), 0});
     }
     channels_.push_back(std::move(ch));
   }
@@ -258,6 +290,12 @@ Pick Attempts::next(std::int64_t& retry_after_ms) {
   return Pick{};
 }
 
+void Attempts::skipChannel(const Pick& p) {
+  if (p.probe) p.channel->health->probing.store(false);
+  for (std::size_t i = 0; i < candidates_.size(); ++i)
+    if (candidates_[i] == p.channel) channel_excluded_[i] = 2;
+}
+
 void Attempts::failed(const Pick& p, Outcome o) {
   if (o != Outcome::ChannelFailure) return;
   // A channel-level failure: prefer other channels; come back to this one's other keys only
@@ -266,7 +304,9 @@ void Attempts::failed(const Pick& p, Outcome o) {
     if (candidates_[i] == p.channel) channel_excluded_[i] = 1;
   // Every channel has failed once: their untried keys are all that is left (the tried set
   // keeps a failed key from being picked twice).
-  if (!anyChannelLeft()) std::fill(channel_excluded_.begin(), channel_excluded_.end(), 0);
+  if (!anyChannelLeft())
+    for (auto& e : channel_excluded_)
+      if (e == 1) e = 0;  // 2: skipped for its rate limit, stays out
 }
 
 }  // namespace sluice::routing

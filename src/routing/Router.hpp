@@ -23,6 +23,7 @@ std::int64_t nowMs();  // steady clock, milliseconds
 struct KeyHealth {
   std::atomic<std::int64_t> cooldown_until_ms{0};
   std::atomic<bool> disabled{false};
+  std::atomic<bool> manual{false};  // disabled by hand (admin API), not by an upstream answer
   std::atomic<std::uint64_t> successes{0};
   std::atomic<std::uint64_t> failures{0};
   mutable std::mutex mu;  // guards reason only (rare writes)
@@ -33,6 +34,7 @@ struct KeyHealth {
   }
   void coolDown(std::int64_t until_ms, std::string why);
   void disable(std::string why);
+  void enable();  // clears a disable and any cool-down
   std::string why() const;
 };
 
@@ -58,7 +60,13 @@ struct UpstreamKey {
   std::string secret;
   std::string id;  // masked, safe to log: "sk-...ab12#0"
   std::shared_ptr<KeyHealth> health;
+  // Stable handle for the admin API, metrics and shared state: "k" + 12 hex digits of
+  // SHA-256(channel name, secret). Reveals nothing usable of the secret.
+  std::string ref;
+  std::int64_t store_id = 0;  // keys added through the admin API
 };
+
+std::string keyRef(std::string_view channel, std::string_view secret);
 
 struct Channel {
   config::ChannelConfig cfg;
@@ -122,6 +130,9 @@ class Attempts {
   // `retry_after_ms` is set to the soonest cool-down end when keys exist but all cool down.
   Pick next(std::int64_t& retry_after_ms);
   void failed(const Pick& p, Outcome o);
+  // Leaves p's channel out for the rest of this request (it is at its own rate limit); a
+  // probe slot p held is given back.
+  void skipChannel(const Pick& p);
 
  private:
   const Router& router_;

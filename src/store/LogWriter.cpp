@@ -3,13 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <iterator>
 
 namespace sluice::store {
 
 LogWriter::LogWriter(StoreFactory factory, Options options) : factory_(std::move(factory)), opt_(options) {
   opt_.batch_size = std::max<std::size_t>(opt_.batch_size, 1);
   opt_.retry_initial = std::max(opt_.retry_initial, std::chrono::milliseconds(1));
+  opt_.retention_interval = std::max(opt_.retention_interval, std::chrono::milliseconds(1));
   thread_ = std::thread([this] { run(); });
 }
 
@@ -30,7 +30,8 @@ bool LogWriter::enqueue(LogRecord&& record) {
   bool wake = false;
   {
     std::lock_guard lk(mu_);
-    if (stopping_ || queue_.size() >= opt_.max_queue || queued_bytes_ + bytes > opt_.max_queue_bytes) {
+    if (stopping_ || queue_.size() + held_ >= opt_.max_queue ||
+        queued_bytes_ + held_bytes_ + bytes > opt_.max_queue_bytes) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
@@ -63,6 +64,7 @@ LogWriter::Stats LogWriter::stats() const {
   {
     std::lock_guard lk(mu_);
     s.queue_depth = queue_.size();
+    s.in_flight = held_;
   }
   s.enqueued = enqueued_.load(std::memory_order_relaxed);
   s.written = written_.load(std::memory_order_relaxed);
@@ -70,55 +72,117 @@ LogWriter::Stats LogWriter::stats() const {
   s.rejected = rejected_.load(std::memory_order_relaxed);
   s.abandoned = abandoned_.load(std::memory_order_relaxed);
   s.failed_batches = failed_.load(std::memory_order_relaxed);
-  s.in_flight = in_flight_.load(std::memory_order_relaxed);
+  s.expired = expired_.load(std::memory_order_relaxed);
   s.connected = connected_.load(std::memory_order_relaxed);
   return s;
 }
 
 void LogWriter::run() {
-  std::vector<LogRecord> batch;
-  batch.reserve(opt_.batch_size);
+  std::vector<LogRecord> taken;  // swapped with queue_, so both keep their capacity
+  auto last_take = Clock::now();
   for (;;) {
     {
       std::unique_lock lk(mu_);
-      cv_.wait_for(lk, opt_.flush_interval, [&] { return stopping_ || queue_.size() >= opt_.batch_size; });
-      if (queue_.empty()) {
-        if (stopping_) break;
-        continue;
+      // A retention sweep under way only peeks at the queue between its chunks.
+      if (!sweep_before_ms_)
+        cv_.wait_for(lk, opt_.flush_interval, [&] { return stopping_ || queue_.size() >= opt_.batch_size; });
+      if (queue_.empty() && stopping_) break;
+      bool due = stopping_ || queue_.size() >= opt_.batch_size || !sweep_before_ms_ ||
+                 Clock::now() - last_take >= opt_.flush_interval;
+      if (!queue_.empty() && due) {
+        taken.swap(queue_);
+        held_ = taken.size();
+        held_bytes_ = queued_bytes_;
+        queued_bytes_ = 0;
+        last_take = Clock::now();
       }
-      std::size_t n = std::min(opt_.batch_size, queue_.size());
-      for (std::size_t i = 0; i < n; ++i) {
-        queued_bytes_ -= approxBytes(queue_.front());
-        batch.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
-      in_flight_.store(batch.size(), std::memory_order_relaxed);
     }
-    writeBatch(batch);
-    if (!batch.empty()) {  // draining, and the deadline passed with the database still failing
+    std::size_t done = 0;
+    while (done < taken.size()) {
+      std::size_t n = std::min(opt_.batch_size, taken.size() - done);
+      std::size_t ok = writeBatch(std::span(taken).subspan(done, n));
+      std::size_t bytes = 0;
+      for (std::size_t i = done; i < done + ok; ++i) bytes += approxBytes(taken[i]);
+      done += ok;
       std::lock_guard lk(mu_);
-      std::uint64_t lost = batch.size() + queue_.size();
+      held_ -= ok;
+      held_bytes_ -= bytes;
+      if (ok < n) break;
+    }
+    if (done < taken.size()) {  // draining, and the deadline passed with the database still failing
+      std::lock_guard lk(mu_);
+      std::uint64_t lost = (taken.size() - done) + queue_.size();
       abandoned_.fetch_add(lost, std::memory_order_relaxed);
       spdlog::error("log writer: shutdown deadline passed with the database unavailable; {} log records lost", lost);
       queue_.clear();
       queued_bytes_ = 0;
-      batch.clear();
-      in_flight_.store(0, std::memory_order_relaxed);
+      held_ = 0;
+      held_bytes_ = 0;
+      taken.clear();
       break;
     }
+    taken.clear();
+    if (opt_.retention_days > 0) retentionStep();
   }
   store_.reset();
   connected_.store(false, std::memory_order_relaxed);
 }
 
+Store& LogWriter::store() {
+  if (!store_) {
+    store_ = factory_();
+    if (!store_) throw StoreError(StoreErrc::Unavailable, "store factory returned no store");
+  }
+  return *store_;
+}
+
+void LogWriter::retentionStep() {
+  // Rows per step: a few milliseconds of deleting between two insert batches.
+  constexpr std::int64_t kChunk = 5'000;
+  constexpr std::int64_t kDayMs = 86'400'000;
+  {
+    std::lock_guard lk(mu_);
+    if (stopping_) return;  // shutdown writes what is queued and nothing else
+  }
+  auto now = Clock::now();
+  if (!sweep_before_ms_) {
+    if (now < next_sweep_) return;
+    next_sweep_ = now + opt_.retention_interval;
+    std::int64_t unix_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    sweep_before_ms_ = unix_ms - opt_.retention_days * kDayMs;
+    sweep_deleted_ = 0;
+  }
+  try {
+    std::int64_t n = store().deleteLogsBefore(*sweep_before_ms_, kChunk);
+    sweep_deleted_ += n;
+    expired_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+    if (n < kChunk) {
+      if (sweep_deleted_ > 0)
+        spdlog::info("log retention: deleted {} request log rows older than {} days", sweep_deleted_,
+                     opt_.retention_days);
+      sweep_before_ms_.reset();
+    }
+  } catch (const std::exception& e) {
+    // The insert path reports outages and reconnects; a failed sweep is simply tried again
+    // later (sooner than the next interval when the database was merely unreachable).
+    auto* se = dynamic_cast<const StoreError*>(&e);
+    bool transient = !se || se->transient();
+    if (transient) {
+      store_.reset();
+      next_sweep_ = std::min(next_sweep_, now + opt_.retry_max);
+    } else {
+      spdlog::warn("log retention: deleting old request logs failed: {}", e.what());
+    }
+    sweep_before_ms_.reset();
+  }
+}
+
 bool LogWriter::tryInsert(std::span<const LogRecord> records, bool& transient) {
   transient = true;
   try {
-    if (!store_) {
-      store_ = factory_();
-      if (!store_) throw StoreError(StoreErrc::Unavailable, "store factory returned no store");
-    }
-    store_->insertLogs(records);
+    store().insertLogs(records);
     if (!connected_.exchange(true, std::memory_order_relaxed) && failed_.load(std::memory_order_relaxed) > 0)
       spdlog::info("log writer: database reachable again; writing queued logs");
     return true;
@@ -140,22 +204,22 @@ bool LogWriter::tryInsert(std::span<const LogRecord> records, bool& transient) {
   return false;
 }
 
-void LogWriter::writeBatch(std::vector<LogRecord>& batch) {
+std::size_t LogWriter::writeBatch(std::span<const LogRecord> batch) {
   auto backoff = opt_.retry_initial;
-  while (!batch.empty()) {
+  std::size_t done = 0;
+  while (done < batch.size()) {
+    auto rest = batch.subspan(done);
     bool transient = false;
-    if (tryInsert(batch, transient)) {
-      written_.fetch_add(batch.size(), std::memory_order_relaxed);
-      batch.clear();
-      break;
+    if (tryInsert(rest, transient)) {
+      written_.fetch_add(rest.size(), std::memory_order_relaxed);
+      return batch.size();
     }
     failed_.fetch_add(1, std::memory_order_relaxed);
     if (!transient) {
       // Something in the batch is refused: write the records one by one, set aside the bad ones.
-      std::size_t i = 0;
-      for (; i < batch.size(); ++i) {
+      for (; done < batch.size(); ++done) {
         bool t = false;
-        if (tryInsert(std::span(&batch[i], 1), t)) {
+        if (tryInsert(batch.subspan(done, 1), t)) {
           written_.fetch_add(1, std::memory_order_relaxed);
         } else if (t) {
           break;  // the database went away meanwhile: retry the rest below
@@ -163,16 +227,14 @@ void LogWriter::writeBatch(std::vector<LogRecord>& batch) {
           rejected_.fetch_add(1, std::memory_order_relaxed);
         }
       }
-      batch.erase(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(i));
-      in_flight_.store(batch.size(), std::memory_order_relaxed);
-      if (batch.empty()) break;
+      if (done == batch.size()) break;
     }
-    if (pastDeadline()) return;
+    if (pastDeadline()) return done;
     sleepFor(backoff);
     backoff = std::min(backoff * 2, opt_.retry_max);
-    if (pastDeadline()) return;
+    if (pastDeadline()) return done;
   }
-  in_flight_.store(0, std::memory_order_relaxed);
+  return done;
 }
 
 bool LogWriter::pastDeadline() const {

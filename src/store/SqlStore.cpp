@@ -1,8 +1,10 @@
 #include "store/SqlStore.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <chrono>
+#include <map>
 
 #include "store/Migrations.hpp"
 
@@ -30,32 +32,24 @@ constexpr std::int64_t kMigrationLockId = 0x51C3'0001;
 constexpr std::size_t kLogColumnCount = 19;
 
 void appendLogParams(std::vector<SqlParam>& out, const LogRecord& r) {
-  out.push_back(P::integer(r.time_ms));
-  out.push_back(P::text(r.request_id));
-  out.push_back(P::optInt(r.virtual_key_id));
-  out.push_back(P::text(r.channel));
-  out.push_back(P::text(r.upstream_key));
-  out.push_back(P::text(r.model));
-  out.push_back(P::integer(r.status));
-  out.push_back(P::text(r.attempts));
-  out.push_back(P::integer(r.ttfb_ms));
-  out.push_back(P::integer(r.duration_ms));
-  out.push_back(P::integer(r.input_tokens));
-  out.push_back(P::integer(r.output_tokens));
-  out.push_back(P::integer(r.cached_tokens));
-  out.push_back(P::real(r.cost_usd));
-  out.push_back(P::text(r.client_addr));
-  out.push_back(P::text(r.user_agent));
-  out.push_back(P::boolean(r.stream));
-  out.push_back(P::optText(r.request_body));
-  out.push_back(P::optText(r.response_body));
+  out.insert(out.end(), {P::integer(r.time_ms), P::text(r.request_id), P::optInt(r.virtual_key_id),
+                         P::text(r.channel), P::text(r.upstream_key), P::text(r.model), P::integer(r.status),
+                         P::text(r.attempts), P::integer(r.ttfb_ms), P::integer(r.duration_ms),
+                         P::integer(r.input_tokens), P::integer(r.output_tokens), P::integer(r.cached_tokens),
+                         P::real(r.cost_usd), P::text(r.client_addr), P::text(r.user_agent), P::boolean(r.stream),
+                         P::optText(r.request_body), P::optText(r.response_body)});
 }
 
-std::string insertLogsSql(std::size_t rows) {
+// SQLite: OR ROLLBACK, because a failed row fails the whole batch anyway (see insertLogs);
+// a plain INSERT would make SQLite keep a statement journal (a copy of every page the
+// statement touches, spilled to a temp file) just to undo that one statement.
+std::string insertLogsSql(Dialect dialect, std::size_t rows) {
   std::string row = "(";
   for (std::size_t i = 0; i < kLogColumnCount; ++i) row += i ? ",?" : "?";
   row += ")";
-  std::string sql = "INSERT INTO request_logs (" SLUICE_LOG_COLUMNS ") VALUES ";
+  std::string sql = dialect == Dialect::Sqlite ? "INSERT OR ROLLBACK INTO" : "INSERT INTO";
+  sql += " request_logs (" SLUICE_LOG_COLUMNS ") VALUES ";
+  sql.reserve(sql.size() + rows * (row.size() + 1));
   for (std::size_t i = 0; i < rows; ++i) {
     if (i) sql += ',';
     sql += row;
@@ -93,7 +87,7 @@ VirtualKey readVirtualKey(SqlRows& r) {
 }
 
 #define SLUICE_CHANNEL_COLUMNS \
-  "id, name, type, base_url, models, priority, weight, headers, enabled, created_at, updated_at"
+  "id, name, type, base_url, models, priority, weight, headers, enabled, created_at, updated_at, settings"
 
 Channel readChannel(SqlRows& r) {
   Channel c;
@@ -108,10 +102,12 @@ Channel readChannel(SqlRows& r) {
   c.enabled = r.getBool(8);
   c.created_at_ms = r.getInt(9);
   c.updated_at_ms = r.getInt(10);
+  c.settings = r.getText(11);
   return c;
 }
 
-#define SLUICE_UK_COLUMNS "id, channel_id, secret_encrypted, label, state, disabled_reason, cooldown_until, created_at"
+#define SLUICE_UK_COLUMNS \
+  "id, channel_id, secret_encrypted, label, state, disabled_reason, cooldown_until, created_at, updated_at"
 
 const char* stateName(UpstreamKeyState s) {
   return s == UpstreamKeyState::Disabled ? "disabled" : "active";
@@ -127,6 +123,7 @@ UpstreamKey readUpstreamKey(SqlRows& r) {
   k.disabled_reason = r.getText(5);
   k.cooldown_until_ms = r.optInt(6);
   k.created_at_ms = r.getInt(7);
+  k.updated_at_ms = r.getInt(8);
   return k;
 }
 
@@ -224,13 +221,26 @@ void SqlStore::migrate() {
 void SqlStore::insertLogs(std::span<const LogRecord> records) {
   if (records.empty()) return;
   SqlTransaction tx(*conn_);
-  std::vector<SqlParam> params;
-  params.reserve(std::min(records.size(), kInsertChunk) * kLogColumnCount);
-  for (std::size_t off = 0; off < records.size(); off += kInsertChunk) {
-    std::size_t n = std::min(kInsertChunk, records.size() - off);
-    params.clear();
-    for (std::size_t i = 0; i < n; ++i) appendLogParams(params, records[off + i]);
-    conn_->execute(insertLogsSql(n), params);
+  log_params_.reserve(std::min(records.size(), kInsertChunk) * kLogColumnCount);
+  // Statements of kInsertChunk rows, then the rest as power-of-two row counts: each batch is
+  // a few statements (PostgreSQL: a few round trips), and the connection prepares at most
+  // log2(kInsertChunk) + 1 of them, once.
+  std::size_t off = 0;
+  for (std::size_t n = kInsertChunk; n > 0; n /= 2) {
+    while (records.size() - off >= n) {
+      log_params_.clear();
+      for (std::size_t i = 0; i < n; ++i) appendLogParams(log_params_, records[off + i]);
+      conn_->execute(insertSqlFor(n), log_params_);
+      off += n;
+    }
+  }
+  // One UPDATE per key, in id order so concurrent writers lock key rows in the same order.
+  std::map<std::int64_t, double> spend;
+  for (const LogRecord& r : records)
+    if (r.virtual_key_id && r.cost_usd != 0) spend[*r.virtual_key_id] += r.cost_usd;
+  for (const auto& [id, usd] : spend) {
+    P p[] = {P::real(usd), P::integer(id)};
+    conn_->execute("UPDATE virtual_keys SET spend_total_usd = spend_total_usd + ? WHERE id = ?", p);
   }
   tx.commit();
 }
@@ -365,17 +375,47 @@ std::vector<UsageRow> SqlStore::usage(const UsageQuery& q) {
   return out;
 }
 
-std::int64_t SqlStore::deleteLogsBefore(std::int64_t unix_ms) {
+std::int64_t SqlStore::deleteLogsBefore(std::int64_t unix_ms, std::int64_t max_rows) {
   // Chunks: each DELETE is its own short transaction, so the log writer is never held up
   // behind one long retention sweep.
   std::int64_t total = 0;
-  for (;;) {
-    P params[] = {P::integer(unix_ms), P::integer(kDeleteChunk)};
+  while (total < max_rows) {
+    std::int64_t want = std::min(kDeleteChunk, max_rows - total);
+    P params[] = {P::integer(unix_ms), P::integer(want)};
     std::int64_t n = conn_->execute(
         "DELETE FROM request_logs WHERE id IN (SELECT id FROM request_logs WHERE time_ms < ? LIMIT ?)", params);
     total += n;
-    if (n < kDeleteChunk) return total;
+    if (n < want) break;
   }
+  return total;
+}
+
+std::map<std::int64_t, KeySpend> SqlStore::spendByKey(std::int64_t day_start_ms, std::int64_t month_start_ms) {
+  // Per key, two ranges of the covering (virtual_key_id, time_ms, cost_usd) index: the work is
+  // the day's and the month's rows of existing keys, never a scan of the whole log.
+  P params[] = {P::integer(day_start_ms), P::integer(month_start_ms)};
+  auto rows = conn_->query(
+      "SELECT k.id, "
+      "COALESCE((SELECT SUM(cost_usd) FROM request_logs WHERE virtual_key_id = k.id AND time_ms >= ?), 0), "
+      "COALESCE((SELECT SUM(cost_usd) FROM request_logs WHERE virtual_key_id = k.id AND time_ms >= ?), 0), "
+      "k.spend_total_usd FROM virtual_keys k",
+      params);
+  std::map<std::int64_t, KeySpend> out;
+  while (rows->next()) out[rows->getInt(0)] = KeySpend{rows->getReal(1), rows->getReal(2), rows->getReal(3)};
+  return out;
+}
+
+std::string SqlStore::controlPlaneStamp() {
+  auto rows = conn_->query("SELECT version FROM control_plane_version WHERE id = 1", {});
+  if (!rows->next()) throw StoreError(StoreErrc::Schema, "control_plane_version is empty; run migrate()");
+  return std::to_string(rows->getInt(0));
+}
+
+const std::string& SqlStore::insertSqlFor(std::size_t rows) {
+  std::size_t slot = static_cast<std::size_t>(std::countr_zero(rows));
+  if (insert_sql_.size() <= slot) insert_sql_.resize(slot + 1);
+  if (insert_sql_[slot].empty()) insert_sql_[slot] = insertLogsSql(conn_->dialect(), rows);
+  return insert_sql_[slot];
 }
 
 // ---- virtual keys ----
@@ -465,12 +505,12 @@ bool SqlStore::deleteVirtualKey(std::int64_t id) {
 
 std::int64_t SqlStore::createChannel(const Channel& c) {
   std::int64_t now = nowMs();
-  P params[] = {P::text(c.name),        P::text(c.type),      P::text(c.base_url), P::text(c.models),
-                P::integer(c.priority), P::integer(c.weight), P::text(c.headers),  P::boolean(c.enabled),
-                P::integer(now),        P::integer(now)};
+  P params[] = {P::text(c.name),     P::text(c.type),      P::text(c.base_url),   P::text(c.models),
+                P::integer(c.priority), P::integer(c.weight), P::text(c.headers),    P::text(c.settings),
+                P::boolean(c.enabled),  P::integer(now),      P::integer(now)};
   return insertReturningId(
-      "INSERT INTO channels (name, type, base_url, models, priority, weight, headers, enabled, created_at, "
-      "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO channels (name, type, base_url, models, priority, weight, headers, settings, enabled, created_at, "
+      "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       params);
 }
 
@@ -492,12 +532,12 @@ std::vector<Channel> SqlStore::listChannels() {
 }
 
 bool SqlStore::updateChannel(const Channel& c) {
-  P params[] = {P::text(c.name),        P::text(c.type),      P::text(c.base_url), P::text(c.models),
-                P::integer(c.priority), P::integer(c.weight), P::text(c.headers),  P::boolean(c.enabled),
-                P::integer(nowMs()),    P::integer(c.id)};
+  P params[] = {P::text(c.name),     P::text(c.type),      P::text(c.base_url),   P::text(c.models),
+                P::integer(c.priority), P::integer(c.weight), P::text(c.headers),    P::text(c.settings),
+                P::boolean(c.enabled),  P::integer(nowMs()),  P::integer(c.id)};
   return conn_->execute(
              "UPDATE channels SET name = ?, type = ?, base_url = ?, models = ?, priority = ?, weight = ?, "
-             "headers = ?, enabled = ?, updated_at = ? WHERE id = ?",
+             "headers = ?, settings = ?, enabled = ?, updated_at = ? WHERE id = ?",
              params) > 0;
 }
 
@@ -509,12 +549,13 @@ bool SqlStore::deleteChannel(std::int64_t id) {
 // ---- upstream keys ----
 
 std::int64_t SqlStore::createUpstreamKey(const UpstreamKey& k) {
+  std::int64_t now = nowMs();
   P params[] = {P::integer(k.channel_id),    P::blob(k.secret_encrypted), P::text(k.label),
                 P::text(stateName(k.state)), P::text(k.disabled_reason),  P::optInt(k.cooldown_until_ms),
-                P::integer(nowMs())};
+                P::integer(now),             P::integer(now)};
   return insertReturningId(
       "INSERT INTO upstream_keys (channel_id, secret_encrypted, label, state, disabled_reason, cooldown_until, "
-      "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
       params);
 }
 
@@ -537,18 +578,20 @@ std::vector<UpstreamKey> SqlStore::listUpstreamKeys(std::optional<std::int64_t> 
 bool SqlStore::updateUpstreamKey(const UpstreamKey& k) {
   P params[] = {
       P::integer(k.channel_id),   P::blob(k.secret_encrypted),    P::text(k.label), P::text(stateName(k.state)),
-      P::text(k.disabled_reason), P::optInt(k.cooldown_until_ms), P::integer(k.id)};
+      P::text(k.disabled_reason), P::optInt(k.cooldown_until_ms), P::integer(nowMs()),       P::integer(k.id)};
   return conn_->execute(
              "UPDATE upstream_keys SET channel_id = ?, secret_encrypted = ?, label = ?, state = ?, "
-             "disabled_reason = ?, cooldown_until = ? WHERE id = ?",
+             "disabled_reason = ?, cooldown_until = ?, updated_at = ? WHERE id = ?",
              params) > 0;
 }
 
 bool SqlStore::setUpstreamKeyState(std::int64_t id, UpstreamKeyState state, const std::string& reason,
                                    std::optional<std::int64_t> cooldown_until_ms) {
-  P params[] = {P::text(stateName(state)), P::text(reason), P::optInt(cooldown_until_ms), P::integer(id)};
-  return conn_->execute("UPDATE upstream_keys SET state = ?, disabled_reason = ?, cooldown_until = ? WHERE id = ?",
-                        params) > 0;
+  P params[] = {P::text(stateName(state)), P::text(reason), P::optInt(cooldown_until_ms), P::integer(nowMs()),
+                P::integer(id)};
+  return conn_->execute(
+             "UPDATE upstream_keys SET state = ?, disabled_reason = ?, cooldown_until = ?, updated_at = ? WHERE id = ?",
+             params) > 0;
 }
 
 bool SqlStore::deleteUpstreamKey(std::int64_t id) {

@@ -2,6 +2,8 @@
 // connection and their migrations. Thread-safety: one thread at a time (see Store).
 #pragma once
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "store/SqlConnection.hpp"
 #include "store/Store.hpp"
@@ -18,7 +20,9 @@ class SqlStore final : public Store {
   void insertLogs(std::span<const LogRecord> records) override;
   LogPage listLogs(const LogQuery& query) override;
   std::vector<UsageRow> usage(const UsageQuery& query) override;
-  std::int64_t deleteLogsBefore(std::int64_t unix_ms) override;
+  std::int64_t deleteLogsBefore(std::int64_t unix_ms, std::int64_t max_rows) override;
+  std::map<std::int64_t, KeySpend> spendByKey(std::int64_t day_start_ms, std::int64_t month_start_ms) override;
+  std::string controlPlaneStamp() override;
 
   std::int64_t createVirtualKey(const VirtualKey& key) override;
   std::optional<VirtualKey> getVirtualKey(std::int64_t id) override;
@@ -43,14 +47,21 @@ class SqlStore final : public Store {
                            std::optional<std::int64_t> cooldown_until_ms) override;
   bool deleteUpstreamKey(std::int64_t id) override;
 
-  // Rows per multi-row INSERT statement in insertLogs (19 parameters each).
-  static constexpr std::size_t kInsertChunk = 64;
+  // Most rows per multi-row INSERT statement in insertLogs (19 parameters each; SQLite takes
+  // up to 32766 per statement, PostgreSQL 65535). A power of two.
+  static constexpr std::size_t kInsertChunk = 512;
   // Rows per DELETE statement in deleteLogsBefore.
   static constexpr std::int64_t kDeleteChunk = 5000;
 
  private:
   std::int64_t insertReturningId(const std::string& sql, std::span<const SqlParam> params);
+  // The INSERT for a power-of-two number of log rows, built once per row count.
+  const std::string& insertSqlFor(std::size_t rows);
+
   std::unique_ptr<SqlConnection> conn_;
+  std::vector<std::string> insert_sql_;  // by log2(rows)
+  std::vector<SqlParam> log_params_;     // reused across batches
+
 };
 
 // Opaque log cursor for a (time_ms, id) position; decodeLogCursor throws InvalidData.

@@ -7,6 +7,7 @@
 // checks that they parse (a bad one is StoreErrc::InvalidData).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -140,6 +141,9 @@ struct Channel {
   std::int64_t priority = 1;
   std::int64_t weight = 1;
   std::string headers = "{}";  // JSON object of extra upstream headers
+  // JSON object of the remaining channel settings, as the YAML channel takes them:
+  // model_map (object), api_version (string), rpm, tpm, max_concurrent, key_rpm, key_tpm (integers).
+  std::string settings = "{}";
   bool enabled = true;
   std::int64_t created_at_ms = 0;
   std::int64_t updated_at_ms = 0;
@@ -156,6 +160,14 @@ struct UpstreamKey {
   std::string disabled_reason;
   std::optional<std::int64_t> cooldown_until_ms;
   std::int64_t created_at_ms = 0;
+  std::int64_t updated_at_ms = 0;  // set by the store on every change (state changes included)
+};
+
+// Money a virtual key has spent, from the request log.
+struct KeySpend {
+  double day_usd = 0;    // since the start of the UTC day asked for
+  double month_usd = 0;  // since the start of the UTC month asked for
+  double total_usd = 0;  // ever; kept on the key row, so log retention does not lower it
 };
 
 class Store {
@@ -180,9 +192,16 @@ class Store {
   virtual void insertLogs(std::span<const LogRecord> records) = 0;
   virtual LogPage listLogs(const LogQuery& query) = 0;
   virtual std::vector<UsageRow> usage(const UsageQuery& query) = 0;
-  // Retention: deletes rows with time_ms < unix_ms, in chunks so writers are not held up;
-  // returns how many were deleted.
-  virtual std::int64_t deleteLogsBefore(std::int64_t unix_ms) = 0;
+  // Retention: deletes rows with time_ms < unix_ms, in chunks (each its own transaction) so
+  // writers are not held up, stopping after max_rows or so; returns how many were deleted
+  // (fewer than max_rows: none older are left).
+  virtual std::int64_t deleteLogsBefore(std::int64_t unix_ms, std::int64_t max_rows) = 0;
+  // Spend per virtual key id (keys with no spend may be absent). insertLogs adds each row's
+  // cost_usd to its key's total in the same transaction.
+  virtual std::map<std::int64_t, KeySpend> spendByKey(std::int64_t day_start_ms, std::int64_t month_start_ms) = 0;
+  // An opaque value that changes whenever a virtual key, channel or upstream key is created,
+  // changed, revoked or deleted (by any instance): cheap enough to poll every second.
+  virtual std::string controlPlaneStamp() = 0;
 
   // ---- virtual keys ----  create* return the new id; update*/delete* return false if no such id.
   virtual std::int64_t createVirtualKey(const VirtualKey& key) = 0;

@@ -58,8 +58,9 @@ export async function startMock(args = []) {
 
 export function tempDir() { return mkdtempSync(join(tmpdir(), 'sluice-test-')); }
 
-// channels: [{name, url (mock url), keys, models, priority, weight, type}]
-export function gatewayYaml({ channels, routing = {}, server = {}, master = MASTER }) {
+// channels: [{name, url (mock url), keys, models, priority, weight, type, limits: {rpm, tpm, ...}}];
+// `extra`: YAML text appended at the top level (pricing:, redis:, ...).
+export function gatewayYaml({ channels, routing = {}, server = {}, master = MASTER, extra = '' }) {
   const lines = [
     'server:', `  listen: "127.0.0.1:0"`, `  workers: ${server.workers ?? 2}`,
     ...Object.entries(server).filter(([k]) => k !== 'workers').map(([k, v]) => `  ${k}: ${JSON.stringify(v)}`),
@@ -76,8 +77,10 @@ export function gatewayYaml({ channels, routing = {}, server = {}, master = MAST
     lines.push(`  - name: ${c.name}`, `    type: ${c.type ?? 'openai'}`, `    base_url: "${c.base_url ?? c.url + '/v1'}"`,
       `    keys: ${JSON.stringify(c.keys ?? ['k-' + c.name])}`, `    models: ${JSON.stringify(c.models ?? ['*'])}`,
       `    priority: ${c.priority ?? 1}`, `    weight: ${c.weight ?? 1}`);
+    for (const [k, v] of Object.entries(c.limits ?? {})) lines.push(`    ${k}: ${v}`);
+    if (c.headers) lines.push(`    headers: ${JSON.stringify(c.headers)}`);
   }
-  return lines.join('\n') + '\n';
+  return lines.join('\n') + '\n' + extra;
 }
 
 export async function startGateway(opts) {

@@ -79,6 +79,38 @@ CREATE INDEX request_logs_key_time ON request_logs (virtual_key_id, time_ms);
 CREATE INDEX request_logs_model_time ON request_logs (model, time_ms);
 CREATE INDEX request_logs_channel_time ON request_logs (channel, time_ms);
 )sql"},
+    // See the SQLite migration 3 for why triggers feed control_plane_version and why
+    // request_logs_key_time becomes partial.
+    {3, "channel settings, upstream key updated_at, key spend totals, control plane version", R"sql(
+ALTER TABLE channels ADD COLUMN settings JSON NOT NULL DEFAULT '{}';
+ALTER TABLE upstream_keys ADD COLUMN updated_at BIGINT NOT NULL DEFAULT 0;
+UPDATE upstream_keys SET updated_at = created_at;
+ALTER TABLE virtual_keys ADD COLUMN spend_total_usd DOUBLE PRECISION NOT NULL DEFAULT 0;
+UPDATE virtual_keys SET spend_total_usd =
+  (SELECT COALESCE(SUM(cost_usd), 0) FROM request_logs WHERE virtual_key_id = virtual_keys.id);
+DROP INDEX request_logs_key_time;
+CREATE INDEX request_logs_key_time ON request_logs (virtual_key_id, time_ms, cost_usd)
+  WHERE virtual_key_id IS NOT NULL;
+CREATE TABLE control_plane_version (
+  id      INTEGER PRIMARY KEY CHECK (id = 1),
+  version BIGINT NOT NULL
+);
+INSERT INTO control_plane_version (id, version) VALUES (1, 1);
+CREATE FUNCTION sluice_bump_control_plane_version() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE control_plane_version SET version = version + 1;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER virtual_keys_cp AFTER INSERT OR DELETE OR UPDATE OF name, key_hash, key_prefix, allowed_models,
+  allowed_channels, rpm, tpm, max_concurrent, budget_daily_usd, budget_monthly_usd, budget_total_usd, expires_at,
+  revoked_at, metadata, created_at, updated_at ON virtual_keys
+  FOR EACH ROW EXECUTE FUNCTION sluice_bump_control_plane_version();
+CREATE TRIGGER channels_cp AFTER INSERT OR UPDATE OR DELETE ON channels
+  FOR EACH ROW EXECUTE FUNCTION sluice_bump_control_plane_version();
+CREATE TRIGGER upstream_keys_cp AFTER INSERT OR UPDATE OR DELETE ON upstream_keys
+  FOR EACH ROW EXECUTE FUNCTION sluice_bump_control_plane_version();
+)sql"},
 };
 
 }  // namespace

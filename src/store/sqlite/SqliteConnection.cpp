@@ -100,8 +100,12 @@ class SqliteConnection final : public SqlConnection {
     sqlite3_busy_timeout(db_, busy_timeout_ms);
     try {
       // WAL lets readers (admin API, usage queries) run beside the log writer; NORMAL is
-      // durable across process crashes in WAL mode, which is what kill -9 needs.
-      execScript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
+      // durable across process crashes in WAL mode, which is what kill -9 needs. Checkpoints
+      // every 4000 pages (16 MB of WAL) instead of 1000: each checkpoint syncs and rewrites
+      // the pages every log batch touches again, about 5% of the writer's CPU at the default.
+      execScript(
+          "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
+          "PRAGMA wal_autocheckpoint=4000;");
     } catch (...) {
       sqlite3_close(db_);
       db_ = nullptr;
@@ -126,18 +130,22 @@ class SqliteConnection final : public SqlConnection {
 
   std::unique_ptr<SqlRows> query(const std::string& sql, std::span<const SqlParam> params) override {
     sqlite3_stmt* st = prepare(sql);
-    bind(st, params);
+    // The rows are stepped after this returns, possibly past the parameters' lifetime: copy.
+    bind(st, params, SQLITE_TRANSIENT);
     return std::make_unique<SqliteRows>(db_, st);
   }
 
   std::int64_t execute(const std::string& sql, std::span<const SqlParam> params) override {
     sqlite3_stmt* st = prepare(sql);
-    bind(st, params);
-    {
-      SqliteRows rows(db_, st);
-      while (rows.next()) {
-      }
+    // Stepped to the end before returning, while the parameters are alive: no copies (a log
+    // batch binds thousands of strings).
+    bind(st, params, SQLITE_STATIC);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     }
+    // Reset without clearing: the bindings are not copies, there is nothing to free.
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) fail(db_, rc, "step");
     return sqlite3_changes64(db_);
   }
 
@@ -155,9 +163,14 @@ class SqliteConnection final : public SqlConnection {
     return st;
   }
 
-  void bind(sqlite3_stmt* st, std::span<const SqlParam> params) {
+  void bind(sqlite3_stmt* st, std::span<const SqlParam> params, sqlite3_destructor_type text_lifetime) {
     sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
+    // Every parameter is bound on every use, so no earlier value (or dangling SQLITE_STATIC
+    // pointer) can be read: no need to clear bindings first.
+    if (static_cast<std::size_t>(sqlite3_bind_parameter_count(st)) != params.size())
+      throw StoreError(StoreErrc::Internal, "sqlite: statement takes " +
+                                                std::to_string(sqlite3_bind_parameter_count(st)) + " parameters, " +
+                                                std::to_string(params.size()) + " given");
     for (std::size_t k = 0; k < params.size(); ++k) {
       const SqlParam& p = params[k];
       int i = static_cast<int>(k) + 1;
@@ -174,10 +187,10 @@ class SqliteConnection final : public SqlConnection {
           rc = sqlite3_bind_double(st, i, p.d);
           break;
         case SqlParam::Kind::Text:
-          rc = sqlite3_bind_text64(st, i, p.s.data(), p.s.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+          rc = sqlite3_bind_text64(st, i, p.s.data(), p.s.size(), text_lifetime, SQLITE_UTF8);
           break;
         case SqlParam::Kind::Blob:
-          rc = sqlite3_bind_blob64(st, i, p.s.data(), p.s.size(), SQLITE_TRANSIENT);
+          rc = sqlite3_bind_blob64(st, i, p.s.data(), p.s.size(), text_lifetime);
           break;
       }
       if (rc != SQLITE_OK) fail(db_, rc, "bind");

@@ -79,6 +79,48 @@ CREATE INDEX request_logs_key_time ON request_logs (virtual_key_id, time_ms);
 CREATE INDEX request_logs_model_time ON request_logs (model, time_ms);
 CREATE INDEX request_logs_channel_time ON request_logs (channel, time_ms);
 )sql"},
+    // Triggers bump control_plane_version on every write to the control tables, whoever makes
+    // it (another instance, a cascade, manual SQL), so polling one row sees every change,
+    // deletes included. Updates that touch only spend_total_usd (every log batch) are left out.
+    // request_logs_key_time becomes partial: rows without a virtual key (master key) are never
+    // looked up by key, and skipping their index entry makes each such insert cheaper. It
+    // also covers cost_usd, so spendByKey reads only the index, over each key's time range.
+    {3, "channel settings, upstream key updated_at, key spend totals, control plane version", R"sql(
+ALTER TABLE channels ADD COLUMN settings TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(settings));
+ALTER TABLE upstream_keys ADD COLUMN updated_at INTEGER NOT NULL DEFAULT 0;
+UPDATE upstream_keys SET updated_at = created_at;
+ALTER TABLE virtual_keys ADD COLUMN spend_total_usd REAL NOT NULL DEFAULT 0;
+UPDATE virtual_keys SET spend_total_usd =
+  (SELECT COALESCE(SUM(cost_usd), 0) FROM request_logs WHERE virtual_key_id = virtual_keys.id);
+DROP INDEX request_logs_key_time;
+CREATE INDEX request_logs_key_time ON request_logs (virtual_key_id, time_ms, cost_usd)
+  WHERE virtual_key_id IS NOT NULL;
+CREATE TABLE control_plane_version (
+  id      INTEGER PRIMARY KEY CHECK (id = 1),
+  version INTEGER NOT NULL
+);
+INSERT INTO control_plane_version (id, version) VALUES (1, 1);
+CREATE TRIGGER virtual_keys_cp_insert AFTER INSERT ON virtual_keys
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+CREATE TRIGGER virtual_keys_cp_update AFTER UPDATE OF name, key_hash, key_prefix, allowed_models, allowed_channels,
+  rpm, tpm, max_concurrent, budget_daily_usd, budget_monthly_usd, budget_total_usd, expires_at, revoked_at, metadata,
+  created_at, updated_at ON virtual_keys
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+CREATE TRIGGER virtual_keys_cp_delete AFTER DELETE ON virtual_keys
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+CREATE TRIGGER channels_cp_insert AFTER INSERT ON channels
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+CREATE TRIGGER channels_cp_update AFTER UPDATE ON channels
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+CREATE TRIGGER channels_cp_delete AFTER DELETE ON channels
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+CREATE TRIGGER upstream_keys_cp_insert AFTER INSERT ON upstream_keys
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+CREATE TRIGGER upstream_keys_cp_update AFTER UPDATE ON upstream_keys
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+CREATE TRIGGER upstream_keys_cp_delete AFTER DELETE ON upstream_keys
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+)sql"},
 };
 
 }  // namespace

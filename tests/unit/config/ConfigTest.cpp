@@ -335,7 +335,7 @@ TEST(ConfigErrors, UnknownKeysListTheValidOnes) {
   auto f = failure("server:\n  listen: 127.0.0.1:1\nlogging: {}\n");
   EXPECT_EQ(f.what,
             "t.yaml:3:1: unknown key \"logging\" at the top level; valid keys: server, auth, store, "
-            "redis, routing, channels");
+            "redis, routing, channels, pricing");
 
   f = failure("server:\n  workers: 1\n  listn: 127.0.0.1:1\n");
   EXPECT_EQ(f.what,
@@ -361,7 +361,7 @@ TEST(ConfigErrors, UnknownKeyNestedAtDepth) {
   f = failure(channel("    region: us\n"));
   EXPECT_EQ(f.what,
             "t.yaml:6:5: unknown key \"region\" in channels[0]; valid keys: name, type, base_url, keys, "
-            "models, priority, weight, headers, model_map, api_version");
+            "models, priority, weight, headers, model_map, api_version, rpm, tpm, max_concurrent, key_rpm, key_tpm");
 
   f = failure(channel("", "a") + "  - name: b\n    type: mock\n    base_url: http://x\n    models: [m]\n"
                                  "    wieght: 2\n");
@@ -492,8 +492,11 @@ TEST(ConfigErrors, StoreAndRedisUrls) {
   EXPECT_EQ(failure("store:\n  url: mysql://x\n").line, 2);
   EXPECT_EQ(failure("store:\n  url: \"\"\n").line, 2);
   EXPECT_EQ(failure("redis:\n  url: http://x\n").line, 2);
-  EXPECT_EQ(parse("store: {url: \"postgresql://u@h/db\"}\nredis: {url: rediss://h:6380}\n")->redis.url,
-            "rediss://h:6380");
+  EXPECT_EQ(parse("store: {url: \"postgresql://u@h/db\"}\nredis: {url: \"redis://:pw@h:6380/2\"}\n")->redis.url,
+            "redis://:pw@h:6380/2");
+  // TLS and unix sockets are not spoken: refused at load rather than at the first request.
+  EXPECT_EQ(failure("redis:\n  url: rediss://h:6380\n").line, 2);
+  EXPECT_EQ(failure("redis:\n  url: \"redis://h:notaport\"\n").line, 2);
 }
 
 TEST(ConfigErrors, YamlSyntaxErrorLine) {
@@ -697,6 +700,58 @@ TEST(ConfigErrors, ModelMapMustMapNamesToNames) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.line(), 2);
   }
+}
+
+TEST(ConfigParse, ControlPlaneKeys) {
+  const auto c = parse(R"(store:
+  url: "sqlite://./x.db"
+  log_retention_days: 7
+  log_bodies: true
+  log_body_max_bytes: 4KiB
+  secret_key: "s3cret-passphrase-0123456789"
+routing:
+  recovery_interval: 0s
+channels:
+  - name: a
+    type: openai
+    base_url: "https://api.openai.com/v1"
+    keys: ["sk-aaaaaaaaaaaa"]
+    models: ["gpt-4o"]
+    rpm: 100
+    tpm: 50000
+    max_concurrent: 8
+    key_rpm: 60
+    key_tpm: 20000
+)");
+  EXPECT_EQ(c->store.log_retention_days, 7);
+  EXPECT_TRUE(c->store.log_bodies);
+  EXPECT_EQ(c->store.log_body_max_bytes, 4096u);
+  EXPECT_EQ(c->store.secret_key, "s3cret-passphrase-0123456789");
+  EXPECT_EQ(c->routing.recovery_interval.count(), 0);
+  const auto& ch = c->channels.at(0);
+  EXPECT_EQ(ch.rpm, 100);
+  EXPECT_EQ(ch.tpm, 50000);
+  EXPECT_EQ(ch.max_concurrent, 8);
+  EXPECT_EQ(ch.key_rpm, 60);
+  EXPECT_EQ(ch.key_tpm, 20000);
+  const auto text = describeConfig(*c);
+  EXPECT_EQ(text.find("s3cret-passphrase"), std::string::npos) << text;
+  EXPECT_NE(text.find("key_rpm: 60"), std::string::npos) << text;
+  // The description parses back to the same settings.
+  const auto again = parse(text);
+  EXPECT_EQ(again->channels.at(0).key_tpm, 20000);
+  EXPECT_EQ(again->store.log_retention_days, 7);
+}
+
+TEST(ConfigErrors, ControlPlaneValues) {
+  auto f = failure("store:\n  log_retention_days: -1\n");
+  EXPECT_EQ(f.line, 2);
+  EXPECT_NE(f.what.find("store.log_retention_days: must be from 0 to 36500"), std::string::npos) << f.what;
+  f = failure("store:\n  log_bodies: yes\n");
+  EXPECT_NE(f.what.find("store.log_bodies: expected true or false"), std::string::npos) << f.what;
+  f = failure(channel("    rpm: -5\n"));
+  EXPECT_EQ(f.line, 6);
+  EXPECT_NE(f.what.find("channels[0].rpm: must be at least 0"), std::string::npos) << f.what;
 }
 
 }  // namespace

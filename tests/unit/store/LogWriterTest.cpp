@@ -205,6 +205,111 @@ TEST_P(LogWriterTest, DrainGivesUpAtItsDeadlineAndCountsWhatWasLost) {
   outage.end();
 }
 
+std::int64_t unixNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+TEST_P(LogWriterTest, RetentionDeletesOldRowsAtStartAndThenEveryInterval) {
+  constexpr std::int64_t kDayMs = 86'400'000;
+  const std::int64_t now = unixNowMs();
+  auto insertAged = [&](int n, std::int64_t age_ms, const std::string& id) {
+    std::vector<LogRecord> rows;
+    for (int i = 0; i < n; ++i) rows.push_back(sampleLog(now - age_ms + i, id));
+    reader_->insertLogs(rows);
+  };
+  insertAged(12'000, 10 * kDayMs, "old");  // more than one retention chunk
+  insertAged(5, 2 * kDayMs, "recent");
+  LogWriter::Options opt;
+  opt.retention_days = 3;
+  opt.retention_interval = 300ms;
+  opt.flush_interval = 20ms;
+  LogWriter w(factoryFor(db_->url()), opt);
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(w.enqueue(sampleLog(now + i, "new")));  // written during the sweep
+  ASSERT_TRUE(eventually([&] { return w.stats().expired == 12'000; })) << w.stats().expired;
+  ASSERT_TRUE(eventually([&] { return w.stats().written == 100; }));
+  EXPECT_EQ(rows(), 105);
+
+  insertAged(7, 4 * kDayMs, "aged-since");
+  ASSERT_TRUE(eventually([&] { return w.stats().expired == 12'007; }, 10s)) << w.stats().expired;
+  EXPECT_EQ(rows(), 105);
+  EXPECT_TRUE(w.drain(10s));
+}
+
+TEST_P(LogWriterTest, RetentionZeroKeepsEverything) {
+  std::vector<LogRecord> old{sampleLog(1'000, "ancient")};
+  reader_->insertLogs(old);
+  LogWriter::Options opt;
+  opt.retention_interval = 10ms;
+  opt.flush_interval = 10ms;
+  LogWriter w(factoryFor(db_->url()), opt);
+  ASSERT_TRUE(w.enqueue(sampleLog(kT0, "x")));
+  ASSERT_TRUE(eventually([&] { return w.stats().written == 1; }));
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(w.stats().expired, 0u);
+  EXPECT_EQ(rows(), 2);
+}
+
+// The batch with a refused row fails as a whole and is then written row by row: each good
+// row's cost reaches its key's total exactly once.
+TEST_P(LogWriterTest, ARetriedBatchAddsEachRowsCostToTheKeyOnce) {
+  VirtualKey k;
+  k.name = "k";
+  k.key_hash = "h";
+  k.key_prefix = "sk-k";
+  std::int64_t id = reader_->createVirtualKey(k);
+  testing::refuseLogsWithRequestId(*db_, "poison");
+  LogWriter::Options opt;
+  opt.batch_size = 10;
+  LogWriter w(factoryFor(db_->url()), opt);
+  for (int i = 0; i < 25; ++i) {
+    LogRecord r = sampleLog(kT0 + i, i == 13 ? "poison" : "ok");
+    r.virtual_key_id = id;
+    r.cost_usd = 0.125;
+    ASSERT_TRUE(w.enqueue(std::move(r)));
+  }
+  EXPECT_TRUE(w.drain(10s));
+  EXPECT_EQ(w.stats().written, 24u);
+  EXPECT_EQ(w.stats().rejected, 1u);
+  EXPECT_GE(w.stats().failed_batches, 1u);
+  EXPECT_EQ(rows(), 24);
+  EXPECT_DOUBLE_EQ(reader_->spendByKey(kT0, kT0)[id].total_usd, 24 * 0.125);
+}
+
+// A transient failure in the middle of a batch (after some rows were inserted) rolls the
+// whole batch back, spend included; the retry then counts it once.
+TEST_P(LogWriterTest, ABatchRetriedAfterATransientFailureAddsSpendOnce) {
+  if (GetParam() != Backend::Postgres) GTEST_SKIP() << "needs a trigger that fails transiently (PostgreSQL)";
+  VirtualKey k;
+  k.name = "k";
+  k.key_hash = "h";
+  k.key_prefix = "sk-k";
+  std::int64_t id = reader_->createVirtualKey(k);
+  // A sequence is not rolled back with the transaction, so exactly the first attempt fails.
+  openSqlConnection(db_->url())
+      ->execScript(
+          "CREATE SEQUENCE fail_once; CREATE FUNCTION fail_once() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+          "IF NEW.request_id = 'late' AND nextval('fail_once') = 1 THEN "
+          "RAISE EXCEPTION 'try again' USING ERRCODE = 'serialization_failure'; END IF; RETURN NEW; END $$; "
+          "CREATE TRIGGER fail_once BEFORE INSERT ON request_logs FOR EACH ROW EXECUTE FUNCTION fail_once()");
+  LogWriter::Options opt;
+  opt.batch_size = 200;
+  opt.flush_interval = 10s;  // one batch of everything, at drain
+  opt.retry_initial = 10ms;
+  LogWriter w(factoryFor(db_->url()), opt);
+  for (int i = 0; i < 150; ++i) {  // 150 rows: INSERTs of 128, 16, 4 and 2; the failing row is in the second
+    LogRecord r = sampleLog(kT0 + i, i == 140 ? "late" : "ok");
+    r.virtual_key_id = id;
+    r.cost_usd = 0.5;
+    ASSERT_TRUE(w.enqueue(std::move(r)));
+  }
+  EXPECT_TRUE(w.drain(10s));
+  EXPECT_EQ(w.stats().written, 150u);
+  EXPECT_EQ(w.stats().failed_batches, 1u);
+  EXPECT_EQ(rows(), 150);
+  EXPECT_DOUBLE_EQ(reader_->spendByKey(kT0, kT0)[id].total_usd, 75);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, LogWriterTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),
                          testing::backendName);
 
@@ -221,7 +326,9 @@ class PickyStore final : public Store {
   }
   LogPage listLogs(const LogQuery&) override { return {}; }
   std::vector<UsageRow> usage(const UsageQuery&) override { return {}; }
-  std::int64_t deleteLogsBefore(std::int64_t) override { return 0; }
+  std::int64_t deleteLogsBefore(std::int64_t, std::int64_t) override { return 0; }
+  std::map<std::int64_t, KeySpend> spendByKey(std::int64_t, std::int64_t) override { return {}; }
+  std::string controlPlaneStamp() override { return {}; }
   std::int64_t createVirtualKey(const VirtualKey&) override { return 0; }
   std::optional<VirtualKey> getVirtualKey(std::int64_t) override { return {}; }
   std::optional<VirtualKey> findVirtualKeyByHash(const std::string&) override { return {}; }

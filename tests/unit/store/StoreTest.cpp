@@ -2,11 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <set>
 #include <thread>
 
 #include "StoreTestSupport.hpp"
+#include "store/Migrations.hpp"
 #include "store/SqlConnection.hpp"
 #include "store/SqlStore.hpp"
 #include "store/postgres/PostgresConnection.hpp"
@@ -20,6 +22,7 @@ using testing::TestDatabase;
 
 constexpr std::int64_t kDay = 86'400'000;
 constexpr std::int64_t kT0 = 1'700'006'400'000;  // 2023-11-15T00:00:00Z, a day boundary
+constexpr std::int64_t kAll = std::numeric_limits<std::int64_t>::max();
 
 class StoreTest : public ::testing::TestWithParam<Backend> {
  protected:
@@ -96,6 +99,92 @@ TEST_P(StoreTest, RefusesASchemaNewerThanItKnows) {
     EXPECT_EQ(e.code(), StoreErrc::Schema);
     EXPECT_NE(std::string(e.what()).find("newer Sluice"), std::string::npos) << e.what();
   }
+}
+
+// Brings a fresh database to `version` exactly, as an older Sluice would have left it.
+void migrateTo(const TestDatabase& db, int version) {
+  auto c = openSqlConnection(db.url());
+  auto migrations = db.backend() == Backend::Sqlite ? sqliteMigrations() : postgresMigrations();
+  c->execScript(
+      "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)");
+  for (const Migration& m : migrations) {
+    if (m.version > version) break;
+    c->execScript(m.sql);
+    SqlParam p[] = {SqlParam::integer(m.version), SqlParam::text(m.name), SqlParam::integer(0)};
+    c->execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", p);
+  }
+}
+
+TEST_P(StoreTest, MigratesAVersion2DatabaseKeepingItsRows) {
+  TestDatabase old(GetParam());
+  migrateTo(old, 2);
+  {
+    auto c = openSqlConnection(old.url());
+    c->execScript(
+        "INSERT INTO virtual_keys (id, name, key_hash, key_prefix, created_at, updated_at) "
+        "VALUES (5, 'old', 'hash5', 'sk-old', 10, 11)");
+    c->execScript(
+        "INSERT INTO channels (id, name, type, models, created_at, updated_at) "
+        "VALUES (3, 'ch', 'openai', '[\"m\"]', 20, 21)");
+    c->execScript(
+        "INSERT INTO upstream_keys (channel_id, secret_encrypted, label, created_at) VALUES (3, 'secret', 'l', 30)");
+  }
+  std::vector<LogRecord> logs{sampleLog(kT0, "a"), sampleLog(kT0 + 1, "b"), sampleLog(kT0 + 2, "other-key")};
+  logs[0].virtual_key_id = 5;
+  logs[0].cost_usd = 0.25;
+  logs[1].virtual_key_id = 5;
+  logs[1].cost_usd = 0.5;
+  {
+    // Written as version 2 wrote them: no spend total yet.
+    auto c = openSqlConnection(old.url());
+    for (const LogRecord& r : logs) {
+      SqlParam p[] = {SqlParam::integer(r.time_ms), SqlParam::text(r.request_id), SqlParam::optInt(r.virtual_key_id),
+                      SqlParam::real(r.cost_usd)};
+      c->execute("INSERT INTO request_logs (time_ms, request_id, virtual_key_id, status, cost_usd) "
+                 "VALUES (?, ?, ?, 200, ?)",
+                 p);
+    }
+  }
+
+  auto s = Store::open(old.url());
+  EXPECT_EQ(s->schemaVersion(), 2);
+  s->migrate();
+  EXPECT_EQ(s->schemaVersion(), Store::latestSchemaVersion());
+  auto key = s->getVirtualKey(5);
+  ASSERT_TRUE(key);
+  EXPECT_EQ(key->name, "old");
+  EXPECT_EQ(key->updated_at_ms, 11);
+  auto ch = s->getChannel(3);
+  ASSERT_TRUE(ch);
+  EXPECT_EQ(ch->models, R"(["m"])");
+  EXPECT_EQ(ch->settings, "{}");
+  auto uks = s->listUpstreamKeys(3);
+  ASSERT_EQ(uks.size(), 1u);
+  EXPECT_EQ(uks[0].secret_encrypted, "secret");
+  EXPECT_EQ(uks[0].updated_at_ms, 30);  // backfilled from created_at
+  EXPECT_EQ(s->listLogs(LogQuery{}).entries.size(), 3u);
+  // The total starts from the logs already there, then grows with new ones.
+  EXPECT_DOUBLE_EQ(s->spendByKey(kT0, kT0)[5].total_usd, 0.75);
+  LogRecord more = sampleLog(kT0 + 3, "c");
+  more.virtual_key_id = 5;
+  more.cost_usd = 1;
+  s->insertLogs(std::span(&more, 1));
+  EXPECT_DOUBLE_EQ(s->spendByKey(kT0, kT0)[5].total_usd, 1.75);
+  EXPECT_FALSE(s->controlPlaneStamp().empty());
+}
+
+TEST_P(StoreTest, MigratesAVersion1Database) {
+  TestDatabase old(GetParam());
+  migrateTo(old, 1);
+  openSqlConnection(old.url())
+      ->execScript("INSERT INTO channels (name, type, created_at, updated_at) VALUES ('ch', 'mock', 1, 2)");
+  auto s = Store::open(old.url());
+  EXPECT_EQ(s->schemaVersion(), 1);
+  s->migrate();
+  EXPECT_EQ(s->schemaVersion(), Store::latestSchemaVersion());
+  ASSERT_EQ(s->listChannels().size(), 1u);
+  EXPECT_EQ(s->listChannels()[0].settings, "{}");
+  EXPECT_TRUE(s->listLogs(LogQuery{}).entries.empty());
 }
 
 // ---- request logs ----
@@ -405,10 +494,167 @@ TEST_P(StoreTest, DeleteLogsBeforeRemovesOnlyOlderRowsInChunks) {
   for (std::int64_t i = 0; i < n; ++i) rows.push_back(sampleLog(kT0 + i, "old"));
   for (int i = 0; i < 10; ++i) rows.push_back(sampleLog(kT0 + kDay + i, "new"));
   store_->insertLogs(rows);
-  EXPECT_EQ(store_->deleteLogsBefore(kT0 + kDay), n);
+  EXPECT_EQ(store_->deleteLogsBefore(kT0 + kDay, kAll), n);
   EXPECT_EQ(countRows("request_logs"), 10);
-  EXPECT_EQ(store_->deleteLogsBefore(kT0 + kDay), 0);
-  EXPECT_EQ(store_->deleteLogsBefore(kT0 + kDay + 5), 5);
+  EXPECT_EQ(store_->deleteLogsBefore(kT0 + kDay, kAll), 0);
+  EXPECT_EQ(store_->deleteLogsBefore(kT0 + kDay + 5, kAll), 5);
+}
+
+TEST_P(StoreTest, DeleteLogsBeforeStopsAfterMaxRows) {
+  std::vector<LogRecord> rows;
+  for (int i = 0; i < 25; ++i) rows.push_back(sampleLog(kT0 + i, "old"));
+  rows.push_back(sampleLog(kT0 + kDay, "new"));
+  store_->insertLogs(rows);
+  EXPECT_EQ(store_->deleteLogsBefore(kT0 + kDay, 10), 10);
+  EXPECT_EQ(store_->deleteLogsBefore(kT0 + kDay, 10), 10);
+  EXPECT_EQ(store_->deleteLogsBefore(kT0 + kDay, 10), 5);
+  EXPECT_EQ(store_->deleteLogsBefore(kT0 + kDay, 10), 0);
+  EXPECT_EQ(countRows("request_logs"), 1);
+}
+
+// ---- spend ----
+
+TEST_P(StoreTest, SpendByKeySumsTheDayAndMonthAndKeepsTheTotalOnTheKey) {
+  auto makeKey = [&](const std::string& name) {
+    VirtualKey k;
+    k.name = name;
+    k.key_hash = "hash-" + name;
+    k.key_prefix = "sk-" + name;
+    return store_->createVirtualKey(k);
+  };
+  std::int64_t a = makeKey("a"), b = makeKey("b"), idle = makeKey("idle");
+  const std::int64_t month = kT0 - 14 * kDay;  // 2023-11-01
+  auto row = [](std::int64_t t, std::optional<std::int64_t> key, double usd) {
+    LogRecord r = sampleLog(t, "r");
+    r.virtual_key_id = key;
+    r.cost_usd = usd;
+    return r;
+  };
+  std::vector<LogRecord> batch{
+      row(month - kDay, a, 100),  // last month: only in the total
+      row(month + kDay, a, 10),   // this month
+      row(kT0 + 1000, a, 1),      // today
+      row(kT0 + 2000, a, 2),      // today, same key in the same batch
+      row(kT0 + 3000, b, 0.5),    // today
+      row(kT0 + 4000, std::nullopt, 7),  // master key: nobody's spend
+      row(kT0 + 5000, 999, 3),   // a deleted key's row: no key row to add to
+  };
+  store_->insertLogs(batch);
+
+  auto spend = store_->spendByKey(kT0, month);
+  EXPECT_DOUBLE_EQ(spend[a].day_usd, 3);
+  EXPECT_DOUBLE_EQ(spend[a].month_usd, 13);
+  EXPECT_DOUBLE_EQ(spend[a].total_usd, 113);
+  EXPECT_DOUBLE_EQ(spend[b].day_usd, 0.5);
+  EXPECT_DOUBLE_EQ(spend[b].month_usd, 0.5);
+  EXPECT_DOUBLE_EQ(spend[b].total_usd, 0.5);
+  if (spend.count(idle)) {
+    EXPECT_EQ(spend[idle].day_usd, 0);
+    EXPECT_EQ(spend[idle].total_usd, 0);
+  }
+  EXPECT_FALSE(spend.count(999));
+
+  // A later batch adds to the total; retention does not lower it.
+  std::vector<LogRecord> later{row(kT0 + 6000, b, 0.25)};
+  store_->insertLogs(later);
+  EXPECT_EQ(store_->deleteLogsBefore(kT0 + kDay, kAll), 8);
+  spend = store_->spendByKey(kT0 + kDay, month);
+  EXPECT_DOUBLE_EQ(spend[a].day_usd, 0);
+  EXPECT_DOUBLE_EQ(spend[a].month_usd, 0);
+  EXPECT_DOUBLE_EQ(spend[a].total_usd, 113);
+  EXPECT_DOUBLE_EQ(spend[b].total_usd, 0.75);
+}
+
+TEST_P(StoreTest, AFailedBatchAddsNoSpend) {
+  VirtualKey k;
+  k.name = "k";
+  k.key_hash = "h";
+  k.key_prefix = "sk-k";
+  std::int64_t id = store_->createVirtualKey(k);
+  std::vector<LogRecord> batch;
+  for (std::size_t i = 0; i < SqlStore::kInsertChunk + 1; ++i) {  // the bad row is in the second chunk
+    batch.push_back(sampleLog(kT0 + static_cast<std::int64_t>(i), i == SqlStore::kInsertChunk ? "poison" : "ok"));
+    batch.back().virtual_key_id = id;
+    batch.back().cost_usd = 1;
+  }
+  testing::refuseLogsWithRequestId(*db_, "poison");
+  EXPECT_THROW(store_->insertLogs(batch), StoreError);
+  EXPECT_EQ(countRows("request_logs"), 0);
+  EXPECT_DOUBLE_EQ(store_->spendByKey(kT0, kT0)[id].total_usd, 0);
+  batch.pop_back();
+  store_->insertLogs(batch);
+  EXPECT_DOUBLE_EQ(store_->spendByKey(kT0, kT0)[id].total_usd, static_cast<double>(SqlStore::kInsertChunk));
+}
+
+// ---- control plane stamp ----
+
+TEST_P(StoreTest, ControlPlaneStampChangesOnEveryControlPlaneWriteByAnyInstance) {
+  auto other = Store::open(db_->url());  // another instance sharing the database
+  std::string last = store_->controlPlaneStamp();
+  auto changed = [&](const char* what) {
+    std::string now = other->controlPlaneStamp();
+    EXPECT_NE(now, last) << what;
+    EXPECT_EQ(store_->controlPlaneStamp(), now) << what;
+    last = now;
+  };
+  auto unchanged = [&](const char* what) { EXPECT_EQ(other->controlPlaneStamp(), last) << what; };
+
+  VirtualKey k;
+  k.name = "k";
+  k.key_hash = "h";
+  k.key_prefix = "sk-k";
+  k.id = store_->createVirtualKey(k);
+  changed("create virtual key");
+  k.rpm = 5;
+  store_->updateVirtualKey(k);
+  changed("update virtual key");
+  store_->revokeVirtualKey(k.id, kT0);
+  changed("revoke virtual key");
+
+  LogRecord r = sampleLog(kT0, "r");
+  r.virtual_key_id = k.id;
+  store_->insertLogs(std::span(&r, 1));
+  unchanged("logging spend against a key");
+  store_->listVirtualKeys();
+  store_->spendByKey(kT0, kT0);
+  unchanged("reads");
+
+  Channel c;
+  c.name = "c";
+  c.type = "mock";
+  c.id = store_->createChannel(c);
+  changed("create channel");
+  c.settings = R"({"rpm":5})";
+  store_->updateChannel(c);
+  changed("update channel");
+
+  UpstreamKey u;
+  u.channel_id = c.id;
+  u.secret_encrypted = "s";
+  u.id = store_->createUpstreamKey(u);
+  changed("create upstream key");
+  u.label = "x";
+  store_->updateUpstreamKey(u);
+  changed("update upstream key");
+  store_->setUpstreamKeyState(u.id, UpstreamKeyState::Disabled, "401", std::nullopt);
+  changed("disable upstream key");
+  store_->deleteUpstreamKey(u.id);
+  changed("delete upstream key");
+  store_->createUpstreamKey(u);
+  changed("create upstream key again");
+
+  // Create then delete between two polls still moves it (a count would come back level).
+  Channel c2 = c;
+  c2.name = "c2";
+  std::int64_t c2id = other->createChannel(c2);
+  other->deleteChannel(c2id);
+  changed("create + delete channel");
+  store_->deleteChannel(c.id);  // cascades to its upstream key
+  changed("delete channel");
+  store_->deleteVirtualKey(k.id);
+  changed("delete virtual key");
+  store_->deleteVirtualKey(k.id);
+  unchanged("deleting a missing key");
 }
 
 // ---- virtual keys ----
@@ -534,6 +780,7 @@ TEST_P(StoreTest, ChannelCrud) {
   EXPECT_EQ(got->priority, 2);
   EXPECT_EQ(got->weight, 3);
   EXPECT_EQ(got->headers, c.headers);
+  EXPECT_EQ(got->settings, "{}");
   EXPECT_TRUE(got->enabled);
   EXPECT_GT(got->created_at_ms, 0);
   EXPECT_EQ(store_->findChannelByName("openai")->id, id);
@@ -585,6 +832,37 @@ TEST_P(StoreTest, ChannelCrud) {
   EXPECT_EQ(store_->listChannels().size(), 1u);
 }
 
+TEST_P(StoreTest, ChannelSettingsRoundTripAndAreJsonChecked) {
+  Channel c;
+  c.name = "azure";
+  c.type = "azure";
+  c.settings = R"({"api_version":"2024-06-01","model_map":{"gpt-4o":"my-deploy"},"rpm":60,"key_tpm":1000})";
+  std::int64_t id = store_->createChannel(c);
+  EXPECT_EQ(store_->getChannel(id)->settings, c.settings);
+  EXPECT_EQ(store_->findChannelByName("azure")->settings, c.settings);
+  EXPECT_EQ(store_->listChannels().at(0).settings, c.settings);
+
+  Channel upd = *store_->getChannel(id);
+  upd.settings = R"({"rpm":5})";
+  EXPECT_TRUE(store_->updateChannel(upd));
+  EXPECT_EQ(store_->getChannel(id)->settings, upd.settings);
+
+  for (const char* bad : {"{not json", ""}) {
+    upd.settings = bad;
+    try {
+      store_->updateChannel(upd);
+      FAIL() << "malformed settings accepted: '" << bad << "'";
+    } catch (const StoreError& e) {
+      EXPECT_EQ(e.code(), StoreErrc::InvalidData) << e.what();
+    }
+    Channel fresh = c;
+    fresh.name = "fresh";
+    fresh.settings = bad;
+    EXPECT_THROW(store_->createChannel(fresh), StoreError);
+  }
+  EXPECT_EQ(store_->getChannel(id)->settings, R"({"rpm":5})");
+}
+
 TEST_P(StoreTest, UpstreamKeyCrudKeepsSecretBytesAndCascadesWithTheChannel) {
   Channel c;
   c.name = "openai";
@@ -607,6 +885,7 @@ TEST_P(StoreTest, UpstreamKeyCrudKeepsSecretBytesAndCascadesWithTheChannel) {
   EXPECT_EQ(got->disabled_reason, "");
   EXPECT_FALSE(got->cooldown_until_ms);
   EXPECT_GT(got->created_at_ms, 0);
+  EXPECT_EQ(got->updated_at_ms, got->created_at_ms);
 
   UpstreamKey k2 = k;
   k2.channel_id = ch2;
@@ -621,8 +900,11 @@ TEST_P(StoreTest, UpstreamKeyCrudKeepsSecretBytesAndCascadesWithTheChannel) {
   EXPECT_EQ(on_ch[0].id, id);
   EXPECT_EQ(on_ch[1].id, id3);
 
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));  // updated_at has millisecond resolution
   EXPECT_TRUE(store_->setUpstreamKeyState(id, UpstreamKeyState::Disabled, "401 invalid key", kT0 + 60'000));
+  std::int64_t created = got->created_at_ms;
   got = store_->getUpstreamKey(id);
+  EXPECT_GT(got->updated_at_ms, created);
   EXPECT_EQ(got->state, UpstreamKeyState::Disabled);
   EXPECT_EQ(got->disabled_reason, "401 invalid key");
   EXPECT_EQ(got->cooldown_until_ms, kT0 + 60'000);
@@ -634,7 +916,10 @@ TEST_P(StoreTest, UpstreamKeyCrudKeepsSecretBytesAndCascadesWithTheChannel) {
 
   got->label = "renamed";
   got->secret_encrypted = "rotated";
+  std::int64_t before = got->updated_at_ms;
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
   EXPECT_TRUE(store_->updateUpstreamKey(*got));
+  EXPECT_GT(store_->getUpstreamKey(id)->updated_at_ms, before);
   EXPECT_EQ(store_->getUpstreamKey(id)->label, "renamed");
   EXPECT_EQ(store_->getUpstreamKey(id)->secret_encrypted, "rotated");
 

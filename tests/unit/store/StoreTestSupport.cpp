@@ -273,4 +273,20 @@ LogRecord sampleLog(std::int64_t time_ms, std::string request_id) {
   return r;
 }
 
+void refuseLogsWithRequestId(const TestDatabase& db, const std::string& request_id) {
+  auto c = openSqlConnection(db.url());
+  // request_id is a test constant, never input: quoting it inline is safe here.
+  if (db.backend() == Backend::Sqlite) {
+    c->execScript("CREATE TRIGGER refuse_" + request_id + " BEFORE INSERT ON request_logs WHEN NEW.request_id = '" +
+                  request_id + "' BEGIN SELECT RAISE(ABORT, 'refused by test trigger'); END");
+  } else {
+    c->execScript("CREATE FUNCTION refuse_" + request_id +
+                  "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.request_id = '" + request_id +
+                  "' THEN RAISE EXCEPTION 'refused by test trigger' USING ERRCODE = 'check_violation'; END IF; "
+                  "RETURN NEW; END $$; CREATE TRIGGER refuse_" +
+                  request_id + " BEFORE INSERT ON request_logs FOR EACH ROW EXECUTE FUNCTION refuse_" + request_id +
+                  "()");
+  }
+}
+
 }  // namespace sluice::store::testing

@@ -78,4 +78,8 @@ class TcpGate {
 
 LogRecord sampleLog(std::int64_t time_ms, std::string request_id);
 
+// Makes the database refuse (as bad data, not a transient error) any log row with this
+// request_id, through a trigger: the way to make one row of a real batch fail.
+void refuseLogsWithRequestId(const TestDatabase& db, const std::string& request_id);
+
 }  // namespace sluice::store::testing

@@ -1,0 +1,298 @@
+#include "admin/ChannelOps.hpp"
+
+#include <fmt/format.h>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/url/parse.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+#include "admin/Fields.hpp"
+#include "core/SecretBox.hpp"
+
+namespace sluice::admin {
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::size_t kMaxChannelName = 64;
+constexpr std::size_t kMaxUpstreamSecret = 8192;
+constexpr config::ChannelType kAllTypes[] = {config::ChannelType::OpenAI,           config::ChannelType::Anthropic,
+                                             config::ChannelType::Gemini,           config::ChannelType::Azure,
+                                             config::ChannelType::OpenAICompatible, config::ChannelType::Mock};
+
+bool validChannelName(std::string_view s) {
+  return !s.empty() && s.size() <= kMaxChannelName && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-';
+  });
+}
+
+// RFC 9110 token.
+bool validHeaderName(std::string_view s) {
+  static constexpr std::string_view kExtra = "!#$%&'*+-.^_`|~";
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || kExtra.find(c) != std::string_view::npos;
+  });
+}
+
+bool hasControlChar(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return (u < 0x20 && c != '\t') || u == 0x7f;
+  });
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+json::object parsedObject(const std::string& text) {
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  return !ec && v.is_object() ? std::move(v.as_object()) : json::object{};
+}
+
+std::string baseUrlField(const json::value& v) {
+  if (!v.is_string())
+    throw FieldError("base_url", "base_url must be an http:// or https:// URL string; got " + describeJson(v));
+  std::string url(v.get_string());
+  const auto parsed = boost::urls::parse_uri(url);
+  std::string why;
+  if (!parsed) {
+    why = "not a valid URL";
+  } else if (parsed->scheme_id() != boost::urls::scheme::http && parsed->scheme_id() != boost::urls::scheme::https) {
+    why = "the scheme must be http or https";
+  } else if (!parsed->has_authority() || parsed->encoded_host().empty()) {
+    why = "missing host";
+  } else if (parsed->has_fragment()) {
+    why = "a fragment (#...) is not allowed";
+  }
+  if (!why.empty())
+    throw FieldError("base_url", fmt::format("base_url must be an http:// or https:// URL (the API root as the "
+                                             "provider's SDK takes it), got {}: {}",
+                                             describeJson(v), why));
+  // As the YAML loader does: the proxy appends paths, so a trailing '/' would double it.
+  if (!parsed->has_query()) {
+    while (!url.empty() && url.back() == '/') url.pop_back();
+  }
+  return url;
+}
+
+json::object headersField(const json::value& v, const json::object& stored) {
+  if (!v.is_object())
+    throw FieldError("headers", "headers must be an object of header names to string values; got " + describeJson(v));
+  json::object out;
+  std::vector<std::string> seen;
+  for (const auto& [name, value] : v.get_object()) {
+    const std::string param = fmt::format("headers.{}", std::string_view(name));
+    if (!validHeaderName(name))
+      throw FieldError(param, fmt::format("\"{}\" is not a valid header name (letters, digits and !#$%&'*+-.^_`|~)",
+                                          std::string_view(name)));
+    std::string lowered = lower(name);
+    if (std::find(seen.begin(), seen.end(), lowered) != seen.end())
+      throw FieldError(
+          param, fmt::format("duplicate header \"{}\" (header names are case-insensitive)", std::string_view(name)));
+    seen.push_back(std::move(lowered));
+    if (!value.is_string() || hasControlChar(value.get_string()))
+      throw FieldError(
+          param, fmt::format("{} must be a string without control characters; got {}", param, describeJson(value)));
+    const auto* old = stored.if_contains(name);
+    const bool echoed = old && old->is_string() && !old->get_string().empty() &&
+                        config::maskSecret(old->get_string()) == value.get_string();
+    out[name] = echoed ? *old : value;
+  }
+  return out;
+}
+
+json::object modelMapField(const json::value& v) {
+  if (!v.is_object())
+    throw FieldError("model_map", "model_map must be an object of client model names to upstream model names; got " +
+                                      describeJson(v));
+  for (const auto& [from, to] : v.get_object()) {
+    const std::string param = fmt::format("model_map.{}", std::string_view(from));
+    if (from.empty() || hasControlChar(from))
+      throw FieldError("model_map", "model_map has an empty or invalid model name");
+    if (!to.is_string() || to.get_string().empty() || hasControlChar(to.get_string()))
+      throw FieldError(param, fmt::format("{} must be a non-empty model name; got {}", param, describeJson(to)));
+  }
+  return v.get_object();
+}
+
+std::string typeNames() {
+  std::string out;
+  for (auto t : kAllTypes) {
+    if (!out.empty()) out += ", ";
+    out += config::channelTypeName(t);
+  }
+  return out;
+}
+
+json::object maskedHeaders(const json::object& headers) {
+  json::object out;
+  for (const auto& [k, v] : headers) out[k] = v.is_string() ? json::value(config::maskSecret(v.get_string())) : v;
+  return out;
+}
+
+}  // namespace
+
+void applyChannelFields(store::Channel& ch, const json::object& body, bool creating) {
+  rejectUnknownFields(body,
+                      {"name", "type", "base_url", "models", "priority", "weight", "headers", "enabled", "model_map",
+                       "api_version", "rpm", "tpm", "max_concurrent", "key_rpm", "key_tpm"},
+                      {"id", "source", "keys", "created_at_ms", "updated_at_ms"});
+  if (creating) {
+    for (const char* required : {"name", "type", "base_url", "models"}) {
+      if (!body.contains(required))
+        throw FieldError(required,
+                         fmt::format("{} is required (a channel needs name, type, base_url and models)", required));
+    }
+  }
+  if (const auto* v = body.if_contains("name")) {
+    if (!v->is_string() || !validChannelName(v->get_string()))
+      throw FieldError("name", fmt::format("name {} is not a valid channel name: use 1 to 64 letters, digits, '_', "
+                                           "'.' or '-' (it prefixes models as CHANNEL/MODEL)",
+                                           describeJson(*v)));
+    ch.name = v->get_string();
+  }
+  if (const auto* v = body.if_contains("type")) {
+    const auto type = v->is_string() ? config::parseChannelType(v->get_string()) : std::nullopt;
+    if (!type)
+      throw FieldError("type", fmt::format("unknown channel type {}; valid types: {}", describeJson(*v), typeNames()));
+    ch.type = config::channelTypeName(*type);
+  }
+  if (const auto* v = body.if_contains("base_url")) ch.base_url = baseUrlField(*v);
+  if (const auto* v = body.if_contains("models")) ch.models = nameListField(*v, "models", false);
+  if (const auto* v = body.if_contains("priority")) ch.priority = integerField(*v, "priority", -1'000'000, 1'000'000);
+  if (const auto* v = body.if_contains("weight")) ch.weight = integerField(*v, "weight", 0, 1'000'000);
+  if (const auto* v = body.if_contains("headers"))
+    ch.headers = json::serialize(headersField(*v, parsedObject(ch.headers)));
+  if (const auto* v = body.if_contains("enabled")) {
+    if (!v->is_bool()) throw FieldError("enabled", "enabled must be true or false; got " + describeJson(*v));
+    ch.enabled = v->get_bool();
+  }
+  json::object settings = parsedObject(ch.settings);
+  auto set = [&settings](std::string_view name, json::value v) {
+    if (v.is_null())
+      settings.erase(name);
+    else
+      settings[name] = std::move(v);
+  };
+  if (const auto* v = body.if_contains("model_map"))
+    set("model_map", v->is_null() ? json::value() : json::value(modelMapField(*v)));
+  if (const auto* v = body.if_contains("api_version"))
+    set("api_version", v->is_null() ? json::value() : json::value(textField(*v, "api_version", 1, 64)));
+  for (const char* limit : {"rpm", "tpm", "max_concurrent", "key_rpm", "key_tpm"}) {
+    if (const auto* v = body.if_contains(limit)) {
+      const auto n = limitField(*v, limit);
+      set(limit, n ? json::value(*n) : json::value());
+    }
+  }
+  ch.settings = json::serialize(settings);
+}
+
+json::object channelJson(const store::Channel& ch, json::array keys) {
+  boost::system::error_code ec;
+  json::value models = json::parse(ch.models, ec);
+  if (ec) models = json::array{};
+  const json::object settings = parsedObject(ch.settings);
+  auto setting = [&settings](std::string_view name, json::value dflt) {
+    const auto* v = settings.if_contains(name);
+    return v ? *v : dflt;
+  };
+  return json::object{
+      {"id", ch.id},
+      {"name", ch.name},
+      {"source", "store"},
+      {"type", ch.type},
+      {"base_url", ch.base_url},
+      {"models", std::move(models)},
+      {"priority", ch.priority},
+      {"weight", ch.weight},
+      {"headers", maskedHeaders(parsedObject(ch.headers))},
+      {"enabled", ch.enabled},
+      {"model_map", setting("model_map", json::object{})},
+      {"api_version", setting("api_version", "")},
+      {"rpm", setting("rpm", nullptr)},
+      {"tpm", setting("tpm", nullptr)},
+      {"max_concurrent", setting("max_concurrent", nullptr)},
+      {"key_rpm", setting("key_rpm", nullptr)},
+      {"key_tpm", setting("key_tpm", nullptr)},
+      {"keys", std::move(keys)},
+      {"created_at_ms", ch.created_at_ms},
+      {"updated_at_ms", ch.updated_at_ms},
+  };
+}
+
+json::object configChannelJson(const config::ChannelConfig& ch) {
+  auto limit = [](std::int64_t n) { return n > 0 ? json::value(n) : json::value(nullptr); };
+  json::array models(ch.models.begin(), ch.models.end());
+  json::object headers;
+  for (const auto& [k, v] : ch.headers) headers[k] = config::maskSecret(v);
+  json::object model_map;
+  for (const auto& [k, v] : ch.model_map) model_map[k] = v;
+  json::array keys;
+  for (const auto& k : ch.keys) keys.push_back(json::object{{"masked", config::maskSecret(k)}});
+  return json::object{
+      {"id", nullptr},
+      {"name", ch.name},
+      {"source", "config"},
+      {"type", config::channelTypeName(ch.type)},
+      {"base_url", ch.base_url},
+      {"models", std::move(models)},
+      {"priority", ch.priority},
+      {"weight", ch.weight},
+      {"headers", std::move(headers)},
+      {"enabled", true},
+      {"model_map", std::move(model_map)},
+      {"api_version", ch.api_version},
+      {"rpm", limit(ch.rpm)},
+      {"tpm", limit(ch.tpm)},
+      {"max_concurrent", limit(ch.max_concurrent)},
+      {"key_rpm", limit(ch.key_rpm)},
+      {"key_tpm", limit(ch.key_tpm)},
+      {"keys", std::move(keys)},
+  };
+}
+
+std::string upstreamSecretField(const json::value& v) {
+  // The message never quotes the value: it is a provider key.
+  std::string why;
+  if (!v.is_string())
+    why = "got " + describeJson(v);
+  else if (v.get_string().empty())
+    why = "it is empty";
+  else if (v.get_string().size() > kMaxUpstreamSecret)
+    why = fmt::format("it is longer than {} characters", kMaxUpstreamSecret);
+  else if (hasControlChar(v.get_string()))
+    why = "it contains a control character (stray newline?)";
+  if (!why.empty()) throw FieldError("secret", "secret must be the provider's API key as a string; " + why);
+  return std::string(v.get_string());
+}
+
+std::string upstreamLabelField(const json::value& v) {
+  return textField(v, "label", 0, 128);
+}
+
+json::object upstreamKeyJson(const store::UpstreamKey& k, const SecretBox* box) {
+  json::value masked = nullptr;
+  if (box) {
+    if (auto plain = box->open(k.secret_encrypted)) masked = config::maskSecret(*plain);
+  }
+  auto opt = [](const auto& o) { return o ? json::value(*o) : json::value(nullptr); };
+  return json::object{
+      {"id", k.id},
+      {"channel_id", k.channel_id},
+      {"label", k.label},
+      {"masked", std::move(masked)},
+      {"state", k.state == store::UpstreamKeyState::Active ? "active" : "disabled"},
+      {"disabled_reason", k.disabled_reason},
+      {"cooldown_until_ms", opt(k.cooldown_until_ms)},
+      {"created_at_ms", k.created_at_ms},
+      {"updated_at_ms", k.updated_at_ms},
+  };
+}
+
+}  // namespace sluice::admin

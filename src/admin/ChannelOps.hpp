@@ -1,0 +1,40 @@
+// ChannelOps: channels and their upstream keys as the admin API sees them: the writable fields
+// and their checks (the same rules the YAML loader applies), and the JSON shapes, with every
+// secret masked. Pure; thread-safe.
+#pragma once
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+#include <string>
+
+#include "config/Config.hpp"
+#include "store/Store.hpp"
+
+namespace sluice {
+class SecretBox;
+}
+
+namespace sluice::admin {
+
+// Checks the fields present in `body` and applies them to `channel`; absent fields stay as they
+// are. When creating, name, type, base_url and models are required. The settings fields
+// (model_map, api_version, rpm, tpm, max_concurrent, key_rpm, key_tpm) go into
+// Channel::settings; null removes one. A header sent back in the masked form a response showed
+// keeps its stored value, so a client can return what it read without destroying secrets.
+// Throws FieldError (admin/Fields.hpp).
+void applyChannelFields(store::Channel& channel, const boost::json::object& body, bool creating);
+
+// A store channel: source "store", header values masked, `keys` as given.
+boost::json::object channelJson(const store::Channel& channel, boost::json::array keys);
+// A channel of the config file: source "config", id null, read-only, its keys masked.
+boost::json::object configChannelJson(const config::ChannelConfig& channel);
+
+// The secret of an upstream key: non-empty, no control characters.
+std::string upstreamSecretField(const boost::json::value& v);
+std::string upstreamLabelField(const boost::json::value& v);
+
+// `masked` is maskSecret of the decrypted secret, or null when it cannot be decrypted (no
+// store.secret_key, or one other than the key was sealed with): `box` may be null.
+boost::json::object upstreamKeyJson(const store::UpstreamKey& key, const SecretBox* box);
+
+}  // namespace sluice::admin

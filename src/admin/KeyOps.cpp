@@ -1,0 +1,267 @@
+#include "admin/KeyOps.hpp"
+
+#include <fmt/format.h>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <chrono>
+
+#include "admin/Fields.hpp"
+#include "pipeline/VirtualKeySecret.hpp"
+
+namespace sluice::admin {
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::int64_t kDayMs = 86'400'000;
+
+// Howard Hinnant's days_from_civil / civil_from_days: proleptic Gregorian, no time zone tables.
+std::int64_t daysFromCivil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+struct Civil {
+  std::int64_t y;
+  unsigned m;
+  unsigned d;
+};
+Civil civilFromDays(std::int64_t z) {
+  z += 719468;
+  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const auto doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
+  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
+  return {static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2), m, d};
+}
+
+std::int64_t floorDiv(std::int64_t a, std::int64_t b) {
+  return a / b - (a % b != 0 && (a < 0) != (b < 0));
+}
+
+unsigned daysInMonth(std::int64_t y, unsigned m) {
+  static constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  return m == 2 && leap ? 29 : kDays[m - 1];
+}
+
+// Reads exactly `n` digits at `pos`.
+bool digits(std::string_view s, std::size_t& pos, std::size_t n, unsigned& out) {
+  if (pos + n > s.size()) return false;
+  out = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const char c = s[pos + i];
+    if (c < '0' || c > '9') return false;
+    out = out * 10 + static_cast<unsigned>(c - '0');
+  }
+  pos += n;
+  return true;
+}
+
+bool expect(std::string_view s, std::size_t& pos, char c) {
+  if (pos >= s.size() || s[pos] != c) return false;
+  ++pos;
+  return true;
+}
+
+std::int64_t expiryField(const json::value& v, std::string_view param, std::int64_t now_ms) {
+  std::int64_t at = 0;
+  if (param == "expires_at") {
+    std::optional<std::int64_t> parsed;
+    if (v.is_string()) parsed = parseRfc3339(v.get_string());
+    if (!parsed)
+      throw FieldError("expires_at",
+                       "expires_at must be an RFC 3339 time such as \"2026-12-31T00:00:00Z\", or null "
+                       "for a key that does not expire; got " +
+                           describeJson(v));
+    at = *parsed;
+  } else {
+    at = integerField(v, param, 0, 253'402'300'799'999);  // up to 9999-12-31
+  }
+  if (at <= now_ms)
+    throw FieldError(std::string(param), fmt::format("{} is in the past ({}); give a future time, or null for a key "
+                                                     "that does not expire",
+                                                     param, formatRfc3339(at)));
+  return at;
+}
+
+}  // namespace
+
+void applyKeyFields(store::VirtualKey& key, const json::object& body, bool creating, std::int64_t now_ms) {
+  rejectUnknownFields(
+      body,
+      {"name", "allowed_models", "allowed_channels", "rpm", "tpm", "max_concurrent", "budget_daily_usd",
+       "budget_monthly_usd", "budget_total_usd", "expires_at_ms", "expires_at", "metadata"},
+      {"id", "key_prefix", "key_hash", "secret", "status", "spend", "revoked_at_ms", "created_at_ms", "updated_at_ms"});
+  if (const auto* v = body.if_contains("name")) {
+    key.name = textField(*v, "name", 1, kMaxKeyName);
+  } else if (creating) {
+    throw FieldError("name", "name is required: a label of 1 to 128 characters saying who or what uses the key");
+  }
+  if (const auto* v = body.if_contains("allowed_models"))
+    key.allowed_models = nameListField(*v, "allowed_models", true);
+  if (const auto* v = body.if_contains("allowed_channels"))
+    key.allowed_channels = nameListField(*v, "allowed_channels", true);
+  if (const auto* v = body.if_contains("rpm")) key.rpm = limitField(*v, "rpm");
+  if (const auto* v = body.if_contains("tpm")) key.tpm = limitField(*v, "tpm");
+  if (const auto* v = body.if_contains("max_concurrent")) key.max_concurrent = limitField(*v, "max_concurrent");
+  if (const auto* v = body.if_contains("budget_daily_usd")) key.budget_daily_usd = budgetField(*v, "budget_daily_usd");
+  if (const auto* v = body.if_contains("budget_monthly_usd"))
+    key.budget_monthly_usd = budgetField(*v, "budget_monthly_usd");
+  if (const auto* v = body.if_contains("budget_total_usd")) key.budget_total_usd = budgetField(*v, "budget_total_usd");
+  const auto* at = body.if_contains("expires_at");
+  const auto* at_ms = body.if_contains("expires_at_ms");
+  if (at && at_ms) throw FieldError("expires_at", "give expires_at or expires_at_ms, not both");
+  if (const auto* v = at ? at : at_ms) {
+    const std::string_view param = at ? "expires_at" : "expires_at_ms";
+    key.expires_at_ms = v->is_null() ? std::nullopt : std::optional(expiryField(*v, param, now_ms));
+  }
+  if (const auto* v = body.if_contains("metadata")) {
+    if (!v->is_object())
+      throw FieldError("metadata", "metadata must be a JSON object of your own annotations; got " + describeJson(*v));
+    std::string text = json::serialize(*v);
+    if (text.size() > kMaxMetadataBytes)
+      throw FieldError("metadata",
+                       fmt::format("metadata is {} bytes; keep it under {} bytes", text.size(), kMaxMetadataBytes));
+    key.metadata = std::move(text);
+  }
+}
+
+std::string issueKeySecret(store::VirtualKey& key) {
+  std::string secret = pipeline::generateVirtualKeySecret();
+  key.key_hash = pipeline::hashVirtualKeySecret(secret);
+  key.key_prefix = pipeline::virtualKeyPrefix(secret);
+  return secret;
+}
+
+KeyStatus keyStatus(const store::VirtualKey& key, std::int64_t now_ms) {
+  if (key.revoked_at_ms) return KeyStatus::Revoked;
+  if (key.expires_at_ms && *key.expires_at_ms <= now_ms) return KeyStatus::Expired;
+  return KeyStatus::Active;
+}
+
+const char* keyStatusName(KeyStatus status) {
+  switch (status) {
+    case KeyStatus::Active:
+      return "active";
+    case KeyStatus::Revoked:
+      return "revoked";
+    case KeyStatus::Expired:
+      return "expired";
+  }
+  return "active";
+}
+
+json::object keyJson(const store::VirtualKey& key, const store::KeySpend& spend, std::int64_t now_ms) {
+  auto opt = [](const auto& o) { return o ? json::value(*o) : json::value(nullptr); };
+  // The store checks these columns are valid JSON; a value edited by hand into another shape
+  // is shown as it is rather than failing the whole listing.
+  auto parsed = [](const std::string& text, json::value fallback) {
+    boost::system::error_code ec;
+    json::value v = json::parse(text, ec);
+    return ec ? fallback : v;
+  };
+  return json::object{
+      {"id", key.id},
+      {"name", key.name},
+      {"key_prefix", key.key_prefix},
+      {"allowed_models", parsed(key.allowed_models, json::array{})},
+      {"allowed_channels", parsed(key.allowed_channels, json::array{})},
+      {"rpm", opt(key.rpm)},
+      {"tpm", opt(key.tpm)},
+      {"max_concurrent", opt(key.max_concurrent)},
+      {"budget_daily_usd", opt(key.budget_daily_usd)},
+      {"budget_monthly_usd", opt(key.budget_monthly_usd)},
+      {"budget_total_usd", opt(key.budget_total_usd)},
+      {"expires_at_ms", opt(key.expires_at_ms)},
+      {"revoked_at_ms", opt(key.revoked_at_ms)},
+      {"metadata", parsed(key.metadata, json::object{})},
+      {"status", keyStatusName(keyStatus(key, now_ms))},
+      {"created_at_ms", key.created_at_ms},
+      {"updated_at_ms", key.updated_at_ms},
+      {"spend",
+       json::object{{"day_usd", spend.day_usd}, {"month_usd", spend.month_usd}, {"total_usd", spend.total_usd}}},
+  };
+}
+
+store::KeySpend spendOf(store::Store& store, std::int64_t key_id, std::int64_t now_ms) {
+  const auto all = store.spendByKey(utcDayStartMs(now_ms), utcMonthStartMs(now_ms));
+  const auto it = all.find(key_id);
+  return it == all.end() ? store::KeySpend{} : it->second;
+}
+
+std::int64_t utcDayStartMs(std::int64_t unix_ms) {
+  return floorDiv(unix_ms, kDayMs) * kDayMs;
+}
+
+std::int64_t utcMonthStartMs(std::int64_t unix_ms) {
+  const Civil c = civilFromDays(floorDiv(unix_ms, kDayMs));
+  return daysFromCivil(c.y, c.m, 1) * kDayMs;
+}
+
+std::optional<std::int64_t> parseRfc3339(std::string_view s) {
+  std::size_t pos = 0;
+  unsigned y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
+  if (!digits(s, pos, 4, y) || !expect(s, pos, '-') || !digits(s, pos, 2, mo) || !expect(s, pos, '-') ||
+      !digits(s, pos, 2, d))
+    return std::nullopt;
+  if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return std::nullopt;
+  std::int64_t ms = daysFromCivil(y, mo, d) * kDayMs;
+  if (pos == s.size()) return ms;  // a full-date alone: midnight UTC
+  if (s[pos] != 'T' && s[pos] != 't' && s[pos] != ' ') return std::nullopt;
+  ++pos;
+  if (!digits(s, pos, 2, h) || !expect(s, pos, ':') || !digits(s, pos, 2, mi) || !expect(s, pos, ':') ||
+      !digits(s, pos, 2, sec))
+    return std::nullopt;
+  if (h > 23 || mi > 59 || sec > 60) return std::nullopt;
+  ms += (h * 3600LL + mi * 60LL + std::min(sec, 59u)) * 1000;  // a leap second counts as :59
+  if (pos < s.size() && s[pos] == '.') {
+    ++pos;
+    std::size_t n = 0;
+    std::int64_t frac = 0;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
+      if (n < 3) frac = frac * 10 + (s[pos] - '0');
+      ++n;
+      ++pos;
+    }
+    if (n == 0) return std::nullopt;
+    for (std::size_t i = n; i < 3; ++i) frac *= 10;
+    ms += frac;
+  }
+  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
+    ++pos;
+  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
+    const int sign = s[pos] == '+' ? 1 : -1;
+    ++pos;
+    unsigned oh = 0, om = 0;
+    if (!digits(s, pos, 2, oh) || !expect(s, pos, ':') || !digits(s, pos, 2, om) || oh > 23 || om > 59)
+      return std::nullopt;
+    ms -= sign * (oh * 3600LL + om * 60LL) * 1000;
+  } else {
+    return std::nullopt;  // a time without an offset is ambiguous
+  }
+  if (pos != s.size()) return std::nullopt;
+  return ms;
+}
+
+std::string formatRfc3339(std::int64_t unix_ms) {
+  const std::int64_t days = floorDiv(unix_ms, kDayMs);
+  const std::int64_t secs = floorDiv(unix_ms - days * kDayMs, 1000);
+  const Civil c = civilFromDays(days);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", c.y, c.m, c.d, secs / 3600, secs / 60 % 60, secs % 60);
+}
+
+std::int64_t unixNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace sluice::admin

@@ -1,0 +1,550 @@
+#include "admin/OpenApi.hpp"
+
+namespace sluice::admin {
+namespace {
+
+// Kept as one literal so the document reads like the contract it is; tests/unit/admin checks
+// that it parses and covers every route AdminApi serves.
+constexpr std::string_view kDocument = R"json({
+  "openapi": "3.1.0",
+  "info": {
+    "title": "Sluice admin API",
+    "version": "1",
+    "description": "The control plane of a Sluice gateway: virtual keys, channels and their upstream keys, request logs and usage, upstream-key health, the effective config and reload. Every call takes the master key (Authorization: Bearer MASTER_KEY). Errors are {\"error\":{\"message\",\"type\",\"param\"}}; param names the refused field of a 400, and is null otherwise. Upstream secrets are never returned: responses show them masked."
+  },
+  "servers": [{"url": "/admin/api"}],
+  "security": [{"masterKey": []}],
+  "tags": [
+    {"name": "keys", "description": "Virtual keys: the keys applications use. Stored as SHA-256 hashes; the secret is shown once, when the key is created."},
+    {"name": "channels", "description": "Channels created through this API (source store), and the read-only channels of the config file (source config)."},
+    {"name": "upstream-keys", "description": "Provider API keys of store channels, sealed with AES-256-GCM under store.secret_key (SLUICE_SECRET_KEY); and the live health of every upstream key."},
+    {"name": "observability", "description": "Request logs and usage."},
+    {"name": "operations", "description": "The effective config and reload."}
+  ],
+  "paths": {
+    "/logs": {
+      "get": {
+        "tags": ["observability"], "operationId": "listLogs", "summary": "Request logs, newest first, paged by cursor",
+        "parameters": [
+          {"name": "from", "in": "query", "description": "Unix ms, inclusive", "schema": {"type": "integer", "minimum": 0}},
+          {"name": "to", "in": "query", "description": "Unix ms, exclusive", "schema": {"type": "integer", "minimum": 0}},
+          {"name": "status", "in": "query", "description": "HTTP status sent to the client", "schema": {"type": "integer", "minimum": 100, "maximum": 599}},
+          {"name": "model", "in": "query", "schema": {"type": "string"}},
+          {"name": "channel", "in": "query", "schema": {"type": "string"}},
+          {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}},
+          {"name": "cursor", "in": "query", "description": "next_cursor of the previous page", "schema": {"type": "string"}}
+        ],
+        "responses": {
+          "200": {"description": "One page", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["data", "next_cursor"],
+            "properties": {
+              "data": {"type": "array", "items": {"$ref": "#/components/schemas/LogEntry"}},
+              "next_cursor": {"type": ["string", "null"], "description": "null on the last page"}}}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "503": {"$ref": "#/components/responses/Unavailable"}
+        }
+      }
+    },
+    "/usage": {
+      "get": {
+        "tags": ["observability"], "operationId": "getUsage", "summary": "Requests, tokens and cost summed over a time range",
+        "parameters": [
+          {"name": "from", "in": "query", "description": "Unix ms, inclusive; default: 30 days before to", "schema": {"type": "integer", "minimum": 0}},
+          {"name": "to", "in": "query", "description": "Unix ms, exclusive; default: now", "schema": {"type": "integer", "minimum": 0}},
+          {"name": "by", "in": "query", "description": "comma-separated dimensions to group by: day, model, channel, key", "schema": {"type": "string", "examples": ["day,model"]}},
+          {"name": "model", "in": "query", "schema": {"type": "string"}},
+          {"name": "channel", "in": "query", "schema": {"type": "string"}}
+        ],
+        "responses": {
+          "200": {"description": "One row per group", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["data", "from_ms", "to_ms"],
+            "properties": {
+              "data": {"type": "array", "items": {"$ref": "#/components/schemas/UsageRow"}},
+              "from_ms": {"type": "integer"}, "to_ms": {"type": "integer"}}}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "503": {"$ref": "#/components/responses/Unavailable"}
+        }
+      }
+    },
+    "/keys": {
+      "get": {
+        "tags": ["keys"], "operationId": "listKeys", "summary": "Every virtual key, revoked and expired ones included",
+        "parameters": [{"name": "status", "in": "query", "description": "only keys in this status", "schema": {"$ref": "#/components/schemas/KeyStatus"}}],
+        "responses": {
+          "200": {"description": "The keys", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["data"],
+            "properties": {"data": {"type": "array", "items": {"$ref": "#/components/schemas/Key"}}}}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "503": {"$ref": "#/components/responses/Unavailable"}
+        }
+      },
+      "post": {
+        "tags": ["keys"], "operationId": "createKey", "summary": "Create a virtual key; the response holds its secret, shown this once",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KeyCreate"}}}},
+        "responses": {
+          "201": {"description": "Created", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["key", "secret"],
+            "properties": {
+              "key": {"$ref": "#/components/schemas/Key"},
+              "secret": {"type": "string", "pattern": "^sk-slc-[0-9A-Za-z]{40}$", "description": "The key to give the application. Not stored and never shown again."}}}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "503": {"$ref": "#/components/responses/Unavailable"}
+        }
+      }
+    },
+    "/keys/{id}": {
+      "parameters": [{"$ref": "#/components/parameters/KeyId"}],
+      "get": {
+        "tags": ["keys"], "operationId": "getKey", "summary": "One virtual key",
+        "responses": {
+          "200": {"$ref": "#/components/responses/Key"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"}
+        }
+      },
+      "patch": {
+        "tags": ["keys"], "operationId": "updateKey", "summary": "Change any subset of the writable fields; null removes a limit, a budget or the expiry",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KeyUpdate"}}}},
+        "responses": {
+          "200": {"$ref": "#/components/responses/Key"},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"}
+        }
+      },
+      "delete": {
+        "tags": ["keys"], "operationId": "deleteKey", "summary": "Delete a virtual key (its request logs stay)",
+        "responses": {
+          "204": {"description": "Deleted"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"}
+        }
+      }
+    },
+    "/keys/{id}/revoke": {
+      "parameters": [{"$ref": "#/components/parameters/KeyId"}],
+      "post": {
+        "tags": ["keys"], "operationId": "revokeKey", "summary": "Revoke a virtual key at once; idempotent (a second call keeps the first time)",
+        "responses": {
+          "200": {"$ref": "#/components/responses/Key"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"}
+        }
+      }
+    },
+    "/channels": {
+      "get": {
+        "tags": ["channels"], "operationId": "listChannels", "summary": "The channels of the config file (source config) and those created here (source store)",
+        "responses": {
+          "200": {"description": "The channels", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["data"],
+            "properties": {"data": {"type": "array", "items": {"$ref": "#/components/schemas/Channel"}}}}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "503": {"$ref": "#/components/responses/Unavailable"}
+        }
+      },
+      "post": {
+        "tags": ["channels"], "operationId": "createChannel", "summary": "Create a channel; add its keys with POST /channels/{id}/keys",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ChannelCreate"}}}},
+        "responses": {
+          "201": {"$ref": "#/components/responses/Channel"},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "409": {"$ref": "#/components/responses/Conflict"}
+        }
+      }
+    },
+    "/channels/{id}": {
+      "parameters": [{"$ref": "#/components/parameters/ChannelId"}],
+      "get": {
+        "tags": ["channels"], "operationId": "getChannel", "summary": "One channel (a config-file channel is shown read-only)",
+        "responses": {
+          "200": {"$ref": "#/components/responses/Channel"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"}
+        }
+      },
+      "patch": {
+        "tags": ["channels"], "operationId": "updateChannel", "summary": "Change any subset of the writable fields of a store channel",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ChannelUpdate"}}}},
+        "responses": {
+          "200": {"$ref": "#/components/responses/Channel"},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"},
+          "409": {"$ref": "#/components/responses/Conflict"}
+        }
+      },
+      "delete": {
+        "tags": ["channels"], "operationId": "deleteChannel", "summary": "Delete a store channel and its upstream keys",
+        "responses": {
+          "204": {"description": "Deleted"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"},
+          "409": {"$ref": "#/components/responses/Conflict"}
+        }
+      }
+    },
+    "/channels/{id}/keys": {
+      "parameters": [{"$ref": "#/components/parameters/ChannelId"}],
+      "get": {
+        "tags": ["upstream-keys"], "operationId": "listChannelKeys", "summary": "The upstream keys of a store channel, masked",
+        "responses": {
+          "200": {"description": "The keys", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["data"],
+            "properties": {"data": {"type": "array", "items": {"$ref": "#/components/schemas/UpstreamKey"}}}}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"},
+          "409": {"$ref": "#/components/responses/Conflict"}
+        }
+      },
+      "post": {
+        "tags": ["upstream-keys"], "operationId": "createChannelKey", "summary": "Add a provider API key to a store channel; it is encrypted before it is stored",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/UpstreamKeyCreate"}}}},
+        "responses": {
+          "201": {"$ref": "#/components/responses/UpstreamKey"},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"},
+          "409": {"$ref": "#/components/responses/Conflict"},
+          "503": {"$ref": "#/components/responses/Unavailable"}
+        }
+      }
+    },
+    "/channels/{id}/keys/{key_id}": {
+      "parameters": [{"$ref": "#/components/parameters/ChannelId"}, {"$ref": "#/components/parameters/UpstreamKeyId"}],
+      "get": {
+        "tags": ["upstream-keys"], "operationId": "getChannelKey", "summary": "One upstream key, masked",
+        "responses": {
+          "200": {"$ref": "#/components/responses/UpstreamKey"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"},
+          "409": {"$ref": "#/components/responses/Conflict"}
+        }
+      },
+      "patch": {
+        "tags": ["upstream-keys"], "operationId": "updateChannelKey", "summary": "Change the label, or replace the secret (rotation)",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/UpstreamKeyUpdate"}}}},
+        "responses": {
+          "200": {"$ref": "#/components/responses/UpstreamKey"},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"},
+          "409": {"$ref": "#/components/responses/Conflict"},
+          "503": {"$ref": "#/components/responses/Unavailable"}
+        }
+      },
+      "delete": {
+        "tags": ["upstream-keys"], "operationId": "deleteChannelKey", "summary": "Remove an upstream key",
+        "responses": {
+          "204": {"description": "Deleted"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"},
+          "409": {"$ref": "#/components/responses/Conflict"}
+        }
+      }
+    },
+    "/upstream-keys": {
+      "get": {
+        "tags": ["upstream-keys"], "operationId": "listUpstreamKeyHealth", "summary": "Live health of every upstream key, config-file and store channels alike",
+        "responses": {
+          "200": {"description": "One entry per key", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["data"],
+            "properties": {"data": {"type": "array", "items": {"$ref": "#/components/schemas/UpstreamKeyHealth"}}}}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"}
+        }
+      }
+    },
+    "/upstream-keys/{ref}/disable": {
+      "parameters": [{"$ref": "#/components/parameters/KeyRef"}],
+      "post": {
+        "tags": ["upstream-keys"], "operationId": "disableUpstreamKey", "summary": "Take a key out of rotation until it is enabled again",
+        "requestBody": {"required": false, "content": {"application/json": {"schema": {
+          "type": "object", "additionalProperties": false,
+          "properties": {"reason": {"type": "string", "description": "shown in the key's health"}}}}}},
+        "responses": {
+          "200": {"$ref": "#/components/responses/UpstreamKeyHealth"},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"}
+        }
+      }
+    },
+    "/upstream-keys/{ref}/enable": {
+      "parameters": [{"$ref": "#/components/parameters/KeyRef"}],
+      "post": {
+        "tags": ["upstream-keys"], "operationId": "enableUpstreamKey", "summary": "Put a disabled or cooling key back into rotation",
+        "responses": {
+          "200": {"$ref": "#/components/responses/UpstreamKeyHealth"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"}
+        }
+      }
+    },
+    "/upstream-keys/{ref}/probe": {
+      "parameters": [{"$ref": "#/components/parameters/KeyRef"}],
+      "post": {
+        "tags": ["upstream-keys"], "operationId": "probeUpstreamKey", "summary": "Send one small request to the provider with this key and report how it went",
+        "responses": {
+          "200": {"description": "The probe's outcome", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["ok", "status", "latency_ms", "message"],
+            "properties": {
+              "ok": {"type": "boolean"},
+              "status": {"type": "integer", "description": "HTTP status from the provider (0: no response)"},
+              "latency_ms": {"type": "integer"},
+              "message": {"type": "string"},
+              "key": {"$ref": "#/components/schemas/UpstreamKeyHealth"}}}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"}
+        }
+      }
+    },
+    "/config": {
+      "get": {
+        "tags": ["operations"], "operationId": "getConfig", "summary": "The effective config as YAML, every secret masked",
+        "responses": {
+          "200": {"description": "The config", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["yaml", "source"], "properties": {
+              "yaml": {"type": "string"},
+              "source": {"type": "string", "description": "the config file's path, or \"embedded default\""}}}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"}
+        }
+      }
+    },
+    "/reload": {
+      "post": {
+        "tags": ["operations"], "operationId": "reload", "summary": "Reload the config file now; a config that fails validation is not applied",
+        "responses": {
+          "200": {"$ref": "#/components/responses/ReloadResult"},
+          "400": {"$ref": "#/components/responses/ReloadResult"},
+          "401": {"$ref": "#/components/responses/Unauthorized"}
+        }
+      }
+    },
+    "/openapi.json": {
+      "get": {
+        "tags": ["operations"], "operationId": "getOpenApi", "summary": "This document",
+        "responses": {
+          "200": {"description": "OpenAPI 3.1", "content": {"application/json": {"schema": {"type": "object"}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"}
+        }
+      }
+    }
+  },
+  "components": {
+    "securitySchemes": {
+      "masterKey": {"type": "http", "scheme": "bearer", "description": "auth.master_key of the config"}
+    },
+    "parameters": {
+      "KeyId": {"name": "id", "in": "path", "required": true, "description": "virtual key id", "schema": {"type": "integer", "minimum": 1}},
+      "ChannelId": {"name": "id", "in": "path", "required": true, "description": "channel id, or channel name (config-file channels have only a name)", "schema": {"type": "string"}},
+      "UpstreamKeyId": {"name": "key_id", "in": "path", "required": true, "description": "upstream key id", "schema": {"type": "integer", "minimum": 1}},
+      "KeyRef": {"name": "ref", "in": "path", "required": true, "description": "the ref of a key as GET /upstream-keys lists it", "schema": {"type": "string"}}
+    },
+    "responses": {
+      "Key": {"description": "The key", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Key"}}}},
+      "Channel": {"description": "The channel", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Channel"}}}},
+      "UpstreamKey": {"description": "The upstream key", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/UpstreamKey"}}}},
+      "ReloadResult": {"description": "ok true: the new config is serving; ok false (400): it failed validation and the running config stays, message says where", "content": {"application/json": {"schema": {
+        "type": "object", "required": ["ok", "message"],
+        "properties": {"ok": {"type": "boolean"}, "message": {"type": "string"}}}}}},
+      "UpstreamKeyHealth": {"description": "The key's health", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/UpstreamKeyHealth"}}}},
+      "BadRequest": {"description": "A field was refused (param names it), or the body is not a JSON object (param null)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "Unauthorized": {"description": "The master key is missing or wrong", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "NotFound": {"description": "No such id", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "Conflict": {"description": "The name is taken (by a store channel or one of the config file), or the channel is defined in the config file and is read-only here", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "Unavailable": {"description": "The store cannot be reached, or no store.secret_key (SLUICE_SECRET_KEY) is set to encrypt upstream keys", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    },
+    "schemas": {
+      "Error": {
+        "type": "object", "required": ["error"],
+        "properties": {"error": {"type": "object", "required": ["message", "type", "param"], "properties": {
+          "message": {"type": "string", "description": "what is wrong and what to do"},
+          "type": {"type": "string", "enum": ["invalid_request_error", "server_error"]},
+          "param": {"type": ["string", "null"], "description": "the refused field, e.g. rpm or allowed_models[1]"}}}}
+      },
+      "KeyStatus": {"type": "string", "enum": ["active", "revoked", "expired"]},
+      "Key": {
+        "type": "object",
+        "required": ["id", "name", "key_prefix", "allowed_models", "allowed_channels", "rpm", "tpm", "max_concurrent", "budget_daily_usd", "budget_monthly_usd", "budget_total_usd", "expires_at_ms", "revoked_at_ms", "metadata", "status", "created_at_ms", "updated_at_ms", "spend"],
+        "properties": {
+          "id": {"type": "integer"},
+          "name": {"type": "string"},
+          "key_prefix": {"type": "string", "description": "the first 12 characters of the secret, to tell keys apart"},
+          "allowed_models": {"type": "array", "items": {"type": "string"}, "description": "names or globs; empty: every model"},
+          "allowed_channels": {"type": "array", "items": {"type": "string"}, "description": "channel names; empty: every channel"},
+          "rpm": {"type": ["integer", "null"], "description": "requests per minute"},
+          "tpm": {"type": ["integer", "null"], "description": "tokens per minute"},
+          "max_concurrent": {"type": ["integer", "null"], "description": "requests in flight"},
+          "budget_daily_usd": {"type": ["number", "null"]},
+          "budget_monthly_usd": {"type": ["number", "null"]},
+          "budget_total_usd": {"type": ["number", "null"]},
+          "expires_at_ms": {"type": ["integer", "null"], "description": "Unix ms"},
+          "revoked_at_ms": {"type": ["integer", "null"], "description": "Unix ms"},
+          "metadata": {"type": "object"},
+          "status": {"$ref": "#/components/schemas/KeyStatus"},
+          "created_at_ms": {"type": "integer"},
+          "updated_at_ms": {"type": "integer"},
+          "spend": {"type": "object", "required": ["day_usd", "month_usd", "total_usd"], "description": "UTC day and month", "properties": {
+            "day_usd": {"type": "number"}, "month_usd": {"type": "number"}, "total_usd": {"type": "number"}}}
+        }
+      },
+      "KeyUpdate": {
+        "type": "object", "additionalProperties": false,
+        "description": "Give expires_at or expires_at_ms, not both; an expiry must be in the future.",
+        "properties": {
+          "name": {"type": "string", "minLength": 1, "maxLength": 128},
+          "allowed_models": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "names or globs (gpt-4o*); [] allows every model"},
+          "allowed_channels": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "[] allows every channel"},
+          "rpm": {"type": ["integer", "null"], "minimum": 1},
+          "tpm": {"type": ["integer", "null"], "minimum": 1},
+          "max_concurrent": {"type": ["integer", "null"], "minimum": 1},
+          "budget_daily_usd": {"type": ["number", "null"], "minimum": 0},
+          "budget_monthly_usd": {"type": ["number", "null"], "minimum": 0},
+          "budget_total_usd": {"type": ["number", "null"], "minimum": 0},
+          "expires_at_ms": {"type": ["integer", "null"], "description": "Unix ms"},
+          "expires_at": {"type": ["string", "null"], "format": "date-time", "examples": ["2026-12-31T00:00:00Z"]},
+          "metadata": {"type": "object", "description": "your own annotations, up to 16 KiB"}
+        }
+      },
+      "KeyCreate": {"allOf": [{"$ref": "#/components/schemas/KeyUpdate"}, {"required": ["name"]}]},
+      "Channel": {
+        "type": "object",
+        "required": ["id", "name", "source", "type", "base_url", "models", "priority", "weight", "headers", "enabled", "keys"],
+        "properties": {
+          "id": {"type": ["integer", "null"], "description": "null for a config-file channel"},
+          "name": {"type": "string"},
+          "source": {"type": "string", "enum": ["store", "config"], "description": "config: defined in the config file, read-only here"},
+          "type": {"$ref": "#/components/schemas/ChannelType"},
+          "base_url": {"type": "string"},
+          "models": {"type": "array", "items": {"type": "string"}},
+          "priority": {"type": "integer"},
+          "weight": {"type": "integer"},
+          "headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "values masked"},
+          "enabled": {"type": "boolean"},
+          "model_map": {"type": "object", "additionalProperties": {"type": "string"}},
+          "api_version": {"type": "string"},
+          "rpm": {"type": ["integer", "null"]},
+          "tpm": {"type": ["integer", "null"]},
+          "max_concurrent": {"type": ["integer", "null"]},
+          "key_rpm": {"type": ["integer", "null"]},
+          "key_tpm": {"type": ["integer", "null"]},
+          "keys": {"type": "array", "description": "store channels: UpstreamKey objects; config channels: {masked} only", "items": {"type": "object"}},
+          "created_at_ms": {"type": "integer"},
+          "updated_at_ms": {"type": "integer"}
+        }
+      },
+      "ChannelType": {"type": "string", "enum": ["openai", "anthropic", "gemini", "azure", "openai-compatible", "mock"]},
+      "ChannelUpdate": {
+        "type": "object", "additionalProperties": false,
+        "description": "The same rules as a channel of the config file. A name the config file uses is refused (409).",
+        "properties": {
+          "name": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$"},
+          "type": {"$ref": "#/components/schemas/ChannelType"},
+          "base_url": {"type": "string", "description": "http(s) API root as the provider's SDK takes it; a trailing / is removed"},
+          "models": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}, "description": "names or globs"},
+          "priority": {"type": "integer", "minimum": -1000000, "maximum": 1000000, "description": "lower is tried first"},
+          "weight": {"type": "integer", "minimum": 0, "maximum": 1000000, "description": "share among equal priorities; 0: standby"},
+          "headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "replaces all extra headers; a value sent back exactly as a response masked it keeps the stored value"},
+          "enabled": {"type": "boolean"},
+          "model_map": {"type": ["object", "null"], "additionalProperties": {"type": "string", "minLength": 1}, "description": "client model name to upstream model name"},
+          "api_version": {"type": ["string", "null"], "description": "azure api-version"},
+          "rpm": {"type": ["integer", "null"], "minimum": 1},
+          "tpm": {"type": ["integer", "null"], "minimum": 1},
+          "max_concurrent": {"type": ["integer", "null"], "minimum": 1},
+          "key_rpm": {"type": ["integer", "null"], "minimum": 1},
+          "key_tpm": {"type": ["integer", "null"], "minimum": 1}
+        }
+      },
+      "ChannelCreate": {"allOf": [{"$ref": "#/components/schemas/ChannelUpdate"}, {"required": ["name", "type", "base_url", "models"]}]},
+      "UpstreamKey": {
+        "type": "object",
+        "required": ["id", "channel_id", "label", "masked", "state", "disabled_reason", "cooldown_until_ms", "created_at_ms", "updated_at_ms"],
+        "properties": {
+          "id": {"type": "integer"},
+          "channel_id": {"type": "integer"},
+          "label": {"type": "string"},
+          "masked": {"type": ["string", "null"], "description": "the secret masked (sk-…yz); null when it cannot be decrypted with the configured store.secret_key"},
+          "state": {"type": "string", "enum": ["active", "disabled"]},
+          "disabled_reason": {"type": "string"},
+          "cooldown_until_ms": {"type": ["integer", "null"]},
+          "created_at_ms": {"type": "integer"},
+          "updated_at_ms": {"type": "integer"}
+        }
+      },
+      "UpstreamKeyUpdate": {
+        "type": "object", "additionalProperties": false,
+        "properties": {
+          "secret": {"type": "string", "minLength": 1, "description": "the provider's API key; write-only"},
+          "label": {"type": "string", "maxLength": 128}
+        }
+      },
+      "UpstreamKeyCreate": {"allOf": [{"$ref": "#/components/schemas/UpstreamKeyUpdate"}, {"required": ["secret"]}]},
+      "UpstreamKeyHealth": {
+        "type": "object",
+        "required": ["ref", "channel", "masked", "source", "state"],
+        "properties": {
+          "ref": {"type": "string", "description": "stable id of the key, for the disable/enable/probe calls"},
+          "channel": {"type": "string"},
+          "masked": {"type": "string"},
+          "source": {"type": "string", "enum": ["config", "store"]},
+          "store_id": {"type": ["integer", "null"], "description": "the upstream key id of a store channel's key"},
+          "state": {"type": "string", "enum": ["active", "cooling", "disabled"]},
+          "manual": {"type": "boolean", "description": "disabled by hand: probes leave it disabled"},
+          "cooldown_until_ms": {"type": ["integer", "null"]},
+          "reason": {"type": "string"},
+          "successes": {"type": "integer"},
+          "failures": {"type": "integer"}
+        }
+      },
+      "LogEntry": {
+        "type": "object",
+        "properties": {
+          "id": {"type": "integer"},
+          "time_ms": {"type": "integer"},
+          "request_id": {"type": "string"},
+          "channel": {"type": "string"},
+          "upstream_key": {"type": "string", "description": "masked"},
+          "model": {"type": "string"},
+          "status": {"type": "integer"},
+          "stream": {"type": "boolean"},
+          "attempts": {"type": "array", "items": {"type": "object"}},
+          "ttfb_ms": {"type": "integer"},
+          "duration_ms": {"type": "integer"},
+          "input_tokens": {"type": "integer"},
+          "output_tokens": {"type": "integer"},
+          "cached_tokens": {"type": "integer"},
+          "cost_usd": {"type": "number"},
+          "client_addr": {"type": "string"},
+          "user_agent": {"type": "string"}
+        }
+      },
+      "UsageRow": {
+        "type": "object",
+        "required": ["requests", "errors", "input_tokens", "output_tokens", "cached_tokens", "cost_usd"],
+        "properties": {
+          "day_ms": {"type": "integer", "description": "start of the UTC day; when grouped by day"},
+          "model": {"type": "string", "description": "when grouped by model"},
+          "channel": {"type": "string", "description": "when grouped by channel"},
+          "virtual_key_id": {"type": ["integer", "null"], "description": "when grouped by key; null: the master key"},
+          "requests": {"type": "integer"},
+          "errors": {"type": "integer", "description": "status >= 400"},
+          "input_tokens": {"type": "integer"},
+          "output_tokens": {"type": "integer"},
+          "cached_tokens": {"type": "integer"},
+          "cost_usd": {"type": "number"}
+        }
+      }
+    }
+  }
+})json";
+
+}  // namespace
+
+std::string_view openApiDocument() { return kDocument; }
+
+}  // namespace sluice::admin

@@ -1,0 +1,25 @@
+// Probe: is an upstream key usable right now? One cheap authenticated request (the provider's
+// model list) on the channel's endpoint, answered by status. Used by the admin API's
+// validation probe and by the periodic recovery checks of cooled-down and disabled keys.
+#pragma once
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <string>
+
+#include "routing/Router.hpp"
+#include "upstream/Client.hpp"
+
+namespace sluice::gateway {
+
+struct ProbeResult {
+  bool ok = false;        // 2xx
+  int status = 0;         // 0: no HTTP answer
+  double latency_ms = 0;
+  std::string message;    // the provider's error message, or what failed
+  bool key_rejected() const { return status == 401 || status == 403; }
+};
+
+boost::asio::awaitable<ProbeResult> probeKey(upstream::Pool& pool, const routing::Channel& channel,
+                                             const routing::UpstreamKey& key, std::chrono::milliseconds timeout);
+
+}  // namespace sluice::gateway

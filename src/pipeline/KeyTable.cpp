@@ -1,0 +1,66 @@
+#include "pipeline/KeyTable.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include "routing/Router.hpp"
+
+namespace sluice::pipeline {
+
+namespace {
+
+std::vector<std::string> stringArray(const std::string& json_text) {
+  std::vector<std::string> out;
+  boost::system::error_code ec;
+  auto v = boost::json::parse(json_text, ec);
+  if (ec || !v.is_array()) return out;
+  for (const auto& e : v.as_array())
+    if (e.is_string() && !e.as_string().empty()) out.emplace_back(e.as_string());
+  return out;
+}
+
+}  // namespace
+
+bool VirtualKeyEntry::allowsModel(std::string_view model) const {
+  if (allowed_models.empty()) return true;
+  for (const auto& m : allowed_models)
+    if (routing::globMatch(m, model)) return true;
+  return false;
+}
+
+bool VirtualKeyEntry::allowsChannel(std::string_view channel) const {
+  if (allowed_channels.empty()) return true;
+  for (const auto& c : allowed_channels)
+    if (c == channel) return true;
+  return false;
+}
+
+KeyTable::KeyTable(const std::vector<store::VirtualKey>& keys) {
+  by_hash_.reserve(keys.size());
+  for (const auto& k : keys) {
+    auto e = std::make_shared<VirtualKeyEntry>();
+    e->id = k.id;
+    e->name = k.name;
+    e->prefix = k.key_prefix;
+    e->allowed_models = stringArray(k.allowed_models);
+    e->allowed_channels = stringArray(k.allowed_channels);
+    e->expires_at_ms = k.expires_at_ms;
+    e->revoked = k.revoked_at_ms.has_value();
+    e->subject.id = "vk:" + std::to_string(k.id);
+    auto& s = e->subject.spec;
+    s.rpm = k.rpm.value_or(0);
+    s.tpm = k.tpm.value_or(0);
+    s.max_concurrent = k.max_concurrent.value_or(0);
+    s.budget_daily_usd = k.budget_daily_usd;
+    s.budget_monthly_usd = k.budget_monthly_usd;
+    s.budget_total_usd = k.budget_total_usd;
+    by_hash_.emplace(k.key_hash, std::move(e));
+  }
+}
+
+const VirtualKeyEntry* KeyTable::find(const std::string& key_hash) const {
+  auto it = by_hash_.find(key_hash);
+  return it == by_hash_.end() ? nullptr : it->second.get();
+}
+
+}  // namespace sluice::pipeline

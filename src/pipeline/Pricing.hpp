@@ -1,0 +1,40 @@
+// Pricing: what a request cost in USD, from a table of prices per million tokens shipped for
+// the common models of each provider, overridden or extended by the config's `pricing:`.
+// Built once per config snapshot; immutable, so any thread may use it.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/Config.hpp"
+
+namespace sluice::pipeline {
+
+class PriceTable {
+ public:
+  // The shipped table with `overrides` (exact names or globs) taking precedence.
+  explicit PriceTable(const std::map<std::string, config::Price>& overrides = {});
+
+  // The price of a model: an exact entry first (overrides, then shipped), then the longest
+  // matching glob; a dated or suffixed name ("gpt-4o-2024-08-06", "claude-sonnet-4-5-20250929",
+  // "gemini-2.5-flash-001") falls back to its undated family; "CHANNEL/MODEL" is looked up as
+  // MODEL. nullopt: unknown (the request costs 0 and is reported as unpriced).
+  std::optional<config::Price> find(std::string_view model) const;
+
+  // USD for the tokens of one request. `input` counts every prompt token, cached ones
+  // included (the gateway's usage rule); `cached` of them are billed at cached_input.
+  static double cost(const config::Price& p, std::int64_t input, std::int64_t output, std::int64_t cached);
+  double cost(std::string_view model, std::int64_t input, std::int64_t output, std::int64_t cached) const;
+
+  // Every entry, overrides applied (for the admin API and docs).
+  const std::vector<std::pair<std::string, config::Price>>& entries() const { return entries_; }
+
+ private:
+  std::optional<config::Price> lookup(std::string_view model) const;
+  std::vector<std::pair<std::string, config::Price>> entries_;  // exact names and globs
+};
+
+}  // namespace sluice::pipeline
