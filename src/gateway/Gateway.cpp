@@ -802,6 +802,9 @@ class Gateway {
           out += "# HELP sluice_store_connected 1 while the log writer's database connection works.\n";
           out += "# TYPE sluice_store_connected gauge\n";
           out += fmt::format("sluice_store_connected {}\n", st.connected ? 1 : 0);
+          out += "# HELP sluice_request_log_expired_total Request-log rows deleted by store.log_retention_days.\n";
+          out += "# TYPE sluice_request_log_expired_total counter\n";
+          out += fmt::format("sluice_request_log_expired_total {}\n", st.expired);
         }
       });
       co_await r.send(std::move(res));
@@ -1252,7 +1255,9 @@ int runServe(const std::string& config_path) {
       }
       spdlog::warn("store: {} (serving anyway; request logs wait in the queue)", e.what());
     }
-    logs = std::make_unique<store::LogWriter>(factory);
+    store::LogWriter::Options opts;
+    opts.retention_days = cfg->store.log_retention_days;
+    logs = std::make_unique<store::LogWriter>(factory, opts);
   }
   try {
     Gateway gw(cfg, config_path, text, std::move(mock), std::move(logs));
