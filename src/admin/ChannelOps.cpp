@@ -9,6 +9,7 @@
 #include <cctype>
 
 #include "admin/Fields.hpp"
+#include "config/Scalars.hpp"
 #include "core/SecretBox.hpp"
 
 namespace sluice::admin {
@@ -16,32 +17,14 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr std::size_t kMaxChannelName = 64;
+using config::hasControlChar;
+using config::validChannelName;
+using config::validHeaderName;
+
 constexpr std::size_t kMaxUpstreamSecret = 8192;
 constexpr config::ChannelType kAllTypes[] = {config::ChannelType::OpenAI,           config::ChannelType::Anthropic,
                                              config::ChannelType::Gemini,           config::ChannelType::Azure,
                                              config::ChannelType::OpenAICompatible, config::ChannelType::Mock};
-
-bool validChannelName(std::string_view s) {
-  return !s.empty() && s.size() <= kMaxChannelName && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-';
-  });
-}
-
-// RFC 9110 token.
-bool validHeaderName(std::string_view s) {
-  static constexpr std::string_view kExtra = "!#$%&'*+-.^_`|~";
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) != 0 || kExtra.find(c) != std::string_view::npos;
-  });
-}
-
-bool hasControlChar(std::string_view s) {
-  return std::any_of(s.begin(), s.end(), [](char c) {
-    const auto u = static_cast<unsigned char>(c);
-    return (u < 0x20 && c != '\t') || u == 0x7f;
-  });
-}
 
 std::string lower(std::string_view s) {
   std::string out(s);

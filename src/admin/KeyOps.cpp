@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "admin/Fields.hpp"
+#include "cluster/Limiter.hpp"
 #include "pipeline/VirtualKeySecret.hpp"
 
 namespace sluice::admin {
@@ -16,41 +17,8 @@ namespace {
 
 constexpr std::int64_t kDayMs = 86'400'000;
 
-// Howard Hinnant's days_from_civil / civil_from_days: proleptic Gregorian, no time zone tables.
-std::int64_t daysFromCivil(std::int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
-
-struct Civil {
-  std::int64_t y;
-  unsigned m;
-  unsigned d;
-};
-Civil civilFromDays(std::int64_t z) {
-  z += 719468;
-  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const auto doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
-  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
-  return {static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2), m, d};
-}
-
 std::int64_t floorDiv(std::int64_t a, std::int64_t b) {
   return a / b - (a % b != 0 && (a < 0) != (b < 0));
-}
-
-unsigned daysInMonth(std::int64_t y, unsigned m) {
-  static constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-  return m == 2 && leap ? 29 : kDays[m - 1];
 }
 
 // Reads exactly `n` digits at `pos`.
@@ -199,12 +167,11 @@ store::KeySpend spendOf(store::Store& store, std::int64_t key_id, std::int64_t n
 }
 
 std::int64_t utcDayStartMs(std::int64_t unix_ms) {
-  return floorDiv(unix_ms, kDayMs) * kDayMs;
+  return cluster::dayStartMs(cluster::dayIndex(unix_ms));
 }
 
 std::int64_t utcMonthStartMs(std::int64_t unix_ms) {
-  const Civil c = civilFromDays(floorDiv(unix_ms, kDayMs));
-  return daysFromCivil(c.y, c.m, 1) * kDayMs;
+  return cluster::monthStartMs(cluster::monthIndex(unix_ms));
 }
 
 std::optional<std::int64_t> parseRfc3339(std::string_view s) {
@@ -213,8 +180,10 @@ std::optional<std::int64_t> parseRfc3339(std::string_view s) {
   if (!digits(s, pos, 4, y) || !expect(s, pos, '-') || !digits(s, pos, 2, mo) || !expect(s, pos, '-') ||
       !digits(s, pos, 2, d))
     return std::nullopt;
-  if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return std::nullopt;
-  std::int64_t ms = daysFromCivil(y, mo, d) * kDayMs;
+  const std::chrono::year_month_day date{std::chrono::year(static_cast<int>(y)), std::chrono::month(mo),
+                                         std::chrono::day(d)};
+  if (!date.ok()) return std::nullopt;
+  std::int64_t ms = std::chrono::sys_days(date).time_since_epoch().count() * kDayMs;
   if (pos == s.size()) return ms;  // a full-date alone: midnight UTC
   if (s[pos] != 'T' && s[pos] != 't' && s[pos] != ' ') return std::nullopt;
   ++pos;
@@ -255,8 +224,9 @@ std::optional<std::int64_t> parseRfc3339(std::string_view s) {
 std::string formatRfc3339(std::int64_t unix_ms) {
   const std::int64_t days = floorDiv(unix_ms, kDayMs);
   const std::int64_t secs = floorDiv(unix_ms - days * kDayMs, 1000);
-  const Civil c = civilFromDays(days);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", c.y, c.m, c.d, secs / 3600, secs / 60 % 60, secs % 60);
+  const std::chrono::year_month_day c{std::chrono::sys_days(std::chrono::days(days))};
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", static_cast<int>(c.year()), static_cast<unsigned>(c.month()),
+                     static_cast<unsigned>(c.day()), secs / 3600, secs / 60 % 60, secs % 60);
 }
 
 std::int64_t unixNowMs() {

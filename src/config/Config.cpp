@@ -65,7 +65,6 @@ constexpr std::array<ChannelTypeEntry, 6> kChannelTypes = {{
     {ChannelType::Mock, "mock"},
 }};
 
-constexpr std::size_t kMaxChannelName = 64;
 constexpr std::size_t kMaxConfigBytes = 16u << 20;
 
 std::string join(Keys keys) {
@@ -176,28 +175,6 @@ bool validListen(std::string_view s, std::string& why) {
     return false;
   }
   return true;
-}
-
-bool validChannelName(std::string_view s) {
-  return !s.empty() && s.size() <= kMaxChannelName &&
-         std::all_of(s.begin(), s.end(), [](char c) {
-           return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-';
-         });
-}
-
-// RFC 9110 token.
-bool validHeaderName(std::string_view s) {
-  static constexpr std::string_view kExtra = "!#$%&'*+-.^_`|~";
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) != 0 || kExtra.find(c) != std::string_view::npos;
-  });
-}
-
-bool hasControlChar(std::string_view s) {
-  return std::any_of(s.begin(), s.end(), [](char c) {
-    const auto u = static_cast<unsigned char>(c);
-    return (u < 0x20 && c != '\t') || u == 0x7f;
-  });
 }
 
 std::string_view schemeOf(std::string_view url) {

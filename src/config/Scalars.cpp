@@ -1,5 +1,8 @@
 #include "config/Scalars.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -200,5 +203,28 @@ std::string formatByteSize(std::uint64_t n) {
   }
   return std::to_string(n);
 }
+
+bool validChannelName(std::string_view s) {
+  return !s.empty() && s.size() <= kMaxChannelName &&
+         std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-';
+         });
+}
+
+// RFC 9110 token.
+bool validHeaderName(std::string_view s) {
+  static constexpr std::string_view kExtra = "!#$%&'*+-.^_`|~";
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || kExtra.find(c) != std::string_view::npos;
+  });
+}
+
+bool hasControlChar(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return (u < 0x20 && c != '\t') || u == 0x7f;
+  });
+}
+
 
 }  // namespace sluice::config

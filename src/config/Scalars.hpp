@@ -1,4 +1,5 @@
-// Scalar helpers of the config loader: ${VAR} interpolation, durations, byte sizes.
+// Scalar helpers of the config loader (also used by the admin API, which checks the same
+// values): ${VAR} interpolation, durations, byte sizes, names.
 // Pure functions; the loader attaches file positions to their errors.
 #pragma once
 #include <chrono>
@@ -22,6 +23,12 @@ std::optional<std::chrono::milliseconds> parseDuration(std::string_view text);
 // A bare integer, or a number with a unit: B, KB/MB/GB/TB (powers of 1000),
 // KiB/MiB/GiB/TiB or Ki/Mi/Gi/Ti (powers of 1024); units are case-insensitive. nullopt when malformed.
 std::optional<std::uint64_t> parseByteSize(std::string_view text);
+
+// Channel names prefix models as CHANNEL/MODEL: 1 to kMaxChannelName of [A-Za-z0-9_.-].
+inline constexpr std::size_t kMaxChannelName = 64;
+bool validChannelName(std::string_view s);
+bool validHeaderName(std::string_view s);  // an RFC 9110 token
+bool hasControlChar(std::string_view s);   // C0 controls but tab, and DEL
 
 // Shortest exact spelling: "2m", "1500ms", "0s"; "32MiB", "1000".
 std::string formatDuration(std::chrono::milliseconds d);

@@ -740,12 +740,19 @@ LimitRefusal refusalFor(const cluster::Decision& d, std::string_view who) {
   return r;
 }
 
+// An error answer in the caller's format, noted in the request's record.
+http::Response failure(Wire wire, const RequestContext& ctx, RequestRecord& rec, int status, std::string_view type,
+                       std::string_view code, const std::string& msg) {
+  rec.status = status;
+  rec.error = msg;
+  auto res = errorResponse(wire, status, type, code, msg);
+  res.set("x-request-id", ctx.id);
+  return res;
+}
+
 http::Response refusalResponse(Wire wire, const RequestContext& ctx, RequestRecord& rec, const LimitRefusal& why,
                                const std::vector<std::pair<std::string, std::string>>& headers) {
-  rec.status = why.status;
-  rec.error = why.message;
-  auto res = errorResponse(wire, why.status, why.type, why.code, why.message);
-  res.set("x-request-id", ctx.id);
+  auto res = failure(wire, ctx, rec, why.status, why.type, why.code, why.message);
   if (why.retry_after_ms > 0) res.set(bhttp::field::retry_after, std::to_string((why.retry_after_ms + 999) / 1000));
   // The SDKs retry 429s on their own; a spent budget will not come back within their retries.
   if (!why.retryable) res.set("x-should-retry", "false");
@@ -789,11 +796,7 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, upstream::P
   const auto& call = relay.call;
   const auto& cfg = *snap.cfg;
   auto fail = [&](int status, std::string_view type, std::string_view code, const std::string& msg) {
-    rec.status = status;
-    rec.error = msg;
-    auto res = errorResponse(call.wire, status, type, code, msg);
-    res.set("x-request-id", ctx.id);
-    return res;
+    return failure(call.wire, ctx, rec, status, type, code, msg);
   };
   routing::Attempts attempts(*snap.router, std::move(candidates));
   std::vector<std::string> summary;
@@ -919,11 +922,7 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, c
                                    const Caller& caller, http::Request& req, http::Responder& r,
                                    const RequestContext& ctx, const ClientCall& call, RequestRecord& rec) {
   auto fail = [&](int status, std::string_view type, std::string_view code, const std::string& msg) {
-    rec.status = status;
-    rec.error = msg;
-    auto res = errorResponse(call.wire, status, type, code, msg);
-    res.set("x-request-id", ctx.id);
-    return res;
+    return failure(call.wire, ctx, rec, status, type, code, msg);
   };
 
   // Parse the body once: the model picks the channels, stream decides the relay.

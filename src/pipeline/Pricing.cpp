@@ -93,6 +93,13 @@ PriceTable::PriceTable(const std::map<std::string, config::Price>& overrides) {
     if (overrides.contains(s.model)) continue;
     entries_.emplace_back(s.model, config::Price{s.input, s.output, s.cached_input});
   }
+  for (const auto& [name, p] : entries_) {
+    if (name.find_first_of("*?") == std::string::npos) {
+      exact_.emplace(name, p);
+    } else {
+      globs_.emplace_back(name, p);
+    }
+  }
 }
 
 std::optional<config::Price> PriceTable::lookup(std::string_view model) const {

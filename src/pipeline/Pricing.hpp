@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,13 @@ class PriceTable {
  private:
   std::optional<config::Price> lookup(std::string_view model) const;
   std::vector<std::pair<std::string, config::Price>> entries_;  // exact names and globs
+  // Looked up on every request: exact names hashed, the (few) globs scanned.
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, config::Price, Hash, std::equal_to<>> exact_;
+  std::vector<std::pair<std::string, config::Price>> globs_;
 };
 
 }  // namespace sluice::pipeline
