@@ -5,13 +5,16 @@ bench/BENCHMARKS.md (stdlib only).
     report.py --work DIR --out bench/BENCHMARKS.md [--set key=value ...] [--strict]
 
 DIR/runs/*.json each hold one load-generator run:
-    {"scenario", "target", "round", "wall_s", "proxy_cpu_s", "mock_cpu_s",
+    {"scenario", "target", "round", "wall_s", "machine_cpu_s", "proxy_cpu_s", "mock_cpu_s",
      "proxy_hwm_kb", "proxy_rss_kb", "result": <sluice_loadgen JSON or null>}
 DIR/translate_bench.json (optional) is the Google Benchmark JSON of build/sluice_translate_bench.
+DIR/store_bench.jsonl (optional) holds one JSON line per run of build/sluice_store_bench, and
+DIR/logs_rows.json (optional) the logging Sluice's request-log counters after scenario 6.
 The section between the BEGIN/END markers is replaced; the rest of the file is kept.
 Scenario 5 (records with scenario "translation", and the micro benchmarks) goes into its own
 block between the TR_BEGIN/TR_END markers, so that a run of only that scenario
-(BENCH_ONLY=translation) replaces that block and keeps the rest.
+(BENCH_ONLY=translation) replaces that block and keeps the rest. Scenario 6 (records with
+scenario "logs", and the store benchmark) likewise goes between LOGS_BEGIN/LOGS_END.
 """
 import argparse
 import datetime
@@ -27,6 +30,9 @@ END = "<!-- bench:end -->"
 TR_BEGIN = "<!-- bench:translation:begin (written by bench/report.py; edit outside the markers) -->"
 TR_END = "<!-- bench:translation:end -->"
 TR_TARGET = 0.9  # translated streaming throughput / passthrough
+LOGS_BEGIN = "<!-- bench:logs:begin (written by bench/report.py; edit outside the markers) -->"
+LOGS_END = "<!-- bench:logs:end -->"
+LOGS_TARGET = 0.95  # throughput with request logs / without
 
 HEADER = """# Benchmarks
 
@@ -110,6 +116,16 @@ class Agg:
         self.proxy_cpu = sum(pc) if pc else None
         hw = [r["proxy_hwm_kb"] for r in runs if r.get("proxy_hwm_kb")]
         self.hwm_kb = max(hw) if hw else None
+        mc = [r["machine_cpu_s"] for r in runs if r.get("machine_cpu_s") is not None]
+        self.machine_cpu = sum(mc) if mc else None
+
+    @property
+    def other_cpu(self):
+        """CPU the machine spent outside the proxy, the mock and the client (other work,
+        kernel threads such as writeback), or None."""
+        if self.machine_cpu is None or self.proxy_cpu is None or self.mock_cpu is None or self.client_cpu is None:
+            return None
+        return self.machine_cpu - self.proxy_cpu - self.mock_cpu - self.client_cpu
 
     @property
     def rps(self):
@@ -514,6 +530,168 @@ def build_translation(runs, micro, meta):
     return "\n".join(L), checks
 
 
+# ----------------------------------------------------------------- 6. request logs
+
+def load_store_bench(work):
+    path = os.path.join(work, "store_bench.jsonl")
+    if not os.path.exists(path):
+        return []
+    out = []
+    with open(path) as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                print(f"report.py: skipping a line of {path}: {e}", file=sys.stderr)
+    return out
+
+
+def load_json(work, name):
+    path = os.path.join(work, name)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, json.JSONDecodeError) as e:
+        print(f"report.py: skipping {path}: {e}", file=sys.stderr)
+        return None
+
+
+def median_run(rs):
+    """The run with the median rows/s (the middle one of an odd count, the lower of an even)."""
+    rs = sorted(rs, key=lambda r: r.get("rows_per_s", 0))
+    return rs[(len(rs) - 1) // 2] if rs else None
+
+
+def build_logs(runs, store_runs, counters, meta):
+    m = meta.get
+    by = {}
+    for r in runs:
+        if r.get("scenario") == "logs":
+            by.setdefault(r["target"], []).append(r)
+    off = Agg(by["logs_off"]) if by.get("logs_off") else None
+    on = Agg(by["logs_on"]) if by.get("logs_on") else None
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    L = []
+    L.append("### 6. Request logs: store.request_logs true vs false\n")
+    L.append(f"- Run: {now}, `{m('command', 'make bench')}`; {machine()}")
+    if m("loadavg_logs_start"):
+        L.append(f"- Load average (1/5/15 min) before scenario 6: {m('loadavg_logs_start')}, after the store "
+                 f"benchmark: {m('loadavg_logs_end', '?')}")
+    L.append(f"- Two Sluices (`server.workers: {m('sluice_workers', '0')}`) from the same config as section 2's "
+             "(one openai channel on the mock, requests with the master key), one with `store.request_logs: false`, "
+             "one with `true` writing to a fresh SQLite file (WAL). The load generator sends section 2's load "
+             f"({m('concurrency', '?')} concurrent streams, {m('chunks', '?')} chunks each) to each, "
+             f"{m('logs_seconds', '?')} s per configuration in {m('logs_segments', '?')} interleaved segments "
+             "(alternating which goes first). Each segment's Sluice CPU is read 0.5 s after its load ends, so "
+             "the last log batch counts too. On a shared 2-core machine every CPU cycle the log writer takes is "
+             "one the proxy, the mock and the client do not get: the req/s ratio is the target. It also moves "
+             "with whatever else runs (the other CPU column); requests per CPU second of the three processes "
+             "does not, and is the steadier figure.")
+    L.append("")
+    checks = []
+    if off and on and off.rps and on.rps:
+        r = on.rps / off.rps
+        checks.append(("request logs: throughput with / without", f">= {LOGS_TARGET:.2f}x",
+                       f"{r:.2f}x ({on.rps:.0f} vs {off.rps:.0f} req/s)",
+                       "**met**" if r >= LOGS_TARGET else "**missed**"))
+    else:
+        checks.append(("request logs: throughput with / without", f">= {LOGS_TARGET:.2f}x", "n/a", "n/a (not run)"))
+    def bench_cpu_per_req(a):
+        """CPU seconds of Sluice + mock + client per request: what a request costs the machine,
+        whatever else ran beside."""
+        if a.proxy_cpu is None or a.mock_cpu is None or a.client_cpu is None or not a.requests:
+            return None
+        return (a.proxy_cpu + a.mock_cpu + a.client_cpu) / a.requests
+
+    bon, boff = (bench_cpu_per_req(on), bench_cpu_per_req(off)) if off and on else (None, None)
+    if bon and boff:
+        checks_total = (f"{boff / bon:.2f}x ({bon * 1e6:.1f} vs {boff * 1e6:.1f} us of Sluice + mock + client CPU "
+                        "per request)")
+    else:
+        checks_total = "n/a"
+    if off and on and off.cpu_per_10k and on.cpu_per_10k:
+        extra_us = (on.cpu_per_10k - off.cpu_per_10k) / 10000 * 1e6
+        cpu = (f"{on.cpu_per_10k / off.cpu_per_10k:.2f}x ({on.cpu_per_10k:.3f} vs {off.cpu_per_10k:.3f} CPU s / "
+               f"10k req: {extra_us:+.1f} us per request)")
+    else:
+        cpu = "n/a"
+    table_checks = checks + [
+        ("request logs: Sluice CPU per request, with / without", "(reported)", cpu, "-"),
+        ("request logs: requests per CPU second of the bench (Sluice + mock + client), with / without",
+         "(reported)", checks_total, "-"),
+    ]
+    L.append(table(["target", "limit", "measured", "result"], table_checks))
+    L.append("")
+    rows = []
+    for name, label, a in (("logs_off", "`store.request_logs: false`", off), ("logs_on", "`store.request_logs: true` (SQLite)", on)):
+        if not a:
+            continue
+        rows.append([
+            name, label, a.requests, a.failed, fmt(a.rps, 0), ratio(a.rps, off.rps) if off else "n/a",
+            fmt(a.p("ttfb", 50)), fmt(a.p("close", 50)), fmt(a.p("close", 99)),
+            fmt(a.proxy_cpu, 2), fmt(a.cpu_per_10k, 3), ratio(a.cpu_per_10k, off.cpu_per_10k) if off else "n/a",
+            fmt(a.mock_cpu, 2), fmt(a.client_cpu, 2), fmt(a.other_cpu, 2),
+        ])
+    if rows:
+        L.append(table(["run", "config", "requests", "failed", "req/s", "/ off", "TTFB p50", "close p50",
+                        "close p99", "Sluice CPU s", "Sluice CPU s / 10k req", "/ off", "mock CPU s",
+                        "client CPU s", "other CPU s"], rows))
+        L.append("")
+        L.append("Other CPU s: what the machine spent busy outside Sluice, the mock and the client during the "
+                 "segments, warm-up and settling included (/proc/stat): other users' work, and the kernel's own "
+                 "threads (page writeback of the log database counts there).")
+        L.append("")
+        if counters and on:
+            sent = on.requests + 5 + 10 * len(on.runs)  # + the sanity pings and each segment's warm-up
+            L.append(f"The logging Sluice's own count afterwards (`/metrics`): {counters.get('written', '?')} rows "
+                     f"written, {counters.get('dropped', '?')} dropped, {counters.get('rejected', '?')} rejected; "
+                     f"{counters.get('rows_in_db', '?')} rows in the file for {sent} requests sent to it "
+                     f"({on.requests} measured, 5 sanity, 10 warm-up per segment).")
+            L.append("")
+        errs = {k: a.errors for k, a in (("logs_off", off), ("logs_on", on)) if a and a.errors}
+        if errs:
+            L.append("Errors seen: " + "; ".join(f"{k}: " + ", ".join(f"{e} x{c}" for e, c in v.items())
+                                                  for k, v in errs.items()))
+            L.append("")
+    else:
+        L.append("(no end-to-end figures: the scenario 6 Sluices did not run)\n")
+
+    L.append(f"#### The log writer alone (`build/sluice_store_bench --rows {m('store_bench_rows', '?')}`, "
+             f"median of {m('store_bench_runs', '?')} runs)\n")
+    if store_runs:
+        L.append("One thread builds records like the gateway's (no bodies, a virtual key on each) and pushes them "
+                 "through a LogWriter with its default options as fast as enqueue() takes them (a full queue makes "
+                 "it wait instead of dropping); rows/s is rows committed per second from the first enqueue until "
+                 "drain() returns. Enqueue ns is the producer's CPU per record (building it + enqueue(), which also "
+                 "frees a record already written: the request path's whole share); writer "
+                 "CPU is the rest of the process's CPU per row (the writer thread: SQL, SQLite itself, the kernel's "
+                 "file writes; for PostgreSQL the client side only, the server's CPU is not counted). SQLite: a "
+                 "fresh file (WAL, synchronous=NORMAL). PostgreSQL: a throwaway local cluster from "
+                 "tests/scripts/with-postgres.sh (fsync off, synchronous_commit off), over TCP on 127.0.0.1.")
+        L.append("")
+        rows = []
+        for backend in ("sqlite", "postgres"):
+            rs = [r for r in store_runs if r.get("backend") == backend and r.get("mode", "writer") == "writer"]
+            med = median_run(rs)
+            if not med:
+                continue
+            rows.append([backend, med.get("rows"), med.get("batch"), f"{med.get('rows_per_s', 0):,.0f}",
+                         ", ".join(f"{r.get('rows_per_s', 0):,.0f}" for r in rs),
+                         fmt(med.get("enqueue_ns"), 0), fmt(med.get("writer_cpu_us"), 2),
+                         med.get("queue_full_waits")])
+        L.append(table(["database", "rows", "batch", "rows/s (median)", "rows/s (all runs)", "enqueue ns / record",
+                        "writer CPU us / row", "queue-full waits"], rows))
+        L.append("")
+    else:
+        L.append("(not run: no build/sluice_store_bench output)\n")
+    return "\n".join(L), checks
+
+
 def write_block(out, section, begin, end, after=None):
     """Replaces the text between begin/end in `out` (or inserts the block after the `after`
     marker, or at the end of the file)."""
@@ -566,9 +744,12 @@ def main():
     meta = dict(kv.split("=", 1) for kv in a.set if "=" in kv)
     runs = load(a.work)
     micro = load_micro(a.work)
-    main_runs = [r for r in runs if r.get("scenario") != "translation"]
+    store_runs = load_store_bench(a.work)
+    counters = load_json(a.work, "logs_rows.json")
+    main_runs = [r for r in runs if r.get("scenario") not in ("translation", "logs")]
     tr_runs = [r for r in runs if r.get("scenario") == "translation"]
-    if not main_runs and not tr_runs and not micro:
+    logs_runs = [r for r in runs if r.get("scenario") == "logs"]
+    if not main_runs and not tr_runs and not micro and not logs_runs and not store_runs:
         print("report.py: no runs found", file=sys.stderr)
         return 1
     checks = []
@@ -579,7 +760,12 @@ def main():
         tr_section, tr_checks = build_translation(tr_runs, micro, meta)
         write_block(a.out, tr_section, TR_BEGIN, TR_END, after=END)
         checks += tr_checks
-    print(f"wrote {a.out}" + ("" if main_runs else " (section 5 only)"), file=sys.stderr)
+    if logs_runs or store_runs:
+        logs_section, logs_checks = build_logs(logs_runs, store_runs, counters, meta)
+        write_block(a.out, logs_section, LOGS_BEGIN, LOGS_END, after=TR_END)
+        checks += logs_checks
+    parts = [n for n, present in (("main", main_runs), ("5", tr_runs or micro), ("6", logs_runs or store_runs)) if present]
+    print(f"wrote {a.out} (sections: {', '.join(parts)})", file=sys.stderr)
     for name, limit, measured, res in checks:
         print(f"  {res.replace('**', ''):14s} {name}: {measured} (limit {limit})", file=sys.stderr)
     if a.strict and any("missed" in c[3] for c in checks):

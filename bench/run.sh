@@ -13,8 +13,14 @@
 #                  to both models in interleaved segments: passthrough vs OpenAI client ->
 #                  Anthropic upstream; then the translation micro benchmarks
 #                  (build/sluice_translate_bench, bench/translate_bench.cpp)
-# and writes the figures to bench/BENCHMARKS.md (via bench/report.py; section 5 in its own
-# marked block, so that BENCH_ONLY=translation updates only that block).
+#   6. request logs: two Sluices with the same config but store.request_logs false / true
+#                  (SQLite, a fresh database file), the throughput load (50 streams) on each in
+#                  interleaved segments: throughput ratio on / off and CPU per 10k requests; then
+#                  the log writer alone (build/sluice_store_bench, bench/store_bench.cpp): rows/s
+#                  on SQLite and on a throwaway PostgreSQL (tests/scripts/with-postgres.sh)
+# and writes the figures to bench/BENCHMARKS.md (via bench/report.py; sections 5 and 6 each in
+# their own marked block, so that BENCH_ONLY=translation or BENCH_ONLY=logs updates only that
+# block).
 #
 # Everything it starts listens on 127.0.0.1 and is killed on exit.
 # Knobs (environment): BUILD_DIR, SLUICE, LOADGEN, NGINX, NGINX_WORKERS (auto),
@@ -25,7 +31,11 @@
 # FAIL_STATUS (500), BENCH_OUT (bench/BENCHMARKS.md), BENCH_NO_BUILD=1 (skip
 # building), BENCH_STRICT=1 (exit 1 when a target is missed), MOCK_CMD (the
 # mock provider command; default "$SLUICE mock"; only for testing the harness),
-# BENCH_ONLY=translation (run only scenario 5 and the micro benchmarks),
+# BENCH_ONLY=translation (run only scenario 5 and the micro benchmarks), BENCH_ONLY=logs (run
+# only scenario 6), LOGS_SECONDS (THROUGHPUT_SECONDS: per configuration), LOGS_SEGMENTS (10:
+# short and many, as the ratio sought is within what other load on the machine moves),
+# STORE_BENCH (build/sluice_store_bench), STORE_BENCH_ROWS (200000), STORE_BENCH_RUNS (3: the
+# median run is reported), STORE_BENCH_POSTGRES (1; 0 skips PostgreSQL),
 # TRANSLATION_SECONDS (THROUGHPUT_SECONDS: per path), TRANSLATION_SEGMENTS (6: interleaved
 # segments per path; short and many, so that other load on the machine hits both paths alike),
 # TRANSLATE_MODEL (claude-sonnet-4-5), TRANSLATE_BENCH (build/sluice_translate_bench),
@@ -65,6 +75,12 @@ TRANSLATION_SEGMENTS=${TRANSLATION_SEGMENTS:-6}
 TRANSLATE_MODEL=${TRANSLATE_MODEL:-claude-sonnet-4-5}
 TRANSLATE_BENCH=${TRANSLATE_BENCH:-$BUILD_DIR/sluice_translate_bench}
 TRANSLATE_BENCH_MIN_TIME=${TRANSLATE_BENCH_MIN_TIME:-0.3}
+LOGS_SECONDS=${LOGS_SECONDS:-$THROUGHPUT_SECONDS}
+LOGS_SEGMENTS=${LOGS_SEGMENTS:-10}
+STORE_BENCH=${STORE_BENCH:-$BUILD_DIR/sluice_store_bench}
+STORE_BENCH_ROWS=${STORE_BENCH_ROWS:-200000}
+STORE_BENCH_RUNS=${STORE_BENCH_RUNS:-3}
+STORE_BENCH_POSTGRES=${STORE_BENCH_POSTGRES:-1}
 MASTER_KEY=sk-bench-master
 REQ_TIMEOUT=10   # seconds per request in the load generator
 
@@ -72,9 +88,10 @@ log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 case $BENCH_ONLY in
-  "") FULL=1 ;;
-  translation) FULL=0 ;;
-  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything) or translation" ;;
+  "") FULL=1 RUN_TR=1 RUN_LOGS=1 ;;
+  translation) FULL=0 RUN_TR=1 RUN_LOGS=0 ;;
+  logs) FULL=0 RUN_TR=0 RUN_LOGS=1 ;;
+  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation or logs" ;;
 esac
 
 # ---------------------------------------------------------------- build
@@ -87,8 +104,14 @@ if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
   cmake --build "$BUILD_DIR" --target sluice_loadgen -j"$(nproc)" >&2 || die "building sluice_loadgen failed"
   cmake --build "$BUILD_DIR" --target sluice -j"$(nproc)" >&2 ||
     log "warning: building sluice failed; using the existing binary if there is one"
-  cmake --build "$BUILD_DIR" --target sluice_translate_bench -j"$(nproc)" >&2 ||
-    log "warning: building sluice_translate_bench failed; the translation micro benchmarks are left out"
+  if [[ $RUN_TR == 1 ]]; then
+    cmake --build "$BUILD_DIR" --target sluice_translate_bench -j"$(nproc)" >&2 ||
+      log "warning: building sluice_translate_bench failed; the translation micro benchmarks are left out"
+  fi
+  if [[ $RUN_LOGS == 1 ]]; then
+    cmake --build "$BUILD_DIR" --target sluice_store_bench -j"$(nproc)" >&2 ||
+      log "warning: building sluice_store_bench failed; the log writer figures are left out"
+  fi
 fi
 [[ -x $LOADGEN ]] || die "load generator not found at $LOADGEN"
 [[ $FULL == 0 || -x $NGINX ]] || die "nginx not found at $NGINX (Debian: apt-get install nginx-light)"
@@ -160,6 +183,7 @@ EOF
 )"
 P_MOCK=${PORTS[0]} P_NGINX=${PORTS[1]} P_SLUICE=${PORTS[2]}
 P_MOCK_FAIL=${PORTS[3]} P_SLUICE_FO=${PORTS[4]} P_SLUICE_TR=${PORTS[5]}
+P_SLUICE_LOGS_OFF=${PORTS[6]} P_SLUICE_LOGS_ON=${PORTS[7]}
 
 # ---------------------------------------------------------------- /proc sampling
 CLK_TCK=$(getconf CLK_TCK)
@@ -193,6 +217,11 @@ rss_kb() {
   echo "$t"
 }
 sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
+# machine_cpu_s: CPU seconds the whole machine has spent busy (all cores, all processes,
+# the kernel's own threads included), from /proc/stat
+machine_cpu_s() {
+  awk -v hz="$CLK_TCK" '/^cpu / { printf "%.3f", ($2 + $3 + $4 + $7 + $8 + $9) / hz; exit }' /proc/stat
+}
 
 # ---------------------------------------------------------------- start the peers
 LOADAVG_START=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -215,7 +244,9 @@ if [[ $FULL == 1 ]]; then
   wait_port nginx "$NGINX_PID" "$P_NGINX" || die "nginx did not start (see $WORK/nginx/error.log)"
 fi
 
-# write_config FILE PORT UPSTREAM_PORT...: one openai channel per upstream, equal priority
+# write_config FILE PORT UPSTREAM_PORT...: one openai channel per upstream, equal priority;
+# store.request_logs is $SLUICE_REQUEST_LOGS (scenario 6 sets it for one call), the database
+# a fresh file per port.
 write_config() {
   local file=$1 port=$2 i=0 up; shift 2
   {
@@ -284,31 +315,34 @@ done
 
 # measure SCENARIO TARGET ROUND TIMEOUT LOADGEN_ARGS...: one loadgen run with
 # CPU/RSS deltas of the proxy and the mock(s); appends a record to $WORK/runs.
-# The request's model is $MEASURE_MODEL when set, else $MODEL.
+# The request's model is $MEASURE_MODEL when set, else $MODEL. With $MEASURE_SETTLE (seconds)
+# the CPU is read that long after the load ends (work the proxy finishes afterwards, such as
+# the last request-log batch, then counts for the segment that caused it).
 SEQ=0
 measure() {
   local scenario=$1 target=$2 round=$3 limit=$4; shift 4
   local ppids="" mpids="$MOCK_PID ${EXTRA_MOCK_PIDS:-}"
-  local p0 m0 p1 m1 w0 w1 out
+  local p0 m0 p1 m1 w0 w1 c0 c1 out
   [[ -n ${PROXY_ROOT[$target]:-} ]] && ppids=$(proc_tree "${PROXY_ROOT[$target]}" | tr '\n' ' ')
   # shellcheck disable=SC2086
-  p0=$(cpu_s $ppids); m0=$(cpu_s $mpids); w0=$(date +%s.%N)
+  p0=$(cpu_s $ppids); m0=$(cpu_s $mpids); w0=$(date +%s.%N); c0=$(machine_cpu_s)
   # in the background + wait, so that a signal to this script is handled at once
   timeout "$limit" "$LOADGEN" --label "$scenario/$target" --model "${MEASURE_MODEL:-$MODEL}" "$@" >"$WORK/loadgen.out" &
   LOADGEN_PID=$!
   wait "$LOADGEN_PID" || true
   LOADGEN_PID=""
+  [[ -n ${MEASURE_SETTLE:-} ]] && sleep "$MEASURE_SETTLE"
   out=$(<"$WORK/loadgen.out")
   # shellcheck disable=SC2086
-  p1=$(cpu_s $ppids); m1=$(cpu_s $mpids); w1=$(date +%s.%N)
+  p1=$(cpu_s $ppids); m1=$(cpu_s $mpids); w1=$(date +%s.%N); c1=$(machine_cpu_s)
   [[ -n $out ]] || out=null
   if [[ -n ${PROXY_ROOT[$target]:-} ]] && ! kill -0 "${PROXY_ROOT[$target]}" 2>/dev/null; then
     log "warning: $target exited during $scenario (see $WORK/*.log)"
   fi
   SEQ=$((SEQ + 1))
   # shellcheck disable=SC2086
-  printf '{"scenario":"%s","target":"%s","round":%s,"wall_s":%s,"proxy_cpu_s":%s,"mock_cpu_s":%s,"proxy_hwm_kb":%s,"proxy_rss_kb":%s,"result":%s}\n' \
-    "$scenario" "$target" "$round" "$(sub "$w1" "$w0")" \
+  printf '{"scenario":"%s","target":"%s","round":%s,"wall_s":%s,"machine_cpu_s":%s,"proxy_cpu_s":%s,"mock_cpu_s":%s,"proxy_hwm_kb":%s,"proxy_rss_kb":%s,"result":%s}\n' \
+    "$scenario" "$target" "$round" "$(sub "$w1" "$w0")" "$(sub "$c1" "$c0")" \
     "$([[ -n $ppids ]] && sub "$p1" "$p0" || echo null)" "$(sub "$m1" "$m0")" \
     "$([[ -n $ppids ]] && hwm_kb $ppids || echo null)" "$([[ -n $ppids ]] && rss_kb $ppids || echo null)" \
     "$out" >"$WORK/runs/$(printf %03d $SEQ).json"
@@ -378,7 +412,9 @@ fi  # FULL
 # (Anthropic wire, claude-sonnet-4-5: OpenAI client -> Anthropic upstream, translated both ways).
 # The load generator sends the same OpenAI chat streams to both models in interleaved segments.
 LOADAVG_TR_START=$(cut -d' ' -f1-3 /proc/loadavg)
-if [[ -x $SLUICE ]]; then
+if [[ $RUN_TR == 0 ]]; then
+  :  # BENCH_ONLY=logs
+elif [[ -x $SLUICE ]]; then
   {
     echo "server:"
     echo "  listen: \"127.0.0.1:$P_SLUICE_TR\""
@@ -428,7 +464,9 @@ else
 fi
 
 # the translation micro benchmarks (Google Benchmark), while the servers above sit idle
-if [[ -x $TRANSLATE_BENCH ]]; then
+if [[ $RUN_TR == 0 ]]; then
+  :
+elif [[ -x $TRANSLATE_BENCH ]]; then
   log "  micro benchmarks: $TRANSLATE_BENCH (--benchmark_min_time=$TRANSLATE_BENCH_MIN_TIME)"
   if ! SLUICE_SOURCE_DIR=$ROOT "$TRANSLATE_BENCH" --benchmark_min_time="$TRANSLATE_BENCH_MIN_TIME" \
        --benchmark_out="$WORK/translate_bench.json" --benchmark_out_format=json \
@@ -441,10 +479,91 @@ else
 fi
 LOADAVG_TR_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
+# ---------------------------------------------------------------- 6. request logs
+# Two Sluices from the same config but for store.request_logs, both started now, loaded in
+# turn (never at once) with the throughput scenario's streams.
+LOADAVG_LOGS_START=$(cut -d' ' -f1-3 /proc/loadavg)
+if [[ $RUN_LOGS == 0 ]]; then
+  :
+elif [[ -x $SLUICE ]]; then
+  SLUICE_REQUEST_LOGS=false write_config "$WORK/sluice-logs-off.yaml" "$P_SLUICE_LOGS_OFF" "$P_MOCK"
+  SLUICE_REQUEST_LOGS=true write_config "$WORK/sluice-logs-on.yaml" "$P_SLUICE_LOGS_ON" "$P_MOCK"
+  LOGS_DB="$WORK/sluice-$P_SLUICE_LOGS_ON.db"
+  log "6/6 request logs: sluice with store.request_logs false on 127.0.0.1:$P_SLUICE_LOGS_OFF, true on 127.0.0.1:$P_SLUICE_LOGS_ON ($LOGS_DB)"
+  start sluice_logs_off "$SLUICE" serve -c "$WORK/sluice-logs-off.yaml"
+  LOGS_OFF_PID=$PID
+  start sluice_logs_on "$SLUICE" serve -c "$WORK/sluice-logs-on.yaml"
+  LOGS_ON_PID=$PID
+  if wait_port sluice_logs_off "$LOGS_OFF_PID" "$P_SLUICE_LOGS_OFF" 30 &&
+     wait_port sluice_logs_on "$LOGS_ON_PID" "$P_SLUICE_LOGS_ON" 30; then
+    PROXY_ROOT[logs_off]=$LOGS_OFF_PID
+    PROXY_ROOT[logs_on]=$LOGS_ON_PID
+    declare -A LOGS_URL=([logs_off]="http://127.0.0.1:$P_SLUICE_LOGS_OFF" [logs_on]="http://127.0.0.1:$P_SLUICE_LOGS_ON")
+    for t in logs_off logs_on; do
+      out=$("$LOADGEN" --url "${LOGS_URL[$t]}/v1/chat/completions" --model "$MODEL" "${HDRS[@]}" \
+            --mode ping --count 5 --timeout "$REQ_TIMEOUT" || true)
+      grep -q '"ok":5' <<<"$out" || log "warning: a request through $t failed: $out"
+    done
+    logs_seg=$(awk -v a="$LOGS_SECONDS" -v b="$LOGS_SEGMENTS" 'BEGIN { printf "%g", a / b }')
+    log "  $CONCURRENCY streams x $CHUNKS chunks, ${LOGS_SECONDS}s per configuration ($LOGS_SEGMENTS interleaved segments of ${logs_seg}s)"
+    MEASURE_SETTLE=0.5  # > the log writer's flush interval (200 ms)
+    for ((r = 0; r < LOGS_SEGMENTS; r++)); do
+      if ((r % 2 == 0)); then order=(logs_off logs_on); else order=(logs_on logs_off); fi
+      for t in "${order[@]}"; do
+        measure logs "$t" "$((r + 1))" "$(awk -v s="$logs_seg" 'BEGIN { printf "%d", s + 60 }')" \
+          --url "${LOGS_URL[$t]}/v1/chat/completions" "${HDRS[@]}" --mode load --warmup 10 \
+          --concurrency "$CONCURRENCY" --duration "$logs_seg" --timeout "$REQ_TIMEOUT" --samples
+      done
+    done
+    MEASURE_SETTLE=""
+    # The writer's own account (written / dropped / rejected) and the rows in the file.
+    "$PYTHON" - "http://127.0.0.1:$P_SLUICE_LOGS_ON/metrics" "$MASTER_KEY" "$LOGS_DB" >"$WORK/logs_rows.json" <<'PY' ||
+import json, sqlite3, sys, urllib.request
+url, key, db = sys.argv[1:4]
+out = {}
+req = urllib.request.Request(url, headers={"Authorization": "Bearer " + key})
+for line in urllib.request.urlopen(req, timeout=10).read().decode().splitlines():
+    if line.startswith("sluice_request_log_records_total{"):
+        out[line.split('"')[1]] = int(float(line.split()[-1]))
+out["rows_in_db"] = sqlite3.connect(db).execute("SELECT COUNT(*) FROM request_logs").fetchone()[0]
+print(json.dumps(out))
+PY
+      log "warning: could not read the request-log counters"
+  else
+    log "warning: a scenario 6 sluice did not start; its end-to-end figures are left out"
+  fi
+else
+  log "warning: no sluice binary at $SLUICE; scenario 6 is left out"
+fi
+
+# the log writer alone: sustained rows/s into SQLite and PostgreSQL (median of STORE_BENCH_RUNS)
+if [[ $RUN_LOGS == 1 && -x $STORE_BENCH ]]; then
+  : >"$WORK/store_bench.jsonl"
+  log "  log writer: $STORE_BENCH --rows $STORE_BENCH_ROWS, $STORE_BENCH_RUNS runs each (SQLite$([[ $STORE_BENCH_POSTGRES == 1 ]] && echo ", PostgreSQL"))"
+  for ((i = 0; i < STORE_BENCH_RUNS; i++)); do
+    TMPDIR=$WORK "$STORE_BENCH" --rows "$STORE_BENCH_ROWS" >>"$WORK/store_bench.jsonl" 2>"$WORK/store_bench.err" ||
+      { log "warning: $STORE_BENCH (sqlite) failed:"; tail -n 5 "$WORK/store_bench.err" >&2; }
+  done
+  if [[ $STORE_BENCH_POSTGRES == 1 ]]; then
+    # One throwaway cluster for all runs (each run makes its own schema in it).
+    if ! STORE_BENCH=$STORE_BENCH STORE_BENCH_ROWS=$STORE_BENCH_ROWS STORE_BENCH_RUNS=$STORE_BENCH_RUNS \
+        "$ROOT/tests/scripts/with-postgres.sh" bash -c '
+          for ((i = 0; i < STORE_BENCH_RUNS; i++)); do
+            "$STORE_BENCH" --rows "$STORE_BENCH_ROWS" --url "$SLUICE_TEST_POSTGRES_URL" || exit 1
+          done' >>"$WORK/store_bench.jsonl" 2>"$WORK/store_bench_pg.err"; then
+      log "warning: the PostgreSQL log writer benchmark failed:"
+      tail -n 5 "$WORK/store_bench_pg.err" >&2 || true
+    fi
+  fi
+elif [[ $RUN_LOGS == 1 ]]; then
+  log "warning: no store benchmark binary at $STORE_BENCH; the log writer figures are left out"
+fi
+LOADAVG_LOGS_END=$(cut -d' ' -f1-3 /proc/loadavg)
+
 # ---------------------------------------------------------------- report
 log "writing $BENCH_OUT"
 CMD="make bench"
-overrides=$(env | grep -E '^(NGINX_WORKERS|SLUICE_WORKERS|MOCK_WORKERS|PING_ROUNDS|PING_WARMUP|PING_COUNT|CONCURRENCY|CHUNKS|THROUGHPUT_SECONDS|THROUGHPUT_SEGMENTS|FAILOVER_COUNT|FAILOVER_CONCURRENCY|FAIL_RATE|FAIL_STATUS|MOCK_CMD|SLUICE|BENCH_ONLY|TRANSLATION_SECONDS|TRANSLATION_SEGMENTS|TRANSLATE_MODEL|TRANSLATE_BENCH_MIN_TIME)=' | tr '\n' ' ' || true)
+overrides=$(env | grep -E '^(NGINX_WORKERS|SLUICE_WORKERS|MOCK_WORKERS|PING_ROUNDS|PING_WARMUP|PING_COUNT|CONCURRENCY|CHUNKS|THROUGHPUT_SECONDS|THROUGHPUT_SEGMENTS|FAILOVER_COUNT|FAILOVER_CONCURRENCY|FAIL_RATE|FAIL_STATUS|MOCK_CMD|SLUICE|BENCH_ONLY|TRANSLATION_SECONDS|TRANSLATION_SEGMENTS|TRANSLATE_MODEL|TRANSLATE_BENCH_MIN_TIME|LOGS_SECONDS|LOGS_SEGMENTS|STORE_BENCH_ROWS|STORE_BENCH_RUNS|STORE_BENCH_POSTGRES)=' | tr '\n' ' ' || true)
 [[ -n $overrides ]] && CMD="$overrides$CMD"
 nginx_version=n/a nginx_workers_n=0
 if [[ -n $NGINX_PID ]]; then
@@ -466,6 +585,9 @@ report_args=(--work "$WORK" --out "$BENCH_OUT"
   --set "bench_only=$BENCH_ONLY" --set "translate_model=$TRANSLATE_MODEL"
   --set "translation_seconds=$TRANSLATION_SECONDS" --set "translation_segments=$TRANSLATION_SEGMENTS"
   --set "translate_bench_min_time=$TRANSLATE_BENCH_MIN_TIME"
-  --set "loadavg_tr_start=$LOADAVG_TR_START" --set "loadavg_tr_end=$LOADAVG_TR_END")
+  --set "loadavg_tr_start=$LOADAVG_TR_START" --set "loadavg_tr_end=$LOADAVG_TR_END"
+  --set "logs_seconds=$LOGS_SECONDS" --set "logs_segments=$LOGS_SEGMENTS"
+  --set "store_bench_rows=$STORE_BENCH_ROWS" --set "store_bench_runs=$STORE_BENCH_RUNS"
+  --set "loadavg_logs_start=$LOADAVG_LOGS_START" --set "loadavg_logs_end=$LOADAVG_LOGS_END")
 [[ ${BENCH_STRICT:-0} == 1 ]] && report_args+=(--strict)
 "$PYTHON" "$ROOT/bench/report.py" "${report_args[@]}"

@@ -688,18 +688,19 @@ class Gateway {
     if (logs_) logs_->enqueue(logRecord(req, ctx, rec));  // never waits on the database
   }
 
-  static store::LogRecord logRecord(const http::Request& req, const RequestContext& ctx, RequestRecord& rec) {
+  // Takes the request's strings (they are not needed after this): no copies per request.
+  static store::LogRecord logRecord(const http::Request& req, RequestContext& ctx, RequestRecord& rec) {
     store::LogRecord l;
     l.time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::system_clock::now().time_since_epoch())
                     .count() -
                 static_cast<std::int64_t>(rec.duration_ms);
-    l.request_id = ctx.id;
-    l.channel = rec.channel;
-    l.upstream_key = rec.key_id;
-    l.model = rec.model;
+    l.request_id = std::move(ctx.id);
+    l.channel = std::move(rec.channel);
+    l.upstream_key = std::move(rec.key_id);
+    l.model = std::move(rec.model);
     l.status = rec.status;
-    l.attempts = rec.attempts_json;
+    l.attempts = std::move(rec.attempts_json);
     l.ttfb_ms = rec.ttfb_ms < 0 ? 0 : static_cast<std::int64_t>(rec.ttfb_ms);
     l.duration_ms = static_cast<std::int64_t>(rec.duration_ms);
     l.input_tokens = std::max<std::int64_t>(rec.input_tokens, 0);
@@ -709,7 +710,7 @@ class Gateway {
     l.cost_usd = rec.cost_usd;
     if (!rec.request_body.empty()) l.request_body = std::move(rec.request_body);
     if (!rec.response_body.empty()) l.response_body = std::move(rec.response_body);
-    l.client_addr = ctx.remote;
+    l.client_addr = std::move(ctx.remote);
     l.user_agent = std::string(req[bhttp::field::user_agent].substr(0, 512));
     l.stream = rec.stream;
     return l;

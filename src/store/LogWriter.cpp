@@ -28,6 +28,7 @@ std::size_t LogWriter::approxBytes(const LogRecord& r) {
 bool LogWriter::enqueue(LogRecord&& record) {
   std::size_t bytes = approxBytes(record);
   bool wake = false;
+  LogRecord spent;  // freed on this thread once the lock is released (see handBack)
   {
     std::lock_guard lk(mu_);
     if (stopping_ || queue_.size() + held_ >= opt_.max_queue ||
@@ -40,6 +41,10 @@ bool LogWriter::enqueue(LogRecord&& record) {
     enqueued_.fetch_add(1, std::memory_order_relaxed);
     // Wake the writer only when a full batch waits; otherwise its flush timer picks records up.
     wake = queue_.size() == opt_.batch_size;
+    if (!spent_.empty()) {
+      spent = std::move(spent_.back());
+      spent_.pop_back();
+    }
   }
   if (wake) cv_.notify_one();
   return true;
@@ -121,11 +126,27 @@ void LogWriter::run() {
       taken.clear();
       break;
     }
-    taken.clear();
+    handBack(taken);
     if (opt_.retention_days > 0) retentionStep();
   }
   store_.reset();
   connected_.store(false, std::memory_order_relaxed);
+}
+
+void LogWriter::handBack(std::vector<LogRecord>& written) {
+  // Bounded, and without bodies (those are rare and large: freed here), so that an idle
+  // gateway holds at most one batch of small strings.
+  if (written.size() > opt_.batch_size)
+    written.erase(written.begin() + static_cast<std::ptrdiff_t>(opt_.batch_size), written.end());
+  for (LogRecord& r : written) {
+    r.request_body.reset();
+    r.response_body.reset();
+  }
+  {
+    std::lock_guard lk(mu_);
+    if (spent_.empty()) spent_.swap(written);  // else the last round is still there: free this one here
+  }
+  written.clear();
 }
 
 Store& LogWriter::store() {

@@ -32,12 +32,12 @@ constexpr std::int64_t kMigrationLockId = 0x51C3'0001;
 constexpr std::size_t kLogColumnCount = 19;
 
 void appendLogParams(std::vector<SqlParam>& out, const LogRecord& r) {
-  out.insert(out.end(), {P::integer(r.time_ms), P::text(r.request_id), P::optInt(r.virtual_key_id),
-                         P::text(r.channel), P::text(r.upstream_key), P::text(r.model), P::integer(r.status),
-                         P::text(r.attempts), P::integer(r.ttfb_ms), P::integer(r.duration_ms),
-                         P::integer(r.input_tokens), P::integer(r.output_tokens), P::integer(r.cached_tokens),
-                         P::real(r.cost_usd), P::text(r.client_addr), P::text(r.user_agent), P::boolean(r.stream),
-                         P::optText(r.request_body), P::optText(r.response_body)});
+  out.insert(out.end(),
+             {P::integer(r.time_ms), P::text(r.request_id), P::optInt(r.virtual_key_id), P::text(r.channel),
+              P::text(r.upstream_key), P::text(r.model), P::integer(r.status), P::text(r.attempts),
+              P::integer(r.ttfb_ms), P::integer(r.duration_ms), P::integer(r.input_tokens), P::integer(r.output_tokens),
+              P::integer(r.cached_tokens), P::real(r.cost_usd), P::text(r.client_addr), P::text(r.user_agent),
+              P::boolean(r.stream), P::optText(r.request_body), P::optText(r.response_body)});
 }
 
 // SQLite: OR ROLLBACK, because a failed row fails the whole batch anyway (see insertLogs);
@@ -505,8 +505,8 @@ bool SqlStore::deleteVirtualKey(std::int64_t id) {
 
 std::int64_t SqlStore::createChannel(const Channel& c) {
   std::int64_t now = nowMs();
-  P params[] = {P::text(c.name),     P::text(c.type),      P::text(c.base_url),   P::text(c.models),
-                P::integer(c.priority), P::integer(c.weight), P::text(c.headers),    P::text(c.settings),
+  P params[] = {P::text(c.name),        P::text(c.type),      P::text(c.base_url), P::text(c.models),
+                P::integer(c.priority), P::integer(c.weight), P::text(c.headers),  P::text(c.settings),
                 P::boolean(c.enabled),  P::integer(now),      P::integer(now)};
   return insertReturningId(
       "INSERT INTO channels (name, type, base_url, models, priority, weight, headers, settings, enabled, created_at, "
@@ -532,8 +532,8 @@ std::vector<Channel> SqlStore::listChannels() {
 }
 
 bool SqlStore::updateChannel(const Channel& c) {
-  P params[] = {P::text(c.name),     P::text(c.type),      P::text(c.base_url),   P::text(c.models),
-                P::integer(c.priority), P::integer(c.weight), P::text(c.headers),    P::text(c.settings),
+  P params[] = {P::text(c.name),        P::text(c.type),      P::text(c.base_url), P::text(c.models),
+                P::integer(c.priority), P::integer(c.weight), P::text(c.headers),  P::text(c.settings),
                 P::boolean(c.enabled),  P::integer(nowMs()),  P::integer(c.id)};
   return conn_->execute(
              "UPDATE channels SET name = ?, type = ?, base_url = ?, models = ?, priority = ?, weight = ?, "
@@ -550,9 +550,9 @@ bool SqlStore::deleteChannel(std::int64_t id) {
 
 std::int64_t SqlStore::createUpstreamKey(const UpstreamKey& k) {
   std::int64_t now = nowMs();
-  P params[] = {P::integer(k.channel_id),    P::blob(k.secret_encrypted), P::text(k.label),
-                P::text(stateName(k.state)), P::text(k.disabled_reason),  P::optInt(k.cooldown_until_ms),
-                P::integer(now),             P::integer(now)};
+  P params[] = {
+      P::integer(k.channel_id),   P::blob(k.secret_encrypted),    P::text(k.label), P::text(stateName(k.state)),
+      P::text(k.disabled_reason), P::optInt(k.cooldown_until_ms), P::integer(now),  P::integer(now)};
   return insertReturningId(
       "INSERT INTO upstream_keys (channel_id, secret_encrypted, label, state, disabled_reason, cooldown_until, "
       "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -577,8 +577,8 @@ std::vector<UpstreamKey> SqlStore::listUpstreamKeys(std::optional<std::int64_t> 
 
 bool SqlStore::updateUpstreamKey(const UpstreamKey& k) {
   P params[] = {
-      P::integer(k.channel_id),   P::blob(k.secret_encrypted),    P::text(k.label), P::text(stateName(k.state)),
-      P::text(k.disabled_reason), P::optInt(k.cooldown_until_ms), P::integer(nowMs()),       P::integer(k.id)};
+      P::integer(k.channel_id),   P::blob(k.secret_encrypted),    P::text(k.label),    P::text(stateName(k.state)),
+      P::text(k.disabled_reason), P::optInt(k.cooldown_until_ms), P::integer(nowMs()), P::integer(k.id)};
   return conn_->execute(
              "UPDATE upstream_keys SET channel_id = ?, secret_encrypted = ?, label = ?, state = ?, "
              "disabled_reason = ?, cooldown_until = ?, updated_at = ? WHERE id = ?",

@@ -61,7 +61,6 @@ class SqlStore final : public Store {
   std::unique_ptr<SqlConnection> conn_;
   std::vector<std::string> insert_sql_;  // by log2(rows)
   std::vector<SqlParam> log_params_;     // reused across batches
-
 };
 
 // Opaque log cursor for a (time_ms, id) position; decodeLogCursor throws InvalidData.

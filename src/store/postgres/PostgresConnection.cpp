@@ -213,41 +213,53 @@ class PostgresConnection final : public SqlConnection {
       check(Result(PQprepare(conn_, name.c_str(), numberPlaceholders(sql).c_str(), 0, nullptr)), "prepare");
       it = prepared_.emplace(sql, std::move(name)).first;
     }
-    std::vector<std::string> storage(params.size());
-    std::vector<const char*> values(params.size());
-    std::vector<int> lengths(params.size());
-    std::vector<int> formats(params.size());
+    // Text-format values, NUL-terminated, packed into one buffer (a log batch has thousands of
+    // parameters: one allocation, not one each). Offsets first, pointers once it stops growing.
+    constexpr std::size_t kNull = static_cast<std::size_t>(-1);
+    std::string& buf = param_buf_;
+    buf.clear();
+    offsets_.assign(params.size(), kNull);
+    lengths_.assign(params.size(), 0);
+    formats_.assign(params.size(), 0);
     for (std::size_t i = 0; i < params.size(); ++i) {
       const SqlParam& p = params[i];
+      std::size_t at = buf.size();
       switch (p.kind) {
         case SqlParam::Kind::Null:
-          values[i] = nullptr;
           continue;
-        case SqlParam::Kind::Int:
-          storage[i] = std::to_string(p.i);
+        case SqlParam::Kind::Int: {
+          char num[24];
+          buf.append(num, std::to_chars(num, num + sizeof num, p.i).ptr);
           break;
+        }
         case SqlParam::Kind::Bool:
-          storage[i] = p.i ? "true" : "false";
+          buf += p.i ? "true" : "false";
           break;
         case SqlParam::Kind::Real: {
-          char buf[64];
-          auto res = std::to_chars(buf, buf + sizeof buf, p.d);
-          storage[i].assign(buf, res.ptr);
+          char num[64];
+          buf.append(num, std::to_chars(num, num + sizeof num, p.d).ptr);
           break;
         }
         case SqlParam::Kind::Text:
-          storage[i] = validUtf8AndNoNul(p.s) ? std::string(p.s) : sanitizeUtf8(p.s);
+          if (validUtf8AndNoNul(p.s))
+            buf += p.s;
+          else
+            buf += sanitizeUtf8(p.s);
           break;
         case SqlParam::Kind::Blob:
-          values[i] = p.s.data() ? p.s.data() : "";
-          lengths[i] = static_cast<int>(p.s.size());
-          formats[i] = 1;  // binary: bytes pass untouched
-          continue;
+          buf += p.s;
+          lengths_[i] = static_cast<int>(p.s.size());
+          formats_[i] = 1;  // binary: bytes pass untouched
+          break;
       }
-      values[i] = storage[i].c_str();
+      buf += '\0';
+      offsets_[i] = at;
     }
-    return check(Result(PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(params.size()), values.data(),
-                                       lengths.data(), formats.data(), 0)),
+    values_.assign(params.size(), nullptr);
+    for (std::size_t i = 0; i < params.size(); ++i)
+      if (offsets_[i] != kNull) values_[i] = buf.data() + offsets_[i];
+    return check(Result(PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(params.size()), values_.data(),
+                                       lengths_.data(), formats_.data(), 0)),
                  "query");
   }
 
@@ -255,6 +267,12 @@ class PostgresConnection final : public SqlConnection {
   std::string redacted_;
   std::unordered_map<std::string, std::string> prepared_;  // SQL -> statement name
   std::uint64_t statement_seq_ = 0;
+  // run()'s parameter arrays, kept to reuse their memory across statements.
+  std::string param_buf_;
+  std::vector<std::size_t> offsets_;
+  std::vector<const char*> values_;
+  std::vector<int> lengths_;
+  std::vector<int> formats_;
 };
 
 }  // namespace

@@ -89,6 +89,8 @@ ALTER TABLE virtual_keys ADD COLUMN spend_total_usd DOUBLE PRECISION NOT NULL DE
 UPDATE virtual_keys SET spend_total_usd =
   (SELECT COALESCE(SUM(cost_usd), 0) FROM request_logs WHERE virtual_key_id = virtual_keys.id);
 DROP INDEX request_logs_key_time;
+DROP INDEX request_logs_model_time;
+DROP INDEX request_logs_channel_time;
 CREATE INDEX request_logs_key_time ON request_logs (virtual_key_id, time_ms, cost_usd)
   WHERE virtual_key_id IS NOT NULL;
 CREATE TABLE control_plane_version (

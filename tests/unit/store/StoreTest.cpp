@@ -140,9 +140,10 @@ TEST_P(StoreTest, MigratesAVersion2DatabaseKeepingItsRows) {
     for (const LogRecord& r : logs) {
       SqlParam p[] = {SqlParam::integer(r.time_ms), SqlParam::text(r.request_id), SqlParam::optInt(r.virtual_key_id),
                       SqlParam::real(r.cost_usd)};
-      c->execute("INSERT INTO request_logs (time_ms, request_id, virtual_key_id, status, cost_usd) "
-                 "VALUES (?, ?, ?, 200, ?)",
-                 p);
+      c->execute(
+          "INSERT INTO request_logs (time_ms, request_id, virtual_key_id, status, cost_usd) "
+          "VALUES (?, ?, ?, 200, ?)",
+          p);
     }
   }
 
@@ -176,8 +177,8 @@ TEST_P(StoreTest, MigratesAVersion2DatabaseKeepingItsRows) {
 TEST_P(StoreTest, MigratesAVersion1Database) {
   TestDatabase old(GetParam());
   migrateTo(old, 1);
-  openSqlConnection(old.url())
-      ->execScript("INSERT INTO channels (name, type, created_at, updated_at) VALUES ('ch', 'mock', 1, 2)");
+  openSqlConnection(old.url())->execScript(
+      "INSERT INTO channels (name, type, created_at, updated_at) VALUES ('ch', 'mock', 1, 2)");
   auto s = Store::open(old.url());
   EXPECT_EQ(s->schemaVersion(), 1);
   s->migrate();
@@ -531,13 +532,13 @@ TEST_P(StoreTest, SpendByKeySumsTheDayAndMonthAndKeepsTheTotalOnTheKey) {
     return r;
   };
   std::vector<LogRecord> batch{
-      row(month - kDay, a, 100),  // last month: only in the total
-      row(month + kDay, a, 10),   // this month
-      row(kT0 + 1000, a, 1),      // today
-      row(kT0 + 2000, a, 2),      // today, same key in the same batch
-      row(kT0 + 3000, b, 0.5),    // today
+      row(month - kDay, a, 100),         // last month: only in the total
+      row(month + kDay, a, 10),          // this month
+      row(kT0 + 1000, a, 1),             // today
+      row(kT0 + 2000, a, 2),             // today, same key in the same batch
+      row(kT0 + 3000, b, 0.5),           // today
       row(kT0 + 4000, std::nullopt, 7),  // master key: nobody's spend
-      row(kT0 + 5000, 999, 3),   // a deleted key's row: no key row to add to
+      row(kT0 + 5000, 999, 3),           // a deleted key's row: no key row to add to
   };
   store_->insertLogs(batch);
 
@@ -584,6 +585,21 @@ TEST_P(StoreTest, AFailedBatchAddsNoSpend) {
   batch.pop_back();
   store_->insertLogs(batch);
   EXPECT_DOUBLE_EQ(store_->spendByKey(kT0, kT0)[id].total_usd, static_cast<double>(SqlStore::kInsertChunk));
+}
+
+// SQLite inserts log rows with OR ROLLBACK: a refused row ends the whole transaction inside
+// the database. The store must stay usable (its own ROLLBACK then finds no transaction).
+TEST_P(StoreTest, AStoreStaysUsableAfterTheDatabaseRolledBackABatch) {
+  if (GetParam() != Backend::Sqlite) GTEST_SKIP() << "SQLite's OR ROLLBACK";
+  openSqlConnection(db_->url())
+      ->execScript(
+          "CREATE TRIGGER roll_back BEFORE INSERT ON request_logs WHEN NEW.request_id = 'poison' "
+          "BEGIN SELECT RAISE(ROLLBACK, 'refused'); END");
+  std::vector<LogRecord> batch{sampleLog(kT0, "ok"), sampleLog(kT0 + 1, "poison")};
+  EXPECT_THROW(store_->insertLogs(batch), StoreError);
+  batch.pop_back();
+  store_->insertLogs(batch);
+  EXPECT_EQ(countRows("request_logs"), 1);
 }
 
 // ---- control plane stamp ----
