@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "admin/Fields.hpp"
+#include "core/Clock.hpp"
 #include "cluster/Limiter.hpp"
 #include "pipeline/VirtualKeySecret.hpp"
 
@@ -229,9 +230,6 @@ std::string formatRfc3339(std::int64_t unix_ms) {
                      static_cast<unsigned>(c.day()), secs / 3600, secs / 60 % 60, secs % 60);
 }
 
-std::int64_t unixNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+std::int64_t unixNowMs() { return sluice::unixNowMs(); }
 
 }  // namespace sluice::admin

@@ -20,27 +20,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <condition_variable>
-#include <mutex>
 #include <random>
-#include <set>
 #include <thread>
 
 #include "admin/AdminApi.hpp"
 #include "cluster/Limiter.hpp"
-#include "cluster/SharedHealth.hpp"
 #include "config/Config.hpp"
-#include "core/SecretBox.hpp"
+#include "core/Clock.hpp"
 #include "core/JsonText.hpp"
 #include "core/LineWriter.hpp"
 #include "gateway/Auth.hpp"
+#include "gateway/ControlPlane.hpp"
 #include "gateway/Probe.hpp"
 #include "gateway/Proxy.hpp"
 #include "http/Server.hpp"
 #include "metrics/Metrics.hpp"
 #include "mock/MockServer.hpp"
 #include "pipeline/KeyTable.hpp"
-#include "pipeline/Pricing.hpp"
 #include "pipeline/VirtualKeySecret.hpp"
 #include "routing/Router.hpp"
 #include "store/LogWriter.hpp"
@@ -137,90 +133,6 @@ std::string newRequestId() {
   return fmt::format("req_{:016x}", rng());
 }
 
-std::int64_t unixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-// What the store holds of the control plane: channels and keys added through the admin API,
-// and the virtual keys.
-struct StoreState {
-  std::vector<store::Channel> channels;
-  std::vector<store::UpstreamKey> upstream_keys;
-  std::vector<store::VirtualKey> virtual_keys;
-};
-
-std::vector<std::string> jsonStrings(const std::string& text) {
-  std::vector<std::string> out;
-  boost::system::error_code ec;
-  auto v = json::parse(text, ec);
-  if (ec || !v.is_array()) return out;
-  for (const auto& e : v.as_array())
-    if (e.is_string()) out.emplace_back(e.as_string());
-  return out;
-}
-
-std::map<std::string, std::string> jsonStringMap(const json::value* v) {
-  std::map<std::string, std::string> out;
-  if (!v || !v->is_object()) return out;
-  for (const auto& [k, e] : v->as_object())
-    if (e.is_string()) out.emplace(std::string(k), std::string(e.as_string()));
-  return out;
-}
-
-std::int64_t jsonInt(const json::object& o, std::string_view name) {
-  const auto* v = o.if_contains(name);
-  return v && v->is_int64() && v->as_int64() > 0 ? v->as_int64() : 0;
-}
-
-// A store channel as the router takes it; false (with `why`) when it cannot be used.
-bool channelFromStore(const store::Channel& c, const std::vector<store::UpstreamKey>& keys, const SecretBox* box,
-                      config::ChannelConfig& out, std::string& why) {
-  auto type = config::parseChannelType(c.type);
-  if (!type) {
-    why = "unknown type " + c.type;
-    return false;
-  }
-  out.name = c.name;
-  out.type = *type;
-  out.base_url = c.base_url;
-  upstream::Endpoint probe;
-  if (auto err = upstream::parseBaseUrl(c.base_url, probe); !err.empty()) {
-    why = "base_url: " + err;
-    return false;
-  }
-  out.models = jsonStrings(c.models);
-  out.priority = static_cast<int>(c.priority);
-  out.weight = static_cast<int>(c.weight);
-  boost::system::error_code ec;
-  auto headers = json::parse(c.headers, ec);
-  if (!ec) out.headers = jsonStringMap(&headers);
-  auto settings = json::parse(c.settings, ec);
-  if (!ec && settings.is_object()) {
-    const auto& o = settings.as_object();
-    out.model_map = jsonStringMap(o.if_contains("model_map"));
-    if (const auto* v = o.if_contains("api_version"); v && v->is_string()) out.api_version = std::string(v->as_string());
-    out.rpm = jsonInt(o, "rpm");
-    out.tpm = jsonInt(o, "tpm");
-    out.max_concurrent = jsonInt(o, "max_concurrent");
-    out.key_rpm = jsonInt(o, "key_rpm");
-    out.key_tpm = jsonInt(o, "key_tpm");
-  }
-  out.store_id = c.id;
-  for (const auto& k : keys) {
-    if (k.channel_id != c.id) continue;
-    std::optional<std::string> secret = box ? box->open(k.secret_encrypted) : std::nullopt;
-    if (!secret) {
-      why = box ? fmt::format("upstream key {} cannot be decrypted with store.secret_key (was it changed?)", k.id)
-                : fmt::format("upstream key {} cannot be decrypted: store.secret_key / SLUICE_SECRET_KEY is not set", k.id);
-      continue;  // the channel still serves with its other keys
-    }
-    out.keys.push_back(std::move(*secret));
-    out.key_store_ids.push_back(k.id);
-  }
-  return true;
-}
-
 class Gateway {
  public:
   Gateway(std::shared_ptr<const config::Config> cfg, std::string path, std::string configText,
@@ -232,18 +144,12 @@ class Gateway {
         embedded_mock_(std::move(embeddedMock)),
         access_(STDOUT_FILENO),
         limiter_(cluster::Limiter::Options{cfg->redis.url}),
-        shared_health_(cfg->redis.url) {
+        control_(std::make_unique<ControlPlane>(cfg, limiter_, healthRegistry())) {
     admin_ = std::make_unique<admin::AdminApi>(cfg->store.url);
-    admin_->setConfigSource([this] {
-      std::lock_guard lk(publish_mu_);
-      return file_cfg_;
-    });
-    admin_->onChange([this] { refreshNowAndWait(); });
-    file_cfg_ = cfg;
-    // Virtual keys and store channels are there before the first request (if the database is).
-    refreshFromStore(true);
-    current_ = makeSnapshot(file_cfg_, store_state_);
-    const auto& s = current_->cfg->server;
+    admin_->setConfigSource([this] { return control_->fileConfig(); });
+    admin_->onChange([this] { control_->refreshNowAndWait(); });
+    auto first = control_->initial();
+    const auto& s = first->cfg->server;
     http::ServerLimits limits;
     limits.max_body_bytes = s.max_body_bytes;
     limits.max_header_bytes = s.max_header_bytes;
@@ -253,7 +159,7 @@ class Gateway {
                                              [this](http::Request& req, http::Responder& r) { return handle(req, r); });
     for (int i = 0; i < server_->workerCount(); ++i) {
       auto ws = std::make_unique<WorkerState>(server_->workerContext(i), tls_);
-      ws->snap = current_;
+      ws->snap = first;
       workers_.push_back(std::move(ws));
     }
     stamp_ = stampOf(path_);
@@ -276,7 +182,8 @@ class Gateway {
   }
 
   int run() {
-    const auto& s = current_->cfg->server;
+    auto current = control_->current();
+    const auto& s = current->cfg->server;
     std::string host;
     std::uint16_t port = 0;
     if (!http::splitHostPort(s.listen, host, port)) {
@@ -293,10 +200,10 @@ class Gateway {
     std::string addr = ep.address().is_v6() ? fmt::format("[{}]:{}", ep.address().to_string(), ep.port())
                                             : fmt::format("{}:{}", ep.address().to_string(), ep.port());
     std::printf("sluice listening on http://%s (%d workers, %zu channels, config: %s)\n", addr.c_str(),
-                server_->workerCount(), current_->cfg->channels.size(), path_.empty() ? "embedded default" : path_.c_str());
+                server_->workerCount(), current->cfg->channels.size(), path_.empty() ? "embedded default" : path_.c_str());
     if (path_.empty()) {
-      bool devKey = current_->cfg->auth.master_key == kDevMasterKey;
-      std::printf("  master key: %s%s\n", current_->cfg->auth.master_key.c_str(),
+      bool devKey = current->cfg->auth.master_key == kDevMasterKey;
+      std::printf("  master key: %s%s\n", current->cfg->auth.master_key.c_str(),
                   devKey ? "  (the demo key; set SLUICE_MASTER_KEY to choose your own)" : "");
       std::printf("  try: curl -N http://%s/v1/chat/completions -H 'Authorization: Bearer %s' \\\n"
                   "         -H 'Content-Type: application/json' \\\n"
@@ -308,16 +215,11 @@ class Gateway {
     // Control thread: signals and config-file watching, off the workers. Refresher: the
     // store's keys and channels, off both (a slow database must not delay a signal).
     std::thread control([this] { controlLoop(); });
-    std::thread refresher([this] { refreshLoop(); });
+    control_->start([this](const std::shared_ptr<const Snapshot>& next) { publish(next); });
     server_->run();
     control_ioc_.stop();
     control.join();
-    {
-      std::lock_guard lk(refresh_mu_);
-      refresh_stop_ = true;
-    }
-    refresh_cv_.notify_all();
-    refresher.join();
+    control_->stop();
     if (embedded_mock_) {
       embedded_mock_->stop(std::chrono::milliseconds(100));
       embedded_mock_thread_.join();
@@ -369,222 +271,10 @@ class Gateway {
   }
 
 
-  // The running state: the config file's channels plus the store's, the virtual keys, prices.
-  std::shared_ptr<const Snapshot> makeSnapshot(const std::shared_ptr<const config::Config>& fileCfg,
-                                               const StoreState& st) {
-    auto merged = std::make_shared<config::Config>(*fileCfg);
-    std::unique_ptr<SecretBox> box;
-    if (!fileCfg->store.secret_key.empty()) box = std::make_unique<SecretBox>(fileCfg->store.secret_key);
-    std::set<std::string> problems;
-    for (const auto& c : st.channels) {
-      if (!c.enabled) continue;
-      bool clash = std::any_of(fileCfg->channels.begin(), fileCfg->channels.end(),
-                               [&](const config::ChannelConfig& f) { return f.name == c.name; });
-      config::ChannelConfig cc;
-      std::string why;
-      if (clash) {
-        why = "a channel of the config file has the same name";
-      } else if (channelFromStore(c, st.upstream_keys, box.get(), cc, why) || why.empty()) {
-        merged->channels.push_back(std::move(cc));
-      }
-      if (!why.empty()) problems.insert(fmt::format("store channel \"{}\": {}", c.name, why));
-    }
-    for (const auto& p : problems)
-      if (!reported_problems_.contains(p)) spdlog::warn("{}", p);
-    reported_problems_ = std::move(problems);
-    auto s = std::make_shared<Snapshot>();
-    std::shared_ptr<const config::Config> cfg = std::move(merged);
-    s->router = std::make_unique<routing::Router>(cfg, healthRegistry());
-    s->cfg = std::move(cfg);
-    s->keys = std::make_shared<const pipeline::KeyTable>(st.virtual_keys);
-    s->prices = std::make_shared<const pipeline::PriceTable>(s->cfg->pricing);
-    // A key disabled by hand in the store is disabled here; one enabled there comes back.
-    std::map<std::int64_t, const store::UpstreamKey*> byId;
-    for (const auto& k : st.upstream_keys) byId[k.id] = &k;
-    for (const auto& ch : s->router->channels()) {
-      for (const auto& k : ch->keys) {
-        if (k.store_id == 0) continue;
-        auto it = byId.find(k.store_id);
-        if (it == byId.end()) continue;
-        if (it->second->state == store::UpstreamKeyState::Disabled) {
-          if (!k.health->disabled.load()) k.health->disable(it->second->disabled_reason);
-          k.health->manual.store(true);
-        } else if (k.health->manual.load()) {
-          k.health->enable();
-        }
-      }
-    }
-    return s;
-  }
-
   // Makes `next` the snapshot every worker uses from its next request on.
-  void publish(std::shared_ptr<const Snapshot> next) {
-    current_ = next;
+  void publish(const std::shared_ptr<const Snapshot>& next) {
     for (std::size_t i = 0; i < workers_.size(); ++i) {
       net::post(server_->workerContext(static_cast<int>(i)), [ws = workers_[i].get(), next] { ws->snap = next; });
-    }
-  }
-
-  void pokeRefresher() {
-    {
-      std::lock_guard lk(refresh_mu_);
-      ++poke_seq_;
-    }
-    refresh_cv_.notify_all();
-  }
-
-  // After an admin write: the change is in force on this instance when this returns (or after
-  // a few seconds if the store does not answer), so a key created is usable at once and a key
-  // revoked is refused at once.
-  void refreshNowAndWait() {
-    std::unique_lock lk(refresh_mu_);
-    const auto mine = ++poke_seq_;
-    refresh_cv_.notify_all();
-    refresh_cv_.wait_for(lk, std::chrono::seconds(3), [&] { return done_seq_ >= mine || refresh_stop_; });
-  }
-
-  // Reads the control plane from the store when it changed. True when the snapshot must be
-  // rebuilt. Refresher thread only (and the constructor, before it starts).
-  bool refreshFromStore(bool force) {
-    try {
-      if (!cp_store_) {
-        cp_store_ = store::Store::open(file_cfg_->store.url);
-        cp_store_->migrate();
-      }
-      std::string stamp = cp_store_->controlPlaneStamp();
-      if (!store_down_since_.empty()) {
-        spdlog::info("store: reachable again; virtual keys and channels refresh from it");
-        store_down_since_.clear();
-      }
-      if (!force && stamp == cp_stamp_) return false;
-      StoreState st;
-      st.channels = cp_store_->listChannels();
-      st.upstream_keys = cp_store_->listUpstreamKeys(std::nullopt);
-      st.virtual_keys = cp_store_->listVirtualKeys();
-      std::lock_guard lk(publish_mu_);
-      store_state_ = std::move(st);
-      cp_stamp_ = std::move(stamp);
-      return true;
-    } catch (const std::exception& e) {
-      cp_store_.reset();
-      if (store_down_since_.empty()) {
-        store_down_since_ = e.what();
-        spdlog::warn("store: cannot read virtual keys and channels ({}); serving with the last ones read", e.what());
-      }
-      return false;
-    }
-  }
-
-  // Budgets count what the request log says was spent (this instance's and others'), so a
-  // restart or a second instance does not reset them.
-  void seedSpend() {
-    if (!cp_store_) return;
-    try {
-      auto now = unixMs();
-      auto day = cluster::dayIndex(now), month = cluster::monthIndex(now);
-      auto spend = cp_store_->spendByKey(cluster::dayStartMs(day), cluster::monthStartMs(month));
-      for (const auto& [id, sp] : spend) {
-        limiter_.seedSpend("vk:" + std::to_string(id), cluster::SpendSeed{day, month, sp.day_usd, sp.month_usd, sp.total_usd});
-      }
-    } catch (const std::exception& e) {
-      cp_store_.reset();
-      spdlog::warn("store: cannot read key spend: {}", e.what());
-    }
-  }
-
-  // Two-way sync of key health with Redis: what changed here since the last sync is
-  // published (this instance learned it); then what changed there is applied here.
-  void syncHealth() {
-    std::shared_ptr<const Snapshot> snap;
-    {
-      std::lock_guard lk(publish_mu_);
-      snap = current_;
-    }
-    const auto steadyNow = routing::nowMs();
-    const auto wallNow = unixMs();
-    auto localState = [&](const routing::KeyHealth& h) {
-      cluster::SharedKeyState st;
-      st.disabled = h.disabled.load();
-      st.manual = st.disabled && h.manual.load();
-      auto until = h.cooldown_until_ms.load();
-      if (until > steadyNow) st.cooldown_until_unix_ms = wallNow + (until - steadyNow);
-      if (st.disabled || st.cooldown_until_unix_ms) st.reason = h.why();
-      return st;
-    };
-    auto healthy = [&](const cluster::SharedKeyState& st) { return !st.disabled && st.cooldown_until_unix_ms <= wallNow; };
-    auto same = [&](const cluster::SharedKeyState& a, const cluster::SharedKeyState& b) {
-      if (healthy(a) && healthy(b)) return true;
-      return a.disabled == b.disabled && a.manual == b.manual &&
-             std::llabs(std::max(a.cooldown_until_unix_ms, wallNow) - std::max(b.cooldown_until_unix_ms, wallNow)) < 250;
-    };
-    std::vector<std::string> refs;
-    std::map<std::string, const routing::UpstreamKey*> byRef;
-    for (const auto& ch : snap->router->channels())
-      for (const auto& k : ch->keys) {
-        refs.push_back(k.ref);
-        byRef[k.ref] = &k;
-      }
-    for (const auto& [ref, k] : byRef) {
-      auto local = localState(*k->health);
-      auto& synced = health_synced_[ref];
-      if (same(local, synced)) continue;
-      bool ok = healthy(local) ? shared_health_.clear(ref) : shared_health_.put(ref, local);
-      if (!ok) return;  // Redis unreachable: try again next time
-      synced = local;
-    }
-    auto remote = shared_health_.get(refs);
-    if (!remote) return;
-    for (const auto& [ref, k] : byRef) {
-      auto it = remote->find(ref);
-      cluster::SharedKeyState there = it == remote->end() ? cluster::SharedKeyState{} : it->second;
-      auto& synced = health_synced_[ref];
-      if (same(there, synced)) continue;
-      auto& h = *k->health;
-      if (there.disabled && !h.disabled.load()) {
-        h.disable(there.reason);
-        h.manual.store(there.manual);
-      } else if (!there.disabled && h.disabled.load() && synced.disabled) {
-        h.enable();  // enabled on another instance
-      }
-      if (there.cooldown_until_unix_ms > wallNow)
-        h.coolDown(steadyNow + (there.cooldown_until_unix_ms - wallNow), there.reason);
-      synced = there;
-    }
-  }
-
-  void refreshLoop() {
-    auto lastSeed = Clock::now() - std::chrono::hours(1);
-    std::uint64_t seen = 0;
-    for (;;) {
-      std::uint64_t seq = 0;
-      {
-        std::unique_lock lk(refresh_mu_);
-        refresh_cv_.wait_for(lk, std::chrono::milliseconds(500), [&] { return refresh_stop_ || poke_seq_ != seen; });
-        if (refresh_stop_) return;
-        seq = poke_seq_;
-      }
-      const bool poked = seq != seen;
-      seen = seq;
-      if (refreshFromStore(poked)) {
-        std::lock_guard lk(publish_mu_);
-        try {
-          publish(makeSnapshot(file_cfg_, store_state_));
-        } catch (const std::exception& e) {
-          spdlog::error("store: the keys and channels read could not be applied: {}", e.what());
-        }
-      }
-      if (poked) {
-        {
-          std::lock_guard lk(refresh_mu_);
-          done_seq_ = seq;
-        }
-        refresh_cv_.notify_all();
-      }
-      if (shared_health_.enabled()) syncHealth();
-      if (Clock::now() - lastSeed >= std::chrono::seconds(5)) {
-        seedSpend();
-        lastSeed = Clock::now();
-      }
     }
   }
 
@@ -603,11 +293,7 @@ class Gateway {
           arm();
           return;
         }
-        std::chrono::milliseconds grace;
-        {
-          std::lock_guard lk(publish_mu_);
-          grace = file_cfg_->server.shutdown_grace;
-        }
+        auto grace = control_->fileConfig()->server.shutdown_grace;
         spdlog::info("signal {}: stopping; in-flight requests get {} ms", sig, grace.count());
         server_->stop(grace);
       });
@@ -637,25 +323,21 @@ class Gateway {
       spdlog::info("reload ({}): running on the embedded default config; nothing to reload", why);
       return {false, "running on the embedded default config: there is no file to reload"};
     }
-    std::lock_guard lk(publish_mu_);
     std::shared_ptr<const Snapshot> next;
-    std::shared_ptr<const config::Config> cfg;
+    std::shared_ptr<const config::Config> before = control_->fileConfig();
     try {
-      cfg = config::loadConfigFile(path_);
-      next = makeSnapshot(cfg, store_state_);
+      auto cfg = config::loadConfigFile(path_);
+      next = control_->applyConfig(cfg);
     } catch (const std::exception& e) {
       metrics::registry().reloads_failed.fetch_add(1);
       spdlog::error("reload ({}) rejected, keeping the running config: {}", why, e.what());
       return {false, e.what()};
     }
-    const auto& before = file_cfg_->server;
-    const auto& after = cfg->server;
-    if (before.listen != after.listen || before.workers != after.workers)
+    const auto& after = *next->cfg;
+    if (before->server.listen != after.server.listen || before->server.workers != after.server.workers)
       spdlog::warn("reload: server.listen and server.workers take effect only after a restart");
-    if (file_cfg_->redis.url != cfg->redis.url || file_cfg_->store.url != cfg->store.url)
+    if (before->redis.url != after.redis.url || before->store.url != after.store.url)
       spdlog::warn("reload: store.url and redis.url take effect only after a restart");
-    file_cfg_ = cfg;
-    publish(next);
     metrics::registry().reloads_ok.fetch_add(1);
     std::string done = fmt::format("config applied, {} channels", next->cfg->channels.size());
     spdlog::info("reload ({}): {}", why, done);
@@ -869,7 +551,7 @@ class Gateway {
         message = "the API key is not valid for this gateway";
       } else if (vk->revoked) {
         message = fmt::format("the API key {}... ({}) was revoked", vk->prefix, vk->name);
-      } else if (vk->expired(unixMs())) {
+      } else if (vk->expired(unixNowMs())) {
         message = fmt::format("the API key {}... ({}) expired", vk->prefix, vk->name);
       }
       if (!message.empty()) {
@@ -921,7 +603,7 @@ class Gateway {
     auto now = routing::nowMs();
     auto until = k.health->cooldown_until_ms.load();
     const char* state = k.health->disabled.load() ? "disabled" : until > now ? "cooling" : "active";
-    json::value cooldown = until > now ? json::value(unixMs() + (until - now)) : json::value(nullptr);
+    json::value cooldown = until > now ? json::value(unixNowMs() + (until - now)) : json::value(nullptr);
     return json::object{{"ref", k.ref},
                         {"channel", ch.cfg.name},
                         {"masked", k.id},
@@ -952,10 +634,7 @@ class Gateway {
     co_return err;
   }
 
-  std::shared_ptr<const config::Config> current_cfg() {
-    std::lock_guard lk(publish_mu_);
-    return file_cfg_;
-  }
+  std::shared_ptr<const config::Config> current_cfg() { return control_->fileConfig(); }
 
   // Admin endpoints that act on this process's live state (key health, config, reload);
   // nullopt: not one of them (the AdminApi serves the rest from the store).
@@ -1028,7 +707,7 @@ class Gateway {
       };
       std::optional<std::string> err = co_await onStoreThread(std::move(write));
       if (err) co_return adminError(503, "store: " + *err);
-      pokeRefresher();
+      control_->poke();
     }
     if (action == "disable") {
       key->health->disable(reason);
@@ -1167,7 +846,6 @@ class Gateway {
   std::string path_;
   std::string embedded_text_;
   net::ssl::context tls_;
-  std::shared_ptr<const Snapshot> current_;  // under publish_mu_ once serving
   std::unique_ptr<http::Server> server_;
   std::vector<std::unique_ptr<WorkerState>> workers_;
   net::io_context control_ioc_;
@@ -1180,30 +858,12 @@ class Gateway {
   // Declared after server_: destroyed before the workers' io_contexts it holds sockets on.
   cluster::Limiter limiter_;
 
-  // What snapshots are made of; publish_mu_ orders the control thread's reloads and the
-  // refresher's store updates.
-  std::mutex publish_mu_;
-  std::shared_ptr<const config::Config> file_cfg_;
-  StoreState store_state_;
-  std::set<std::string> reported_problems_;
+  std::unique_ptr<ControlPlane> control_;  // after limiter_: uses it
 
   // Store work the live admin endpoints need, on its own thread.
   net::thread_pool ops_pool_{1};
   std::unique_ptr<store::Store> ops_store_;  // ops_pool_ only
 
-  // Key health shared with other instances through Redis (refresher thread only).
-  cluster::SharedHealth shared_health_;
-  std::map<std::string, cluster::SharedKeyState> health_synced_;  // by ref: the state last agreed
-
-  // Refresher thread only.
-  std::unique_ptr<store::Store> cp_store_;
-  std::string cp_stamp_;
-  std::string store_down_since_;
-  std::mutex refresh_mu_;
-  std::condition_variable refresh_cv_;
-  bool refresh_stop_ = false;
-  std::uint64_t poke_seq_ = 0;  // asks for a refresh
-  std::uint64_t done_seq_ = 0;  // the last asked-for refresh done
 };
 
 void setupLogging() {
