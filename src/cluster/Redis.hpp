@@ -10,19 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "cluster/RedisUrl.hpp"
+
 struct redisContext;
 
 namespace sluice::cluster {
 
-// redis://[[user]:password@]host[:port][/db]. Throws std::invalid_argument saying what is wrong.
-struct RedisEndpoint {
-  std::string host;
-  int port = 6379;
-  std::string user;  // "" with a password: AUTH password (the default user)
-  std::string password;
-  int db = 0;
-};
-RedisEndpoint parseRedisUrl(const std::string& url);
 
 struct RedisReply {
   enum class Type { Nil, Integer, String, Status, Error, Array };

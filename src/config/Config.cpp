@@ -26,7 +26,7 @@
 #include <string_view>
 #include <utility>
 
-#include "cluster/Redis.hpp"
+#include "cluster/RedisUrl.hpp"
 #include "config/Scalars.hpp"
 
 namespace sluice::config {
@@ -383,7 +383,9 @@ class Loader {
       std::set<std::string> present;
       walk(kv.second, path, kPriceKeys, [&](const std::string& pk, const YAML::Node& v) {
         present.insert(pk);
-        double usd = number(v, path + "." + pk, 0, 1'000'000);
+        std::string ppath = path;
+        ppath.append(".").append(pk);
+        double usd = number(v, ppath, 0, 1'000'000);
         (pk == "input" ? p.input : pk == "output" ? p.output : p.cached_input) = usd;
       });
       if (!present.contains("input") || !present.contains("output"))

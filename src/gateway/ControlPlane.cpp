@@ -190,7 +190,7 @@ std::shared_ptr<const Snapshot> ControlPlane::makeSnapshot(const std::shared_ptr
   return s;
 }
 
-void ControlPlane::publish(std::shared_ptr<const Snapshot> next) {
+void ControlPlane::publish(const std::shared_ptr<const Snapshot>& next) {
   current_ = next;
   if (publish_) publish_(next);
 }

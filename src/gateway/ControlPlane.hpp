@@ -65,7 +65,7 @@ class ControlPlane {
  private:
   std::shared_ptr<const Snapshot> makeSnapshot(const std::shared_ptr<const config::Config>& fileCfg,
                                                const StoreState& st);
-  void publish(std::shared_ptr<const Snapshot> next);  // under publish_mu_
+  void publish(const std::shared_ptr<const Snapshot>& next);  // under publish_mu_
   bool refreshFromStore(bool force);
   void seedSpend();
   void syncHealth();

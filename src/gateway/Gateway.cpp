@@ -135,7 +135,7 @@ std::string newRequestId() {
 
 class Gateway {
  public:
-  Gateway(std::shared_ptr<const config::Config> cfg, std::string path, std::string configText,
+  Gateway(const std::shared_ptr<const config::Config>& cfg, std::string path, std::string configText,
           std::unique_ptr<http::Server> embeddedMock, std::unique_ptr<store::LogWriter> logs)
       : logs_(std::move(logs)),
         path_(std::move(path)),

@@ -823,7 +823,7 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, upstream::P
     }
     const auto& ch = *pick.channel;
     // Provider quotas: a channel or key at its own limit is passed over, not tried.
-    auto refuse = [&](const cluster::Decision& d, std::string who) {
+    auto refuse = [&](const cluster::Decision& d, const std::string& who) {
       auto why = refusalFor(d, who);
       if (quotaRetry < 0 || (d.retry_after_ms > 0 && d.retry_after_ms < quotaRetry)) quotaRetry = d.retry_after_ms;
       quotaWhy += (quotaWhy.empty() ? "" : "; ") + why.message;
@@ -837,7 +837,7 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, upstream::P
       auto d = co_await limiter.acquire(h.subject, h.charge);
       if (!d.allowed) {
         std::string who = "channel " + ch.cfg.name;
-        refuse(d, std::move(who));
+        refuse(d, who);
         attempts.skipChannel(pick);
         continue;
       }
@@ -853,7 +853,7 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, upstream::P
       auto d = co_await limiter.acquire(h.subject, h.charge);
       if (!d.allowed) {
         std::string who = "key " + pick.key->id + " of channel " + ch.cfg.name;
-        refuse(d, std::move(who));
+        refuse(d, who);
         if (pick.probe) ch.health->probing.store(false);
         continue;  // the key stays in the tried set; the channel's other keys are next
       }
