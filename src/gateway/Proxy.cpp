@@ -220,6 +220,15 @@ std::string rewriteBody(std::string_view text, const BodyFacts& facts, const std
   return json::serialize(body);
 }
 
+// What one admitted request holds on the limiter, given back when the request ends.
+struct Held {
+  cluster::Subject subject;
+  cluster::Charge charge;
+  // The channel (and key) the charge is for; both null for the caller's own (virtual key).
+  const routing::Channel* channel = nullptr;
+  const routing::UpstreamKey* key = nullptr;
+};
+
 struct Relay {
   const Snapshot& snap;
   upstream::Pool& pool;
@@ -284,6 +293,33 @@ struct Relay {
   // The caller's x-ratelimit-* figures; when set they replace the provider's.
   std::vector<std::pair<std::string, std::string>> rate_headers;
   std::size_t body_cap = 0;  // store.log_bodies: keep this much of the response for the log
+
+  // Limits held for this request, settled once: right before the answer's last bytes go out,
+  // so a client that sends its next request as soon as it has the answer finds its slot,
+  // tokens and spend already counted; on the other paths, when the request ends.
+  cluster::Limiter* limiter = nullptr;
+  std::vector<Held> held;
+  std::optional<config::Price> price;  // of the routed model, for the cost
+  bool settled = false;
+
+  // `served`: the attempt that answered (its channel and key are charged the real usage).
+  boost::asio::awaitable<void> settle(const routing::Pick* served) {
+    if (settled) co_return;
+    settled = true;
+    const std::int64_t in = std::max<std::int64_t>(rec.input_tokens, 0);
+    const std::int64_t out = std::max<std::int64_t>(rec.output_tokens, 0);
+    if (in + out > 0) {
+      auto p = upstream_model.empty() ? std::nullopt : snap.prices->find(upstream_model);
+      if (!p) p = price;
+      if (p) rec.cost_usd = pipeline::PriceTable::cost(*p, in, out, rec.cached_tokens);
+    }
+    for (auto& h : held) {
+      const bool real = !h.channel || (served && h.channel == served->channel && (!h.key || h.key == served->key));
+      const double cost = h.channel ? 0.0 : rec.cost_usd;
+      co_await limiter->settle(h.subject, h.charge, real ? in + out : 0, real ? cost : 0.0);
+    }
+    held.clear();
+  }
 
   bool ownRateHeader(std::string_view name) const {
     return !rate_headers.empty() && name.size() > 12 && boost::beast::iequals(name.substr(0, 12), "x-ratelimit-");
@@ -560,6 +596,7 @@ struct Relay {
     }
     rec.status = a.status;
     rec.ttfb_ms = msSince(ctx.start);
+    co_await settle(&p);
     co_await r.send(std::move(res));
     a.outcome = Outcome::Success;
     a.delivered = true;
@@ -595,7 +632,15 @@ struct Relay {
       if (!ok) ec = boost::beast::errc::make_error_code(boost::beast::errc::message_size);
       // The usual last read carries the final events and the upstream's end: send both in one write.
       bool last = parser.is_done() && !ec;
-      if (last) filter.finish(out);
+      if (last) {
+        filter.finish(out);
+        if (const auto u = filter.usage(); u.known()) {
+          rec.input_tokens = u.prompt_tokens;
+          rec.output_tokens = u.completion_tokens;
+          rec.cached_tokens = u.cached_tokens;
+        }
+        co_await settle(&p);
+      }
       if (!out.empty() || last) {
         if (!begun) {
           std::string lines = responseFieldLines(head, p, attemptNo, translating(p) && geminiJsonArray());
@@ -649,12 +694,6 @@ struct Relay {
       pool.release(std::move(conn));
     } else {
       conn->close();
-    }
-    const auto u = filter.usage();
-    if (u.known()) {
-      rec.input_tokens = u.prompt_tokens;
-      rec.output_tokens = u.completion_tokens;
-      rec.cached_tokens = u.cached_tokens;
     }
     rec.status = a.status;
     a.outcome = Outcome::Success;
@@ -760,13 +799,6 @@ http::Response refusalResponse(Wire wire, const RequestContext& ctx, RequestReco
   return res;
 }
 
-// What one admitted request holds on the limiter, given back when the request ends.
-struct Held {
-  cluster::Subject subject;
-  cluster::Charge charge;
-  bool served = false;  // its channel/key served the answer: settle with the real usage
-};
-
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> rateLimitHeaders(const cluster::Decision& d) {
@@ -787,9 +819,9 @@ std::vector<std::pair<std::string, std::string>> rateLimitHeaders(const cluster:
 namespace {
 
 // The relay proper, after the caller's own limits admitted the request.
-boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, upstream::Pool& pool, cluster::Limiter& limiter,
-                                               Relay& relay, std::vector<const routing::Channel*> candidates,
-                                               std::int64_t estTokens, std::vector<Held>& held) {
+boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, cluster::Limiter& limiter, Relay& relay,
+                                               std::vector<const routing::Channel*> candidates, std::int64_t estTokens) {
+  auto& held = relay.held;
   auto& rec = relay.rec;
   auto& r = relay.r;
   const auto& ctx = relay.ctx;
@@ -830,7 +862,7 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, upstream::P
     };
     if ((ch.cfg.rpm > 0 || ch.cfg.tpm > 0 || ch.cfg.max_concurrent > 0) &&
         std::find(charged.begin(), charged.end(), &ch) == charged.end()) {
-      Held h{cluster::Subject{"ch:" + ch.cfg.name, {}}, cluster::Charge{ctx.id, estTokens, 0}, false};
+      Held h{cluster::Subject{"ch:" + ch.cfg.name, {}}, cluster::Charge{ctx.id, estTokens, 0}, &ch, nullptr};
       h.subject.spec.rpm = ch.cfg.rpm;
       h.subject.spec.tpm = ch.cfg.tpm;
       h.subject.spec.max_concurrent = ch.cfg.max_concurrent;
@@ -847,7 +879,7 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, upstream::P
     std::size_t keyHeld = held.size();
     if (ch.cfg.key_rpm > 0 || ch.cfg.key_tpm > 0) {
       Held h{cluster::Subject{"uk:" + ch.cfg.name + ":" + pick.key->ref, {}}, cluster::Charge{ctx.id, estTokens, 0},
-             false};
+             &ch, pick.key};
       h.subject.spec.rpm = ch.cfg.key_rpm;
       h.subject.spec.tpm = ch.cfg.key_tpm;
       auto d = co_await limiter.acquire(h.subject, h.charge);
@@ -866,11 +898,9 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, upstream::P
     snap.router->report(pick, a.outcome, a.status, a.retry_after_ms, a.why);
     appendAttempt(rec.attempts_json, pick, a);
     if (a.delivered) {
-      // What this channel and key hold is settled with the real usage; other channels tried
-      // before (and failed) give their tokens back.
-      const std::string channelId = "ch:" + ch.cfg.name;
-      for (std::size_t i = 0; i < held.size(); ++i)
-        if (i >= keyHeld || held[i].subject.id == channelId) held[i].served = true;
+      // A success settled before its last bytes went out; any other answer (an error the
+      // client must fix, a stream that broke after it started) settles with what is known.
+      co_await relay.settle(&pick);
       co_return;
     }
     // A failed attempt used the key's request but none of its tokens.
@@ -1000,13 +1030,14 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, c
   if (cfg.store.log_bodies) relay.body_cap = cfg.store.log_body_max_bytes;
 
   const std::int64_t estTokens = estimateTokens(text, facts.max_tokens);
-  const auto price = snap.prices->find(routedModel);
-  std::vector<Held> held;
+  relay.limiter = &limiter;
+  relay.price = snap.prices->find(routedModel);
+  const auto& price = relay.price;
   if (vk && vk->subject.spec.any()) {
     double estCost = price ? pipeline::PriceTable::cost(*price, static_cast<std::int64_t>(text.size() / 4),
                                                         facts.max_tokens > 0 ? facts.max_tokens : kDefaultOutputEstimate, 0)
                            : 0.0;
-    Held h{vk->subject, cluster::Charge{ctx.id, estTokens, estCost}, true};
+    Held h{vk->subject, cluster::Charge{ctx.id, estTokens, estCost}, nullptr, nullptr};
     auto d = co_await limiter.acquire(h.subject, h.charge);
     relay.rate_headers = rateLimitHeaders(d);
     if (!d.allowed) {
@@ -1016,27 +1047,18 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, c
       co_await r.send(std::move(reply));
       co_return;
     }
-    held.push_back(std::move(h));
+    relay.held.push_back(std::move(h));
   }
 
   std::exception_ptr failure;
   try {
-    co_await relayWithFailover(snap, pool, limiter, relay, std::move(candidates), estTokens, held);
+    co_await relayWithFailover(snap, limiter, relay, std::move(candidates), estTokens);
   } catch (...) {
     failure = std::current_exception();
   }
-  // Cost from the real usage, at the price of the model the channel was asked for.
-  const std::int64_t in = std::max<std::int64_t>(rec.input_tokens, 0);
-  const std::int64_t out = std::max<std::int64_t>(rec.output_tokens, 0);
-  if (in + out > 0) {
-    auto served = relay.upstream_model.empty() ? std::nullopt : snap.prices->find(relay.upstream_model);
-    if (!served) served = price;
-    if (served) rec.cost_usd = pipeline::PriceTable::cost(*served, in, out, rec.cached_tokens);
-  }
-  for (auto& h : held) {
-    const bool real = h.served && !failure;
-    co_await limiter.settle(h.subject, h.charge, real ? in + out : 0, real && h.subject.id.starts_with("vk:") ? rec.cost_usd : 0.0);
-  }
+  // Every path that did not settle already (no channel answered, an exception): the caller's
+  // own charge gets what usage is known, the channels' and keys' give their tokens back.
+  co_await relay.settle(nullptr);
   if (failure) std::rethrow_exception(failure);
 }
 
