@@ -20,7 +20,8 @@
 #                  on SQLite and on a throwaway PostgreSQL (tests/scripts/with-postgres.sh)
 # and writes the figures to bench/BENCHMARKS.md (via bench/report.py; sections 5 and 6 each in
 # their own marked block, so that BENCH_ONLY=translation or BENCH_ONLY=logs updates only that
-# block).
+# block). A full run ends with bench/screen.sh (the prompt-injection detector: held-out precision /
+# recall / F1 and time per prompt, its own block; BENCH_ONLY=screen runs only that).
 #
 # Everything it starts listens on 127.0.0.1 and is killed on exit.
 # Knobs (environment): BUILD_DIR, SLUICE, LOADGEN, NGINX, NGINX_WORKERS (auto),
@@ -91,7 +92,8 @@ case $BENCH_ONLY in
   "") FULL=1 RUN_TR=1 RUN_LOGS=1 ;;
   translation) FULL=0 RUN_TR=1 RUN_LOGS=0 ;;
   logs) FULL=0 RUN_TR=0 RUN_LOGS=1 ;;
-  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation or logs" ;;
+  screen) exec bash "$ROOT/bench/screen.sh" ;;  # the prompt-injection detector only (bench/screen.sh)
+  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs or screen" ;;
 esac
 
 # ---------------------------------------------------------------- build
@@ -565,6 +567,10 @@ log "writing $BENCH_OUT"
 CMD="make bench"
 overrides=$(env | grep -E '^(NGINX_WORKERS|SLUICE_WORKERS|MOCK_WORKERS|PING_ROUNDS|PING_WARMUP|PING_COUNT|CONCURRENCY|CHUNKS|THROUGHPUT_SECONDS|THROUGHPUT_SEGMENTS|FAILOVER_COUNT|FAILOVER_CONCURRENCY|FAIL_RATE|FAIL_STATUS|MOCK_CMD|SLUICE|BENCH_ONLY|TRANSLATION_SECONDS|TRANSLATION_SEGMENTS|TRANSLATE_MODEL|TRANSLATE_BENCH_MIN_TIME|LOGS_SECONDS|LOGS_SEGMENTS|STORE_BENCH_ROWS|STORE_BENCH_RUNS|STORE_BENCH_POSTGRES)=' | tr '\n' ' ' || true)
 [[ -n $overrides ]] && CMD="$overrides$CMD"
+if [[ -z $BENCH_ONLY ]]; then
+  BUILD_DIR=$BUILD_DIR SLUICE=$SLUICE BENCH_OUT=$BENCH_OUT SCREEN_COMMAND="$CMD" bash "$ROOT/bench/screen.sh" ||
+    log "warning: bench/screen.sh failed; the prompt-injection detector's block is left as it was"
+fi
 nginx_version=n/a nginx_workers_n=0
 if [[ -n $NGINX_PID ]]; then
   nginx_version=$("$NGINX" -v 2>&1 | sed 's/^nginx version: nginx\///')

@@ -11,7 +11,9 @@
 #include "admin/KeysCli.hpp"
 #include "config/Config.hpp"
 #include "gateway/Gateway.hpp"
+#include "guard/ScreenCli.hpp"
 #include "mock/MockServer.hpp"
+#include "redact/RedactCli.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"Sluice: a self-hosted LLM gateway"};
@@ -65,6 +67,19 @@ int main(int argc, char** argv) {
     keysSubs.push_back(sub);
   }
 
+  bool redactExplain = false;
+  auto* redact = app.add_subcommand("redact", "Show what the built-in redaction rules find (JSONL on stdin)");
+  redact->add_flag("--explain", redactExplain, "for each {\"text\": ...} line, print the matches as JSON")->required();
+
+  // screen: the prompt-injection detector on JSONL from stdin (src/guard/ScreenCli.hpp).
+  sluice::guard::ScreenCliOptions screenOpts;
+  double screenThreshold = 0.0;
+  auto* screen = app.add_subcommand("screen", "Score JSONL lines {\"text\": ...} from stdin for prompt injection");
+  auto* screenThresholdOpt = screen->add_option("--threshold", screenThreshold,
+                                                "injection at score >= this (default: the model's tuned threshold)")
+                                 ->check(CLI::Range(0.0, 1.0));
+  screen->add_option("--model", screenOpts.model_path, "model file (default: the built-in model)");
+
   auto* version = app.add_subcommand("version", "Print the version");
 
   CLI11_PARSE(app, argc, argv);
@@ -76,6 +91,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (*mock) return sluice::mock::runMock(mockOpts);
+  if (*screen) {
+    if (screenThresholdOpt->count() > 0) screenOpts.threshold = screenThreshold;
+    return sluice::guard::runScreen(screenOpts, std::cin, std::cout, std::cerr);
+  }
+  if (*redact) return sluice::redact::runRedactExplain(std::cin, std::cout, std::cerr);
   if (*keys) {
     for (auto* sub : keysSubs) {
       if (!*sub) continue;

@@ -1,0 +1,153 @@
+#include "guard/InjectionDetector.hpp"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "guard/InjectionFeatures.hpp"
+
+namespace sluice::guard {
+namespace {
+
+constexpr std::string_view kMagic = "SLUICEPI";
+constexpr std::uint32_t kFormatVersion = 1;
+constexpr std::size_t kHeaderBytes = 8 + 4 * 7;
+constexpr std::uint32_t kMinBucketBits = 8;
+constexpr std::uint32_t kMaxBucketBits = 24;
+
+std::uint32_t fnv1a32(std::string_view bytes) {
+  std::uint32_t h = 0x811c9dc5u;
+  for (char c : bytes) h = (h ^ static_cast<unsigned char>(c)) * 0x01000193u;
+  return h;
+}
+
+void putU32(std::string& out, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+std::uint32_t getU32(std::string_view b, std::size_t at) {
+  std::uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + i])) << (8 * i);
+  return v;
+}
+
+[[noreturn]] void fail(std::string_view what, const std::string& why) {
+  throw std::runtime_error("injection model " + std::string(what) + ": " + why);
+}
+
+}  // namespace
+
+std::string serializeInjectionModel(const InjectionModel& m) {
+  if (m.bucket_bits < kMinBucketBits || m.bucket_bits > kMaxBucketBits ||
+      m.weights.size() != (std::size_t{1} << m.bucket_bits))
+    throw std::invalid_argument("serializeInjectionModel: weights do not match bucket_bits");
+  std::string out(kMagic);
+  putU32(out, kFormatVersion);
+  putU32(out, kFeatureVersion);
+  putU32(out, m.bucket_bits);
+  putU32(out, std::bit_cast<std::uint32_t>(m.bias));
+  putU32(out, std::bit_cast<std::uint32_t>(m.scale));
+  putU32(out, std::bit_cast<std::uint32_t>(m.threshold));
+  std::uint32_t count = 0;
+  for (auto w : m.weights) count += w != 0;
+  putU32(out, count);
+  std::size_t prev = 0;
+  bool first = true;
+  for (std::size_t i = 0; i < m.weights.size(); ++i) {
+    if (m.weights[i] == 0) continue;
+    std::size_t gap = first ? i : i - prev;
+    first = false;
+    prev = i;
+    do {
+      unsigned char byte = gap & 0x7F;
+      gap >>= 7;
+      if (gap) byte |= 0x80;
+      out.push_back(static_cast<char>(byte));
+    } while (gap);
+    out.push_back(static_cast<char>(m.weights[i]));
+  }
+  putU32(out, fnv1a32(out));
+  return out;
+}
+
+InjectionModel parseInjectionModel(std::string_view b, std::string_view what) {
+  if (b.size() < kHeaderBytes + 4)
+    fail(what, "truncated: " + std::to_string(b.size()) + " bytes, a model file has at least " +
+                   std::to_string(kHeaderBytes + 4));
+  if (b.substr(0, kMagic.size()) != kMagic) fail(what, "not a Sluice injection model (bad magic bytes)");
+  if (auto v = getU32(b, 8); v != kFormatVersion)
+    fail(what, "format version " + std::to_string(v) + ", this build reads version " + std::to_string(kFormatVersion));
+  const std::size_t body = b.size() - 4;
+  if (getU32(b, body) != fnv1a32(b.substr(0, body)))
+    fail(what, "checksum mismatch: the file is corrupt or truncated (" + std::to_string(b.size()) + " bytes)");
+  if (auto v = getU32(b, 12); v != kFeatureVersion)
+    fail(what, "trained for feature version " + std::to_string(v) + ", this build computes version " +
+                   std::to_string(kFeatureVersion) + ": retrain it with sluice_train_screen");
+  InjectionModel m;
+  m.bucket_bits = getU32(b, 16);
+  if (m.bucket_bits < kMinBucketBits || m.bucket_bits > kMaxBucketBits)
+    fail(what, "bucket bits " + std::to_string(m.bucket_bits) + " outside " + std::to_string(kMinBucketBits) + ".." +
+                   std::to_string(kMaxBucketBits));
+  m.bias = std::bit_cast<float>(getU32(b, 20));
+  m.scale = std::bit_cast<float>(getU32(b, 24));
+  m.threshold = std::bit_cast<float>(getU32(b, 28));
+  if (!std::isfinite(m.bias) || !std::isfinite(m.scale) || !(m.threshold >= 0.0f && m.threshold <= 1.0f))
+    fail(what, "bias, scale or threshold out of range");
+  const std::uint32_t count = getU32(b, 32);
+  const std::size_t buckets = std::size_t{1} << m.bucket_bits;
+  if (count > buckets) fail(what, std::to_string(count) + " weights for " + std::to_string(buckets) + " buckets");
+  m.weights.assign(buckets, 0);
+  std::size_t at = kHeaderBytes;
+  std::size_t index = 0;
+  for (std::uint32_t k = 0; k < count; ++k) {
+    std::size_t gap = 0;
+    for (int shift = 0;; shift += 7) {
+      if (at >= body || shift > 28)
+        fail(what, "weight " + std::to_string(k) + " of " + std::to_string(count) + " is cut short");
+      const auto byte = static_cast<unsigned char>(b[at++]);
+      gap |= static_cast<std::size_t>(byte & 0x7F) << shift;
+      if (!(byte & 0x80)) break;
+    }
+    index = k == 0 ? gap : index + gap;
+    if ((k > 0 && gap == 0) || index >= buckets)
+      fail(what, "weight " + std::to_string(k) + " has a bad bucket index " + std::to_string(index));
+    if (at >= body) fail(what, "weight " + std::to_string(k) + " of " + std::to_string(count) + " is cut short");
+    m.weights[index] = static_cast<std::int8_t>(b[at++]);
+  }
+  if (at != body) fail(what, std::to_string(body - at) + " unexpected bytes after the weights");
+  return m;
+}
+
+InjectionDetector::InjectionDetector(InjectionModel model) {
+  if (model.weights.size() != (std::size_t{1} << model.bucket_bits))
+    throw std::invalid_argument("InjectionDetector: weights do not match bucket_bits");
+  shift_ = 64 - model.bucket_bits;
+  model_ = std::make_shared<const InjectionModel>(std::move(model));
+}
+
+InjectionDetector InjectionDetector::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) fail(path, "read error");
+  return InjectionDetector(parseInjectionModel(ss.str(), path));
+}
+
+double InjectionDetector::score(std::string_view text) const {
+  const std::int8_t* w = model_->weights.data();
+  const unsigned shift = shift_;
+  std::int64_t sum = 0;
+  std::uint32_t n = 0;
+  forEachFeatureHash(text, [&](std::uint64_t h) {
+    sum += w[h >> shift];
+    ++n;
+  });
+  double z = model_->bias;
+  if (n > 0) z += static_cast<double>(model_->scale) * static_cast<double>(sum) / std::sqrt(static_cast<double>(n));
+  return 1.0 / (1.0 + std::exp(-z));
+}
+
+}  // namespace sluice::guard

@@ -1,0 +1,57 @@
+// The local prompt-injection detector: logistic regression over hashed character and word n-grams
+// (InjectionFeatures.hpp), no ML runtime. score() runs in microseconds, allocates nothing and reads
+// at most kScanHeadBytes + kScanTailBytes of the text. The model is trained by
+// `sluice_train_screen` (tools/train_screen.cpp) into models/injection.model, which is embedded in
+// the binary at build time (builtin()); load() reads another file of the same format.
+//
+// Thread-safety: immutable after construction; score() may be called from any number of threads.
+// Copies are cheap (they share the weights).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice::guard {
+
+// The parameters of a model, as stored in a model file. weight(bucket) = scale * weights[bucket];
+// logit = bias + sum of the weights of every feature occurrence / sqrt(feature occurrences).
+struct InjectionModel {
+  std::uint32_t bucket_bits = 18;  // 2^bucket_bits hashed buckets
+  float bias = 0.0f;
+  float scale = 1.0f;                // int8 quantisation step
+  float threshold = 0.5f;            // the tuned decision threshold on the score (0..1)
+  std::vector<std::int8_t> weights;  // 2^bucket_bits entries
+};
+
+// The model file format (little-endian): "SLUICEPI", u32 format version (1), u32 feature version
+// (kFeatureVersion), u32 bucket bits, f32 bias, f32 scale, f32 threshold, u32 count, then `count`
+// non-zero weights as (LEB128 gap from the previous bucket index, int8 weight), then a u32
+// FNV-1a checksum of every byte before it.
+std::string serializeInjectionModel(const InjectionModel& model);
+// Throws std::runtime_error naming `what` (a path, or "the built-in model") and what is wrong.
+InjectionModel parseInjectionModel(std::string_view bytes, std::string_view what);
+
+class InjectionDetector {
+ public:
+  // The model embedded at build time from models/injection.model.
+  static InjectionDetector builtin();
+  // Throws std::runtime_error with the path and the reason when the file is missing, truncated,
+  // corrupt or made for other features.
+  static InjectionDetector load(const std::string& path);
+  explicit InjectionDetector(InjectionModel model);
+
+  // The probability (0..1) that `text` is a prompt injection or jailbreak attempt.
+  double score(std::string_view text) const;
+  // The decision threshold the model was tuned to: score >= threshold means injection.
+  double threshold() const { return model_->threshold; }
+  bool isInjection(std::string_view text) const { return score(text) >= threshold(); }
+  const InjectionModel& model() const { return *model_; }
+
+ private:
+  std::shared_ptr<const InjectionModel> model_;
+  unsigned shift_ = 0;  // bucket = hash >> shift_
+};
+
+}  // namespace sluice::guard

@@ -1,0 +1,128 @@
+// The features of the prompt-injection detector: hashed character 3/4/5-grams and word uni/bigrams
+// of the normalised text. This is the one implementation: the trainer (InjectionTraining) and the
+// runtime (InjectionDetector::score) both call forEachFeatureHash, so a model never sees features
+// computed differently from the ones it was trained on. Changing anything here changes the
+// features: bump kFeatureVersion and retrain (a model file records the version it was trained with).
+//
+// Normalisation, one pass, no allocation: ASCII A-Z is lowercased; ASCII whitespace runs become one
+// space; every other byte (punctuation, UTF-8 lead and continuation bytes) is kept as it is, so the
+// work is byte-wise and any input is safe, valid UTF-8 or not. Words are runs of [a-z0-9] and bytes
+// >= 0x80 (so a non-ASCII word is one token). The text is read as if a space stood before and after it.
+//
+// Bounded work: a text longer than kScanHeadBytes + kScanTailBytes is scored on its first
+// kScanHeadBytes and its last kScanTailBytes (cut at UTF-8 character boundaries, joined by a space);
+// the middle of a huge document is not looked at. Injections sit at the start or the end of what a
+// user sends in practice; a document pasted in the middle of a long prompt needs the window raised.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace sluice::guard {
+
+inline constexpr std::uint32_t kFeatureVersion = 1;
+inline constexpr std::size_t kScanHeadBytes = 8 * 1024;
+inline constexpr std::size_t kScanTailBytes = 8 * 1024;
+
+namespace features_detail {
+
+// MurmurHash3's 64-bit finaliser: a fixed, well-mixed hash of a packed n-gram or word hash.
+constexpr std::uint64_t fmix64(std::uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdULL;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ULL;
+  k ^= k >> 33;
+  return k;
+}
+
+inline constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
+inline constexpr std::uint64_t kFnvPrime = 0x100000001b3ULL;
+inline constexpr std::uint64_t kUnigramTag = 0x7573000000000001ULL;
+inline constexpr std::uint64_t kBigramTag = 0x6269000000000002ULL;
+
+constexpr unsigned char normalize(unsigned char c) {
+  if (c >= 'A' && c <= 'Z') return static_cast<unsigned char>(c + 32);
+  if (c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r') return ' ';
+  return c;
+}
+constexpr bool isWordByte(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c >= 0x80;
+}
+constexpr bool isContinuation(unsigned char c) {
+  return (c & 0xC0) == 0x80;
+}
+
+template <class Emit>
+class Extractor {
+ public:
+  explicit Extractor(Emit& emit) : emit_(emit) {}
+
+  void feed(std::string_view s) {
+    for (char ch : s) push(normalize(static_cast<unsigned char>(ch)));
+  }
+  void finish() {
+    push(' ');
+    if (inWord_) endWord();
+  }
+  // Called between the head and the tail of a long text.
+  void gap() { push(' '); }
+
+ private:
+  void push(unsigned char c) {
+    if (c == ' ' && last_ == ' ') return;
+    last_ = c;
+    window_ = (window_ << 8) | c;
+    ++seen_;
+    if (seen_ >= 3) emit_(fmix64((window_ & 0xFFFFFFULL) | (3ULL << 56)));
+    if (seen_ >= 4) emit_(fmix64((window_ & 0xFFFFFFFFULL) | (4ULL << 56)));
+    if (seen_ >= 5) emit_(fmix64((window_ & 0xFFFFFFFFFFULL) | (5ULL << 56)));
+    if (isWordByte(c)) {
+      word_ = (word_ ^ c) * kFnvPrime;
+      inWord_ = true;
+    } else if (inWord_) {
+      endWord();
+    }
+  }
+  void endWord() {
+    emit_(fmix64(word_ ^ kUnigramTag));
+    if (havePrev_) emit_(fmix64((prevWord_ * 0x9E3779B97F4A7C15ULL + word_) ^ kBigramTag));
+    prevWord_ = word_;
+    havePrev_ = true;
+    word_ = kFnvOffset;
+    inWord_ = false;
+  }
+
+  Emit& emit_;
+  std::uint64_t window_ = ' ';
+  std::uint64_t seen_ = 1;
+  unsigned char last_ = ' ';
+  std::uint64_t word_ = kFnvOffset;
+  std::uint64_t prevWord_ = 0;
+  bool inWord_ = false;
+  bool havePrev_ = false;
+};
+
+}  // namespace features_detail
+
+// Calls emit(std::uint64_t hash) once per feature occurrence in `text` (a feature seen twice is
+// emitted twice). The hash is uniformly mixed: take its top bits as the bucket.
+template <class Emit>
+void forEachFeatureHash(std::string_view text, Emit&& emit) {
+  features_detail::Extractor<Emit> x(emit);
+  if (text.size() <= kScanHeadBytes + kScanTailBytes) {
+    x.feed(text);
+  } else {
+    std::size_t headEnd = kScanHeadBytes;
+    while (headEnd > 0 && features_detail::isContinuation(static_cast<unsigned char>(text[headEnd]))) --headEnd;
+    std::size_t tailBegin = text.size() - kScanTailBytes;
+    while (tailBegin < text.size() && features_detail::isContinuation(static_cast<unsigned char>(text[tailBegin])))
+      ++tailBegin;
+    x.feed(text.substr(0, headEnd));
+    x.gap();
+    x.feed(text.substr(tailBegin));
+  }
+  x.finish();
+}
+
+}  // namespace sluice::guard

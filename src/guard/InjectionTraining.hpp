@@ -1,0 +1,71 @@
+// Training and evaluation of the prompt-injection detector, used by `sluice_train_screen`
+// (tools/train_screen.cpp), by the unit tests and by bench/screen.sh. Features come from
+// InjectionFeatures.hpp, the same code the runtime scores with.
+//
+// The held-out split is deterministic and groups near-duplicates: a text's split key is the
+// MinHash (minimum hash) of its word 4-grams, so two texts sharing most 4-grams (a templated
+// jailbreak filled in with another goal) usually share the key and land on the same side. Texts
+// whose key falls in one fifth of the hash space are held out; the committed model never sees them.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "guard/InjectionDetector.hpp"
+
+namespace sluice::guard {
+
+struct LabelledText {
+  std::string text;
+  int label = 0;  // 1 = injection / jailbreak
+  std::string source;
+};
+
+// Reads JSONL lines {"text": str, "label": 0|1, "source": str (optional)}; throws
+// std::runtime_error naming the file and line of the first bad one.
+std::vector<LabelledText> readLabelledJsonl(const std::string& path);
+
+std::uint64_t splitKey(std::string_view text);
+bool isHeldOut(std::string_view text);  // ~20% of split keys
+
+struct TrainOptions {
+  std::uint32_t bucket_bits = 18;
+  int epochs = 10;
+  double learning_rate = 0.1;  // AdaGrad step
+  double l2 = 1e-5;            // per update, on the features present
+  std::uint64_t seed = 42;     // sample order
+  int folds = 5;               // for tuning the threshold on out-of-fold scores
+  double clip_quantile = 1.0;  // int8 step = this quantile of |w| / 127 (1.0: the largest weight)
+};
+
+struct BinaryMetrics {
+  std::size_t tp = 0, fp = 0, tn = 0, fn = 0;
+  void add(int label, bool predicted);
+  double precision() const { return tp + fp ? double(tp) / double(tp + fp) : 0.0; }
+  double recall() const { return tp + fn ? double(tp) / double(tp + fn) : 0.0; }
+  double f1() const {
+    const double p = precision(), r = recall();
+    return p + r > 0 ? 2 * p * r / (p + r) : 0.0;
+  }
+};
+
+// Logistic regression on `samples` (all of them), threshold tuned for the best F1 on out-of-fold
+// scores (options.folds models trained on the rest), weights quantised to int8. Deterministic.
+// Progress goes to `log` when given.
+InjectionModel trainInjectionModel(const std::vector<LabelledText>& samples, const TrainOptions& options,
+                                   std::ostream* log = nullptr);
+
+struct Evaluation {
+  double threshold = 0.5;
+  BinaryMetrics total;
+  std::map<std::string, BinaryMetrics> by_source;
+};
+// Scores each sample with the runtime detector at `threshold`.
+Evaluation evaluate(const InjectionDetector& detector, const std::vector<LabelledText>& samples, double threshold);
+// {"threshold", "n", "tp", "fp", "tn", "fn", "precision", "recall", "f1", "by_source": {...}}
+std::string evaluationJson(const Evaluation& e);
+
+}  // namespace sluice::guard
