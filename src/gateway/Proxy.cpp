@@ -740,7 +740,8 @@ struct LimitRefusal {
   bool retryable = true;
 };
 
-LimitRefusal refusalFor(const cluster::Decision& d, std::string_view who) {
+// `est_tokens`: what the request was charged up front (to explain a request larger than a limit).
+LimitRefusal refusalFor(const cluster::Decision& d, std::string_view who, std::int64_t est_tokens) {
   LimitRefusal r;
   r.retry_after_ms = d.retry_after_ms;
   r.type = "rate_limit_error";
@@ -751,8 +752,16 @@ LimitRefusal refusalFor(const cluster::Decision& d, std::string_view who) {
                               formatReset(d.retry_after_ms));
       break;
     case cluster::LimitKind::Tokens:
-      r.message = fmt::format("{} is over its limit of {} tokens per minute; retry in {}", who, d.limit_tokens,
-                              formatReset(d.retry_after_ms));
+      if (est_tokens > d.limit_tokens) {
+        // Waiting will not help: the request alone does not fit in a minute's tokens.
+        r.retryable = false;
+        r.message = fmt::format("this request is estimated at {} tokens (prompt bytes / 4 + max_tokens), more than "
+                                "{}'s limit of {} tokens per minute: lower max_tokens or shorten the prompt",
+                                est_tokens, who, d.limit_tokens);
+      } else {
+        r.message = fmt::format("{} is over its limit of {} tokens per minute; retry in {}", who, d.limit_tokens,
+                                formatReset(d.retry_after_ms));
+      }
       break;
     case cluster::LimitKind::Concurrency:
       r.code = "concurrency_limit_exceeded";
@@ -856,7 +865,7 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, cluster::Li
     const auto& ch = *pick.channel;
     // Provider quotas: a channel or key at its own limit is passed over, not tried.
     auto refuse = [&](const cluster::Decision& d, const std::string& who) {
-      auto why = refusalFor(d, who);
+      auto why = refusalFor(d, who, estTokens);
       if (quotaRetry < 0 || (d.retry_after_ms > 0 && d.retry_after_ms < quotaRetry)) quotaRetry = d.retry_after_ms;
       quotaWhy += (quotaWhy.empty() ? "" : "; ") + why.message;
     };
@@ -1042,7 +1051,7 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, c
     relay.rate_headers = rateLimitHeaders(d);
     if (!d.allowed) {
       std::string who = "key " + vk->name;
-      auto why = refusalFor(d, who);
+      auto why = refusalFor(d, who, estTokens);
       http::Response reply = refusalResponse(call.wire, ctx, rec, why, relay.rate_headers);
       co_await r.send(std::move(reply));
       co_return;

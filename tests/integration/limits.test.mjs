@@ -149,6 +149,11 @@ test('TPM: charged with the estimate up front, reconciled with the real usage', 
   assert.deepEqual([a.status, b.status], [200, 429]);
   assert.match((await b.json()).error.message, /tokens per minute/);
   await a.text();
+  // A request that alone is larger than the limit is told so, and not to retry.
+  const huge = await chat(gw, hi({ max_tokens: 5000 }), { key: secret });
+  assert.equal(huge.status, 429);
+  assert.equal(huge.headers.get('x-should-retry'), 'false');
+  assert.match((await huge.json()).error.message, /estimated at \d+ tokens .* more than key tpm's limit of 1000 tokens per minute: lower max_tokens/);
 });
 
 test('max_concurrent: a second request in flight is refused, and admitted once the first ends', async () => {
