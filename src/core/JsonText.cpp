@@ -1,5 +1,8 @@
 #include "core/JsonText.hpp"
 
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
 #include <array>
 
 namespace sluice {
@@ -90,6 +93,16 @@ void appendJsonString(std::string& out, std::string_view s) {
   }
   out.append(s.data() + run, s.size() - run);
   out.push_back('"');
+}
+
+std::vector<std::string> jsonStringArray(std::string_view text) {
+  std::vector<std::string> out;
+  boost::system::error_code ec;
+  auto v = boost::json::parse(text, ec);
+  if (ec || !v.is_array()) return out;
+  for (const auto& e : v.as_array())
+    if (e.is_string() && !e.as_string().empty()) out.emplace_back(e.as_string());
+  return out;
 }
 
 }  // namespace sluice

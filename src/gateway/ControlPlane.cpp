@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "core/Clock.hpp"
+#include "core/JsonText.hpp"
 #include "core/SecretBox.hpp"
 #include "pipeline/KeyTable.hpp"
 #include "pipeline/Pricing.hpp"
@@ -20,16 +21,6 @@ namespace json = boost::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-std::vector<std::string> jsonStrings(const std::string& text) {
-  std::vector<std::string> out;
-  boost::system::error_code ec;
-  auto v = json::parse(text, ec);
-  if (ec || !v.is_array()) return out;
-  for (const auto& e : v.as_array())
-    if (e.is_string()) out.emplace_back(e.as_string());
-  return out;
-}
 
 std::map<std::string, std::string> jsonStringMap(const json::value* v) {
   std::map<std::string, std::string> out;
@@ -60,7 +51,7 @@ bool channelFromStore(const store::Channel& c, const std::vector<store::Upstream
     why = "base_url: " + err;
     return false;
   }
-  out.models = jsonStrings(c.models);
+  out.models = jsonStringArray(c.models);
   out.priority = static_cast<int>(c.priority);
   out.weight = static_cast<int>(c.weight);
   boost::system::error_code ec;

@@ -302,21 +302,29 @@ struct Relay {
   std::optional<config::Price> price;  // of the routed model, for the cost
   bool settled = false;
 
-  // `served`: the attempt that answered (its channel and key are charged the real usage).
-  boost::asio::awaitable<void> settle(const routing::Pick* served) {
-    if (settled) co_return;
+  // Marks the request settled and computes its cost from the real usage, at the price of the
+  // model the channel was asked for. True when limits are held: then settleHeld() must follow.
+  // Synchronous, so requests that hold no limits (the master key's) make no coroutine frame.
+  bool beginSettle() {
+    if (settled) return false;
     settled = true;
     const std::int64_t in = std::max<std::int64_t>(rec.input_tokens, 0);
     const std::int64_t out = std::max<std::int64_t>(rec.output_tokens, 0);
     if (in + out > 0) {
-      auto p = upstream_model.empty() ? std::nullopt : snap.prices->find(upstream_model);
+      auto p = upstream_model.empty() || upstream_model == routed_model ? price : snap.prices->find(upstream_model);
       if (!p) p = price;
       if (p) rec.cost_usd = pipeline::PriceTable::cost(*p, in, out, rec.cached_tokens);
     }
+    return !held.empty();
+  }
+
+  // `served`: the attempt that answered (its channel and key are charged the real usage).
+  boost::asio::awaitable<void> settleHeld(const routing::Pick* served) {
+    const std::int64_t tokens = std::max<std::int64_t>(rec.input_tokens, 0) + std::max<std::int64_t>(rec.output_tokens, 0);
     for (auto& h : held) {
       const bool real = !h.channel || (served && h.channel == served->channel && (!h.key || h.key == served->key));
       const double cost = h.channel ? 0.0 : rec.cost_usd;
-      co_await limiter->settle(h.subject, h.charge, real ? in + out : 0, real ? cost : 0.0);
+      co_await limiter->settle(h.subject, h.charge, real ? tokens : 0, real ? cost : 0.0);
     }
     held.clear();
   }
@@ -596,7 +604,7 @@ struct Relay {
     }
     rec.status = a.status;
     rec.ttfb_ms = msSince(ctx.start);
-    co_await settle(&p);
+    if (beginSettle()) co_await settleHeld(&p);
     co_await r.send(std::move(res));
     a.outcome = Outcome::Success;
     a.delivered = true;
@@ -639,7 +647,7 @@ struct Relay {
           rec.output_tokens = u.completion_tokens;
           rec.cached_tokens = u.cached_tokens;
         }
-        co_await settle(&p);
+        if (beginSettle()) co_await settleHeld(&p);
       }
       if (!out.empty() || last) {
         if (!begun) {
@@ -909,7 +917,7 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, cluster::Li
     if (a.delivered) {
       // A success settled before its last bytes went out; any other answer (an error the
       // client must fix, a stream that broke after it started) settles with what is known.
-      co_await relay.settle(&pick);
+      if (relay.beginSettle()) co_await relay.settleHeld(&pick);
       co_return;
     }
     // A failed attempt used the key's request but none of its tokens.
@@ -1067,7 +1075,7 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, c
   }
   // Every path that did not settle already (no channel answered, an exception): the caller's
   // own charge gets what usage is known, the channels' and keys' give their tokens back.
-  co_await relay.settle(nullptr);
+  if (relay.beginSettle()) co_await relay.settleHeld(nullptr);
   if (failure) std::rethrow_exception(failure);
 }
 

@@ -1,25 +1,10 @@
 #include "pipeline/KeyTable.hpp"
 
-#include <boost/json/parse.hpp>
-#include <boost/json/value.hpp>
 
+#include "core/JsonText.hpp"
 #include "routing/Router.hpp"
 
 namespace sluice::pipeline {
-
-namespace {
-
-std::vector<std::string> stringArray(const std::string& json_text) {
-  std::vector<std::string> out;
-  boost::system::error_code ec;
-  auto v = boost::json::parse(json_text, ec);
-  if (ec || !v.is_array()) return out;
-  for (const auto& e : v.as_array())
-    if (e.is_string() && !e.as_string().empty()) out.emplace_back(e.as_string());
-  return out;
-}
-
-}  // namespace
 
 bool VirtualKeyEntry::allowsModel(std::string_view model) const {
   if (allowed_models.empty()) return true;
@@ -42,8 +27,8 @@ KeyTable::KeyTable(const std::vector<store::VirtualKey>& keys) {
     e->id = k.id;
     e->name = k.name;
     e->prefix = k.key_prefix;
-    e->allowed_models = stringArray(k.allowed_models);
-    e->allowed_channels = stringArray(k.allowed_channels);
+    e->allowed_models = jsonStringArray(k.allowed_models);
+    e->allowed_channels = jsonStringArray(k.allowed_channels);
     e->expires_at_ms = k.expires_at_ms;
     e->revoked = k.revoked_at_ms.has_value();
     e->subject.id = "vk:" + std::to_string(k.id);

@@ -219,6 +219,15 @@ std::string_view asStr(const json::value* v) {
   return std::string_view(v->as_string().data(), v->as_string().size());
 }
 
+void appendTurn(json::array& turns, std::string_view role, std::string_view items_key, json::array items) {
+  if (!turns.empty() && asStr(turns.back().as_object().if_contains("role")) == role) {
+    auto& prev = turns.back().as_object()[items_key].as_array();
+    for (auto& i : items) prev.push_back(std::move(i));
+    return;
+  }
+  turns.push_back(json::object{{"role", role}, {items_key, std::move(items)}});
+}
+
 EventParser::EventParser() : p_(std::make_unique<json::parser>()) {}
 EventParser::~EventParser() = default;
 

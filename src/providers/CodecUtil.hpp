@@ -102,6 +102,11 @@ std::string indexPath(std::string_view base, std::size_t i);  // base[i]
 std::optional<std::int64_t> asInt(const boost::json::value* v);
 std::string_view asStr(const boost::json::value* v);  // empty when not a string
 
+// Appends one turn {"role": role, items_key: items} to `turns`, or, when the last turn has the
+// same role, appends the items to it: Anthropic and Gemini want alternating roles, so tool
+// results followed by the user's text become one user turn.
+void appendTurn(boost::json::array& turns, std::string_view role, std::string_view items_key, boost::json::array items);
+
 // Parses `text` as JSON; on failure returns a 400 naming `what`.
 std::optional<ApiError> parseJson(std::string_view text, boost::json::value& out, std::string_view what);
 

@@ -455,13 +455,7 @@ std::optional<ApiError> encodeMessagesRequest(const Request& req, const EncodeOp
       }
     }
     if (blocks.empty()) continue;
-    // Consecutive turns of one role become one turn (tool results then the user's text).
-    if (!msgs.empty() && detail::asStr(msgs.back().as_object().if_contains("role")) == role) {
-      auto& prev = msgs.back().as_object()["content"].as_array();
-      for (auto& b : blocks) prev.push_back(std::move(b));
-    } else {
-      msgs.push_back(json::object{{"role", role}, {"content", std::move(blocks)}});
-    }
+    detail::appendTurn(msgs, role, "content", std::move(blocks));
   }
   if (msgs.empty()) return ApiError::invalid("messages", "messages must hold at least one non-empty message");
   root["messages"] = std::move(msgs);

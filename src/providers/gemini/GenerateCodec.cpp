@@ -746,13 +746,7 @@ std::optional<ApiError> encodeGenerateRequest(const Request& req, const EncodeOp
       }
     }
     if (parts.empty()) continue;
-    // Consecutive turns of one role become one turn (function responses then the user's text).
-    if (!contents.empty() && detail::asStr(contents.back().as_object().if_contains("role")) == role) {
-      auto& prev = contents.back().as_object()["parts"].as_array();
-      for (auto& p : parts) prev.push_back(std::move(p));
-    } else {
-      contents.push_back(json::object{{"role", role}, {"parts", std::move(parts)}});
-    }
+    detail::appendTurn(contents, role, "parts", std::move(parts));
   }
   if (contents.empty()) return ApiError::invalid("messages", "messages must hold at least one non-empty message");
   // Gemini 3 rejects a function-call turn without a signature; histories it did not produce
