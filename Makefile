@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all build deps run test unit integration e2e asan bench fuzz tidy format clean
+.PHONY: all build deps run test unit integration e2e asan bench fuzz tidy format clean console
 
 all: build
 
@@ -14,7 +14,15 @@ deps:
 $(BUILD)/build.ninja $(BUILD)/Makefile:
 	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-build: deps $(BUILD)/build.ninja
+# The web console (console/, TypeScript) built into console/dist, which the sluice binary embeds.
+CONSOLE_SRC := $(shell find console/src -type f 2>/dev/null) console/index.html console/package.json console/tsconfig.json console/vite.config.ts
+console/node_modules/.package-lock.json: console/package-lock.json
+	cd console && npm ci --no-audit --no-fund --loglevel=error
+console/dist/index.html: console/node_modules/.package-lock.json $(CONSOLE_SRC)
+	cd console && npm run build
+console: deps console/dist/index.html
+
+build: deps console $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
@@ -23,7 +31,7 @@ run: build
 test: build
 	bash tests/run.sh $(BUILD)
 
-asan: deps
+asan: deps console
 	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON -DSLUICE_BENCH=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	SLUICE_SANITIZED=1 bash tests/run.sh $(ASAN_BUILD)

@@ -11,6 +11,7 @@
 //   sluice_loadgen --url http://127.0.0.1:8080 --mode load --concurrency 50 --duration 15
 //       -H 'x-mock-chunks: 20' -H 'Authorization: Bearer sk-master'
 //   sluice_loadgen --url http://127.0.0.1:8080 --mode load --concurrency 20 --count 2000
+//   sluice_loadgen --url http://127.0.0.1:8080 --mode ping --body-file bench/data/protect_chat.json
 
 #include <boost/asio.hpp>
 
@@ -23,6 +24,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -47,6 +50,7 @@ struct Options {
   std::string path = "/v1/chat/completions";
   std::string model = "gpt-4o-mini";
   std::string content = "hi";
+  std::optional<std::string> body;  // --body-file: sent as it is instead of the built-in body
   bool stream = true;
   std::vector<std::string> headers;
   std::string mode = "load";  // ping | load
@@ -72,6 +76,9 @@ struct Options {
       "  --path P                request path (default /v1/chat/completions)\n"
       "  --model M               model in the JSON body (default gpt-4o-mini)\n"
       "  --stream 0|1            \"stream\" flag in the body; 1 also requires data: [DONE] (default 1)\n"
+      "  --body-file PATH        send this file's bytes as the request body instead of the built-in\n"
+      "                          one (--model and --content are then unused; --stream still sets\n"
+      "                          Accept and the data: [DONE] check, so make it match the file)\n"
       "  -H, --header 'K: V'     extra request header (repeatable)\n"
       "  --label NAME            copied into the JSON output\n"
       "  --samples               include raw ttfb/close samples (ms) in the output\n");
@@ -103,6 +110,12 @@ Options parse_args(int argc, char** argv) {
     else if (a == "--path") o.path = next();
     else if (a == "--model") o.model = next();
     else if (a == "--content") o.content = next();
+    else if (a == "--body-file") {
+      auto path = next();
+      std::ifstream in(path, std::ios::binary);
+      if (!in) usage(("cannot read --body-file " + path).c_str());
+      o.body = std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
     else if (a == "--stream") { auto v = next(); o.stream = !(v == "0" || v == "false" || v == "no"); }
     else if (a == "-H" || a == "--header") {
       auto h = next();
@@ -154,10 +167,11 @@ std::string json_escape(std::string_view s) {
 }
 
 std::string build_request(const Options& o) {
-  std::string body = "{\"model\":\"" + json_escape(o.model) + "\",\"stream\":" +
-                     (o.stream ? "true" : "false") +
-                     ",\"messages\":[{\"role\":\"user\",\"content\":\"" + json_escape(o.content) +
-                     "\"}]}";
+  std::string body = o.body ? *o.body
+                            : "{\"model\":\"" + json_escape(o.model) + "\",\"stream\":" +
+                                  (o.stream ? "true" : "false") +
+                                  ",\"messages\":[{\"role\":\"user\",\"content\":\"" +
+                                  json_escape(o.content) + "\"}]}";
   std::string req;
   req.reserve(512 + body.size());
   req += "POST " + o.path + " HTTP/1.1\r\n";

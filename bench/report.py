@@ -18,6 +18,9 @@ scenario "logs", and the store benchmark) likewise goes between LOGS_BEGIN/LOGS_
 The prompt-injection detector's figures (bench/screen.sh: DIR/screen_eval.json from
 build/sluice_train_screen --eval, DIR/screen_cli_eval.json from `sluice screen` on the same texts,
 DIR/screen_bench.json from build/sluice_screen_bench) go between SCREEN_BEGIN/SCREEN_END.
+The protect-and-save figures (bench/protect.sh: records with scenario "protect" and
+"protect_cache_*", DIR/protect_sanity.json, DIR/protect_counters.json, DIR/cache_fill.json,
+DIR/cache_checks.jsonl) go between PROTECT_BEGIN/PROTECT_END.
 """
 import argparse
 import datetime
@@ -39,6 +42,9 @@ LOGS_TARGET = 0.95  # throughput with request logs / without
 SCREEN_BEGIN = "<!-- bench:screen:begin (written by bench/report.py; edit outside the markers) -->"
 SCREEN_END = "<!-- bench:screen:end -->"
 SCREEN_P99_TARGET_US = 100.0  # the detector on a 2 KB prompt
+PROTECT_BEGIN = "<!-- bench:protect:begin (written by bench/report.py; edit outside the markers) -->"
+PROTECT_END = "<!-- bench:protect:end -->"
+PROTECT_TARGET = 0.9  # streaming throughput with redaction + screening on / all off
 
 HEADER = """# Benchmarks
 
@@ -784,6 +790,224 @@ def build_screen(ev, cli, micro, meta, everyday=None):
         L.append("(speed not measured: no build/sluice_screen_bench output)\n")
     return "\n".join(L), checks
 
+# ----------------------------------------------------------------- protect and save (bench/protect.sh)
+
+def is_protect(r):
+    return str(r.get("scenario", "")).startswith("protect")
+
+
+def load_jsonl(work, name):
+    path = os.path.join(work, name)
+    if not os.path.exists(path):
+        return []
+    out = []
+    with open(path) as fh:
+        for line in fh:
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    print(f"report.py: skipping a line of {path}: {e}", file=sys.stderr)
+    return out
+
+
+def build_protect(runs, sanity, counters, fill, cache_checks, meta):
+    m = meta.get
+    by = {}
+    for r in runs:
+        by.setdefault((r["scenario"], r["target"]), []).append(r)
+
+    def agg(s, t):
+        rs = by.get((s, t))
+        return Agg(rs) if rs else None
+
+    off, on = agg("protect", "protect_off"), agg("protect", "protect_on")
+    chunks = int(m("chunks", "20") or 20)
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    L = ["### 7. Protect and save: redaction + screening on vs off, and a cache hit vs nginx\n"]
+    L.append(f"- Run: {now}, `{m('command', 'BENCH_ONLY=protect bash bench/run.sh')}` (runs `bash bench/protect.sh`); "
+             f"{machine()}")
+    L.append(f"- Load average (1/5/15 min) at the start: {m('loadavg_protect_start', '?')}, at the end: "
+             f"{m('loadavg_protect_end', '?')} (anything else running on the machine distorts the figures)")
+    checks = []
+    if off and on and off.rps and on.rps:
+        r = on.rps / off.rps
+        ok = r >= PROTECT_TARGET
+        checks.append(("protect: throughput with redaction + screening / all off", f">= {PROTECT_TARGET:.2f}x",
+                       f"{r:.2f}x ({on.rps:.0f} vs {off.rps:.0f} req/s)", "**met**" if ok else "**missed**"))
+        verdict = (f"redaction + screening on stream {r:.2f}x the requests per second of all off "
+                   f"({on.rps:.0f} vs {off.rps:.0f} req/s): the >= {PROTECT_TARGET:.1f}x target is "
+                   + ("**met**." if ok else "**missed**."))
+    else:
+        checks.append(("protect: throughput with redaction + screening / all off", f">= {PROTECT_TARGET:.2f}x",
+                       "n/a", "n/a (not run)"))
+        verdict = "not measured (the protect throughput runs are missing)."
+    L.append(f"- **Verdict:** {verdict}")
+    L.append("")
+
+    # --- 1. throughput
+    L.append("#### Throughput: redaction + screening on vs all off\n")
+    L.append(f"Two Sluices (`server.workers: {m('sluice_workers', '0')}`, `store.request_logs: "
+             f"{m('sluice_request_logs', 'false')}` as in sections 1-4, one openai channel on the mock, requests with "
+             "the master key) from the same config but for the protect sections: `protect_off` has none (redaction, "
+             "screening and cache off), `protect_on` adds `redaction: {enabled: true, key: ...}` (the built-in rules) "
+             "and `screening: {action: block}`. The load generator sends section 2's load "
+             f"({m('concurrency', '?')} concurrent streams, `x-mock-chunks: {chunks}`) to each, "
+             f"{m('protect_seconds', '?')} s per configuration in {m('protect_segments', '?')} interleaved segments "
+             f"(alternating which goes first). Every request is `{m('protect_body', 'bench/data/protect_chat.json')}` "
+             f"({m('protect_body_bytes', '?')} bytes, `stream: true`): one user message of ~300 bytes of prose "
+             "holding one e-mail address and one phone number, sent with `x-mock-echo: 1` so that the mock's answer "
+             "streams the user text back. On `protect_on` every request is therefore screened (and passes), has two "
+             "values encrypted into tokens before it leaves, and gets both tokens restored in the streamed answer; "
+             "the answer text the client receives is the same as through `protect_off` (checked below). The framing is "
+             "not: with tokens to restore, Sluice re-renders the stream from its canonical form (chunks re-cut around "
+             "the tokens, and without the upstream's `service_tier`, `system_fingerprint`, `refusal` and `logprobs` "
+             "fields), hence fewer body bytes per stream.")
+    L.append("")
+    if off and on and off.cpu_per_10k and on.cpu_per_10k:
+        extra_us = (on.cpu_per_10k - off.cpu_per_10k) / 10000 * 1e6
+        cpu = (f"{on.cpu_per_10k / off.cpu_per_10k:.2f}x ({on.cpu_per_10k:.3f} vs {off.cpu_per_10k:.3f} CPU s / "
+               f"10k req: {extra_us:+.1f} us per request)")
+    else:
+        cpu = "n/a"
+    L.append(table(["target", "limit", "measured", "result"],
+                   checks + [("protect: Sluice CPU per request, on / off", "(reported)", cpu, "-")]))
+    L.append("")
+    rows = []
+    for name, label, a in (("protect_off", "no protect sections", off),
+                           ("protect_on", "`redaction` + `screening: block`", on)):
+        if not a:
+            continue
+        t50, t99 = a.p("tail", 50), a.p("tail", 99)
+        rows.append([
+            name, label, a.requests, a.failed, fmt(a.rps, 0), ratio(a.rps, off.rps) if off else "n/a",
+            fmt(a.p("ttfb", 50)), fmt(a.p("ttfb", 99)), fmt(a.p("close", 50)), fmt(a.p("close", 99)),
+            fmt(t50), fmt(t99), fmt(t50 * 1000 / chunks if t50 is not None else None, 1),
+            fmt(a.proxy_cpu, 2), fmt(a.cpu_per_10k, 3), ratio(a.cpu_per_10k, off.cpu_per_10k) if off else "n/a",
+            fmt(a.hwm_kb / 1024 if a.hwm_kb else None, 1),
+            fmt(a.mock_cpu, 2), fmt(a.client_cpu, 2), fmt(a.other_cpu, 2), fmt(a.bytes_per_req, 0),
+        ])
+    if rows:
+        L.append(table(["run", "config", "requests", "failed", "req/s", "/ off", "TTFB p50", "TTFB p99", "close p50",
+                        "close p99", "tail p50", "tail p99", "tail p50 / chunk (us)", "Sluice CPU s",
+                        "Sluice CPU s / 10k req", "/ off", "peak RSS MB", "mock CPU s", "client CPU s",
+                        "other CPU s", "body bytes / stream"], rows))
+        L.append("")
+        L.append("Latencies in ms; tail is close minus TTFB (the stream after its first byte), per chunk divided by "
+                 f"the {chunks} content chunks. Peak RSS is each Sluice's VmHWM after its segments (its peak since "
+                 "start). Other CPU s: what the machine spent busy outside Sluice, the mock and the client during the "
+                 "segments (/proc/stat).")
+        L.append("")
+    else:
+        L.append("(no throughput figures: the protect runs did not happen)\n")
+    if sanity:
+        bad = [c for c in sanity.get("checks", []) if not c.get("echo_equal") or c.get("status") != 200]
+        L.append(f"Checked before the load: one streamed and one non-streamed request straight to the mock, through "
+                 f"`protect_off` and through `protect_on` each came back with the {sanity.get('text_bytes', '?')}-byte "
+                 "user text echoed exactly"
+                 + (" (so `protect_on` restored what it encrypted)" if not bad else f" **except {bad}**")
+                 + "; `protect_on`'s counters for those 2 requests: "
+                 + ", ".join(f"`{k}` +{v}" for k, v in sanity.get("counters_for_2_requests", {}).items()) + ".")
+        L.append("")
+    if counters and on:
+        sent = on.requests + 10 * len(on.runs) + 2  # + each segment's warm-up + the 2 sanity requests
+        red = {k: v for k, v in counters.items() if k.startswith("sluice_redactions_total")}
+        flagged = sum(v for k, v in counters.items() if k.startswith("sluice_screen_flagged_total"))
+        L.append(f"`protect_on`'s own count afterwards (`/metrics`), for {sent} requests sent to it ({on.requests} "
+                 f"measured, 10 warm-up per segment, 2 sanity): "
+                 f"{counters.get('sluice_screened_requests_total', '?')} screened, {flagged} flagged; "
+                 + ", ".join(f"`{k[len('sluice_redactions_total'):]}` {v}" for k, v in sorted(red.items()))
+                 + f" redacted; {counters.get('sluice_restored_tokens_total', '?')} tokens restored, "
+                 f"{counters.get('sluice_tampered_tokens_total', '?')} tampered. (A request cut off by the end of a "
+                 "segment is counted by the gateway but not by the load generator.)")
+        L.append("")
+    errs = {k: a.errors for k, a in (("protect_off", off), ("protect_on", on)) if a and a.errors}
+    if errs:
+        L.append("Errors seen: " + "; ".join(f"{k}: " + ", ".join(f"{e} x{c}" for e, c in v.items())
+                                              for k, v in errs.items()))
+        L.append("")
+
+    # --- 2. cache hit latency
+    L.append("#### Cache hit latency vs nginx serving the same bytes as a static file\n")
+    rounds, warm, count = m("cache_ping_rounds", "?"), m("cache_ping_warmup", "?"), m("cache_ping_count", "?")
+    nw, nwn = m("nginx_workers", "auto"), m("nginx_workers_n")
+    L.append(f"A third Sluice from the same config with `cache: {{enabled: true, ttl: 1h}}` (no redaction or "
+             "screening). One non-streamed request fills the entry (`x-sluice-cache: miss`); the next non-streamed "
+             "and streamed requests are hits, and their bytes are saved as `answer.json` "
+             f"({fill.get('json_bytes', '?') if fill else '?'} bytes) and `answer.sse` "
+             f"({fill.get('sse_bytes', '?') if fill else '?'} bytes) for nginx {m('nginx_version', '?')} "
+             f"(`worker_processes {nw}`" + (f" = {nwn} workers" if nwn else "") + ", `sendfile on`, "
+             "`access_log off`; its static module answers POST with 405, which `error_page 405 =200 $uri` turns "
+             "into the file by an internal redirect, a few us more than a GET would take). Then, in "
+             f"{rounds} rounds (targets rotated), {warm} warm-up + {count} sequential requests on one keep-alive "
+             "connection (`sluice_loadgen --mode ping`, the same request body) to each of: Sluice (all hits), "
+             "nginx's static file, the mock directly (what answering from upstream costs, without Sluice), and "
+             "Sluice with `Cache-Control: no-store` (the cache skipped: relayed to the mock). Non-streamed "
+             "(`stream: false`, a JSON answer) and streamed (`stream: true`, the SSE replay ending in "
+             "`data: [DONE]`, which the load generator checks) are measured separately. Latency is close: request "
+             "sent to the last byte of the answer, in ms.")
+    L.append("")
+    if cache_checks:
+        sent = sum(c.get("sent", 0) for c in cache_checks)
+        hits = sum(c.get("hits", 0) for c in cache_checks)
+        misses = sum(c.get("misses", 0) for c in cache_checks)
+        allhit = all(c.get("hits") == c.get("sent") and c.get("misses") == 0 for c in cache_checks)
+        L.append(("Every request to the caching Sluice was a hit: " if allhit else "**Not every request was a hit:** ")
+                 + f"its `sluice_cache_requests_total{{result=\"hit\"}}` rose by {hits} and `{{result=\"miss\"}}` by "
+                 f"{misses} over the {len(cache_checks)} runs, for {sent} requests sent (warm-up included), read "
+                 "from `/metrics` before and after each run.")
+        L.append("")
+    names = {"sluice_hit": "Sluice, cache hit", "nginx_static": "nginx, static file",
+             "direct": "mock, direct (no Sluice)", "sluice_no_store": "Sluice, `Cache-Control: no-store`"}
+    rows, summary = [], []
+    for mode, scen in (("non-streamed", "protect_cache_whole"), ("streamed", "protect_cache_stream")):
+        n = agg(scen, "nginx_static")
+        h = agg(scen, "sluice_hit")
+        for t in ("sluice_hit", "nginx_static", "direct", "sluice_no_store"):
+            a = agg(scen, t)
+            if not a:
+                continue
+            rows.append([
+                mode, names[t], f"{a.ok}/{a.requests}", fmt(a.p("ttfb", 50)),
+                fmt(a.p("close", 50)), fmt(a.p("close", 90)), fmt(a.p("close", 99)),
+                delta(a.p("close", 50), n.p("close", 50)) if n else "n/a",
+                delta(a.p("close", 90), n.p("close", 90)) if n else "n/a",
+                delta(a.p("close", 99), n.p("close", 99)) if n else "n/a",
+                ", ".join(fmt(pct(((r.get("result") or {}).get("samples") or {}).get("close_ms", []), 50))
+                          for r in sorted(a.runs, key=lambda r: r.get("round", 0))),
+                fmt(a.bytes_per_req, 0),
+            ])
+        if h and n and h.close and n.close:
+            d = {t: agg(scen, t) for t in ("direct", "sluice_no_store")}
+            extra = "".join(f"; {names[t]}: {d[t].p('close', 50):.3f} ms" for t in d if d[t] and d[t].close)
+            summary.append(f"{mode}: a hit takes {h.p('close', 50):.3f} / {h.p('close', 90):.3f} / "
+                           f"{h.p('close', 99):.3f} ms (p50 / p90 / p99), nginx's static file "
+                           f"{n.p('close', 50):.3f} / {n.p('close', 90):.3f} / {n.p('close', 99):.3f} ms: "
+                           f"{h.p('close', 50) - n.p('close', 50):+.3f} / {h.p('close', 90) - n.p('close', 90):+.3f} / "
+                           f"{h.p('close', 99) - n.p('close', 99):+.3f} ms{extra}")
+    if rows:
+        L.append(table(["answer", "target", "ok", "TTFB p50", "close p50", "close p90", "close p99",
+                        "p50 - nginx", "p90 - nginx", "p99 - nginx", "close p50 by round", "body bytes"], rows))
+        L.append("")
+        L.append("Body bytes: a hit is rendered from the stored answer, so it is smaller than what the mock sends "
+                 "(no `service_tier`, `system_fingerprint`, `refusal`, `annotations` or zero token details; the "
+                 "stream replayed as one content event instead of the mock's "
+                 f"{chunks}); nginx serves exactly the bytes of a hit. The mock and `no-store` rows answer the same "
+                 "request from upstream, so they show what a miss costs without and with Sluice.")
+        L.append("")
+        for line in summary:
+            L.append(f"- {line[0].upper() + line[1:]}.")
+        L.append("")
+        cerrs = {f"{s[len('protect_cache_'):]}/{t}": a.errors for (s, t) in by if s.startswith("protect_cache_")
+                 for a in [agg(s, t)] if a and a.errors}
+        if cerrs:
+            L.append("Errors seen: " + "; ".join(f"{k}: " + ", ".join(f"{e} x{c}" for e, c in v.items())
+                                                  for k, v in cerrs.items()))
+            L.append("")
+    else:
+        L.append("(no cache figures: the cache runs did not happen)\n")
+    return "\n".join(L), checks
+
 
 def write_block(out, section, begin, end, after=None):
     """Replaces the text between begin/end in `out` (or inserts the block after the `after`
@@ -843,11 +1067,13 @@ def main():
     screen_cli = load_json(a.work, "screen_cli_eval.json")
     screen_micro = load_json(a.work, "screen_bench.json")
     screen_everyday = load_json(a.work, "screen_everyday.json")
-    main_runs = [r for r in runs if r.get("scenario") not in ("translation", "logs")]
+    main_runs = [r for r in runs if r.get("scenario") not in ("translation", "logs") and not is_protect(r)]
+    protect_runs = [r for r in runs if is_protect(r)]
     tr_runs = [r for r in runs if r.get("scenario") == "translation"]
     logs_runs = [r for r in runs if r.get("scenario") == "logs"]
     screen_present = bool(screen_eval or screen_micro)
-    if not main_runs and not tr_runs and not micro and not logs_runs and not store_runs and not screen_present:
+    if (not main_runs and not tr_runs and not micro and not logs_runs and not store_runs and not screen_present
+            and not protect_runs):
         print("report.py: no runs found", file=sys.stderr)
         return 1
     checks = []
@@ -866,8 +1092,14 @@ def main():
         screen_section, screen_checks = build_screen(screen_eval, screen_cli, screen_micro, meta, screen_everyday)
         write_block(a.out, screen_section, SCREEN_BEGIN, SCREEN_END, after=LOGS_END)
         checks += screen_checks
+    if protect_runs:
+        protect_section, protect_checks = build_protect(
+            protect_runs, load_json(a.work, "protect_sanity.json"), load_json(a.work, "protect_counters.json"),
+            load_json(a.work, "cache_fill.json"), load_jsonl(a.work, "cache_checks.jsonl"), meta)
+        write_block(a.out, protect_section, PROTECT_BEGIN, PROTECT_END, after=SCREEN_END)
+        checks += protect_checks
     parts = [n for n, present in (("main", main_runs), ("5", tr_runs or micro), ("6", logs_runs or store_runs),
-                                  ("screen", screen_present)) if present]
+                                  ("screen", screen_present), ("7", protect_runs)) if present]
     print(f"wrote {a.out} (sections: {', '.join(parts)})", file=sys.stderr)
     for name, limit, measured, res in checks:
         print(f"  {res.replace('**', ''):14s} {name}: {measured} (limit {limit})", file=sys.stderr)

@@ -21,7 +21,9 @@
 # and writes the figures to bench/BENCHMARKS.md (via bench/report.py; sections 5 and 6 each in
 # their own marked block, so that BENCH_ONLY=translation or BENCH_ONLY=logs updates only that
 # block). A full run ends with bench/screen.sh (the prompt-injection detector: held-out precision /
-# recall / F1 and time per prompt, its own block; BENCH_ONLY=screen runs only that).
+# recall / F1 and time per prompt, its own block; BENCH_ONLY=screen runs only that), then
+# bench/protect.sh (redaction + screening throughput on vs off, and a cache hit's latency against
+# nginx serving the same bytes: its own block; BENCH_ONLY=protect runs only that).
 #
 # Everything it starts listens on 127.0.0.1 and is killed on exit.
 # Knobs (environment): BUILD_DIR, SLUICE, LOADGEN, NGINX, NGINX_WORKERS (auto),
@@ -93,7 +95,8 @@ case $BENCH_ONLY in
   translation) FULL=0 RUN_TR=1 RUN_LOGS=0 ;;
   logs) FULL=0 RUN_TR=0 RUN_LOGS=1 ;;
   screen) exec bash "$ROOT/bench/screen.sh" ;;  # the prompt-injection detector only (bench/screen.sh)
-  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs or screen" ;;
+  protect) exec bash "$ROOT/bench/protect.sh" ;;  # redaction / screening / cache only (bench/protect.sh)
+  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen or protect" ;;
 esac
 
 # ---------------------------------------------------------------- build
@@ -570,6 +573,11 @@ overrides=$(env | grep -E '^(NGINX_WORKERS|SLUICE_WORKERS|MOCK_WORKERS|PING_ROUN
 if [[ -z $BENCH_ONLY ]]; then
   BUILD_DIR=$BUILD_DIR SLUICE=$SLUICE BENCH_OUT=$BENCH_OUT SCREEN_COMMAND="$CMD" bash "$ROOT/bench/screen.sh" ||
     log "warning: bench/screen.sh failed; the prompt-injection detector's block is left as it was"
+  BUILD_DIR=$BUILD_DIR SLUICE=$SLUICE LOADGEN=$LOADGEN NGINX=$NGINX BENCH_OUT=$BENCH_OUT PROTECT_COMMAND="$CMD" \
+    NGINX_WORKERS=$NGINX_WORKERS SLUICE_WORKERS=$SLUICE_WORKERS MOCK_WORKERS=$MOCK_WORKERS MOCK_CMD="$MOCK_CMD" \
+    SLUICE_REQUEST_LOGS=$SLUICE_REQUEST_LOGS CONCURRENCY=$CONCURRENCY CHUNKS=$CHUNKS \
+    THROUGHPUT_SECONDS=$THROUGHPUT_SECONDS BENCH_NO_BUILD=1 bash "$ROOT/bench/protect.sh" ||
+    log "warning: bench/protect.sh failed; the protect-and-save block is left as it was"
 fi
 nginx_version=n/a nginx_workers_n=0
 if [[ -n $NGINX_PID ]]; then

@@ -11,6 +11,7 @@ pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang clang-tidy libclang-rt-14-dev
   nodejs npm
+  chromium fonts-liberation
 )
 # Only what the benchmark harness needs on top (nginx as the proxy floor).
 if [ "${SLUICE_BENCH_DEPS:-0}" = 1 ]; then pkgs+=(nginx-light); fi

@@ -27,7 +27,10 @@ npm_ready() {
 }
 npm_ready tests/e2e
 npm_ready tests/e2e/agents
-run e2e node --test --test-reporter=spec tests/e2e/
+npm_ready tests/e2e/console
+run e2e node --test --test-reporter=spec tests/e2e/*.test.mjs tests/e2e/agents/
+# The web console in headless Chromium (screenshots in tests/e2e/console/artifacts/).
+run console node --test --test-reporter=spec tests/e2e/console/
 if [ "${SLUICE_SANITIZED:-0}" = 1 ]; then
   # The fuzz harnesses are ASan+UBSan builds already; the plain pass runs them.
   echo "=== fuzz: run by the plain pass (its harnesses are sanitized builds); not repeated here"

@@ -4,16 +4,20 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/field.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 
 #include "admin/ChannelOps.hpp"
+#include "admin/Csv.hpp"
 #include "admin/Fields.hpp"
 #include "admin/KeyOps.hpp"
 #include "admin/OpenApi.hpp"
+#include "admin/StatsWindow.hpp"
 #include "config/Config.hpp"
 #include "core/SecretBox.hpp"
 #include "store/Store.hpp"
@@ -28,7 +32,9 @@ namespace {
 
 enum class Op {
   Logs,
+  GetLog,
   Usage,
+  Stats,
   OpenApi,
   ListKeys,
   CreateKey,
@@ -56,7 +62,9 @@ struct Route {
 
 constexpr Route kRoutes[] = {
     {bhttp::verb::get, "/logs", Op::Logs},
+    {bhttp::verb::get, "/logs/{id}", Op::GetLog},
     {bhttp::verb::get, "/usage", Op::Usage},
+    {bhttp::verb::get, "/stats", Op::Stats},
     {bhttp::verb::get, "/openapi.json", Op::OpenApi},
     {bhttp::verb::get, "/keys", Op::ListKeys},
     {bhttp::verb::post, "/keys", Op::CreateKey},
@@ -126,13 +134,38 @@ http::Response errorResponse(int status, const std::string& message, const std::
   return jsonResponse(status, json::object{{"error", {{"message", message}, {"type", type}, {"param", std::move(p)}}}});
 }
 
+// application/x-www-form-urlencoded, as browsers' URLSearchParams writes it: '+' is a space and
+// %XX a byte (so "by=model%2Cday" and "model=openai%2Fgpt-4o" mean what they say). A '%' not
+// followed by two hex digits stays as it is.
+std::string formDecode(std::string_view s) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
 std::map<std::string, std::string> parseQuery(std::string_view q) {
   std::map<std::string, std::string> out;
   while (!q.empty()) {
     auto amp = q.find('&');
     auto part = q.substr(0, amp);
     auto eq = part.find('=');
-    out[std::string(part.substr(0, eq))] = eq == std::string_view::npos ? "" : std::string(part.substr(eq + 1));
+    out[formDecode(part.substr(0, eq))] = eq == std::string_view::npos ? "" : formDecode(part.substr(eq + 1));
     if (amp == std::string_view::npos) break;
     q.remove_prefix(amp + 1);
   }
@@ -166,6 +199,7 @@ json::object logJson(const store::LogEntry& e) {
   return json::object{{"id", e.id},
                       {"time_ms", r.time_ms},
                       {"request_id", r.request_id},
+                      {"virtual_key_id", r.virtual_key_id ? json::value(*r.virtual_key_id) : json::value(nullptr)},
                       {"channel", r.channel},
                       {"upstream_key", r.upstream_key},
                       {"model", r.model},
@@ -180,6 +214,49 @@ json::object logJson(const store::LogEntry& e) {
                       {"cost_usd", r.cost_usd},
                       {"client_addr", r.client_addr},
                       {"user_agent", r.user_agent}};
+}
+
+// "2026-01-31" for the UTC day holding `unix_ms`.
+std::string utcDate(std::int64_t unix_ms) {
+  return formatRfc3339(unix_ms).substr(0, 10);
+}
+
+// GET /usage?format=csv: the same rows as the JSON, one line each, for spreadsheets. Only the
+// grouped-by dimensions get a column; the day is a date, the key its id and name.
+template <class KeyName>
+http::Response usageCsv(const store::UsageQuery& uq, const std::vector<store::UsageRow>& rows, KeyName keyName) {
+  std::string out;
+  if (uq.by_day) out += "day,";
+  if (uq.by_virtual_key) out += "virtual_key_id,virtual_key_name,";
+  if (uq.by_model) out += "model,";
+  if (uq.by_channel) out += "channel,";
+  out += "requests,errors,input_tokens,output_tokens,cached_tokens,cost_usd\r\n";
+  for (const auto& u : rows) {
+    if (uq.by_day) out += utcDate(u.day_ms) + ",";
+    if (uq.by_virtual_key) {
+      if (u.virtual_key_id) out += std::to_string(*u.virtual_key_id);
+      out += ',';
+      if (const std::string* name = keyName(u.virtual_key_id)) appendCsvText(out, *name);
+      out += ',';
+    }
+    if (uq.by_model) {
+      appendCsvText(out, u.model);
+      out += ',';
+    }
+    if (uq.by_channel) {
+      appendCsvText(out, u.channel);
+      out += ',';
+    }
+    out += fmt::format("{},{},{},{},{},{}\r\n", u.requests, u.errors, u.input_tokens, u.output_tokens, u.cached_tokens,
+                       csvUsd(u.cost_usd));
+  }
+  http::Response res{bhttp::status::ok, 11};
+  res.set(bhttp::field::content_type, "text/csv; charset=utf-8");
+  res.set(bhttp::field::content_disposition,
+          fmt::format("attachment; filename=\"sluice-usage-{}-to-{}.csv\"", utcDate(uq.from_ms),
+                      utcDate(std::max(uq.from_ms, uq.to_ms - 1))));
+  res.body() = std::move(out);
+  return res;
 }
 
 // One request, as the pool thread sees it.
@@ -243,7 +320,9 @@ struct AdminApi::State {
 
   // ---- read side ----
   http::Response logs(Call& c);
+  http::Response getLog(Call& c);
   http::Response usage(Call& c);
+  http::Response stats(Call& c);
 
   // ---- virtual keys ----
   store::VirtualKey requireKey(const std::string& param);
@@ -288,6 +367,7 @@ http::Response AdminApi::State::logs(Call& c) {
   if (q.contains("status")) lq.status = static_cast<int>(intParam(q, "status", 0, 100, 599));
   if (q.contains("model")) lq.model = q["model"];
   if (q.contains("channel")) lq.channel = q["channel"];
+  if (q.contains("virtual_key_id")) lq.virtual_key_id = intParam(q, "virtual_key_id", 0, 1, INT64_MAX);
   lq.limit = static_cast<std::size_t>(intParam(q, "limit", 100, 1, static_cast<std::int64_t>(store::kMaxLogPage)));
   lq.cursor = q["cursor"];
   auto page = db().listLogs(lq);
@@ -295,6 +375,20 @@ http::Response AdminApi::State::logs(Call& c) {
   for (const auto& e : page.entries) data.push_back(logJson(e));
   json::value next = page.next_cursor.empty() ? json::value(nullptr) : json::value(page.next_cursor);
   return jsonResponse(200, json::object{{"data", std::move(data)}, {"next_cursor", std::move(next)}});
+}
+
+http::Response AdminApi::State::getLog(Call& c) {
+  const auto id = pathId(c.params[0]);
+  auto entry = id ? db().getLog(*id) : std::nullopt;
+  if (!entry) throw HttpError{404, fmt::format("no request log with id {}", c.params[0])};
+  const auto& r = entry->record;
+  json::object o = logJson(*entry);
+  std::optional<store::VirtualKey> key;
+  if (r.virtual_key_id) key = db().getVirtualKey(*r.virtual_key_id);
+  o["virtual_key_name"] = key ? json::value(key->name) : json::value(nullptr);
+  o["request_body"] = r.request_body ? json::value(*r.request_body) : json::value(nullptr);
+  o["response_body"] = r.response_body ? json::value(*r.response_body) : json::value(nullptr);
+  return jsonResponse(200, o);
 }
 
 http::Response AdminApi::State::usage(Call& c) {
@@ -322,19 +416,45 @@ http::Response AdminApi::State::usage(Call& c) {
   }
   if (q.contains("model")) uq.model = q["model"];
   if (q.contains("channel")) uq.channel = q["channel"];
+  if (q.contains("virtual_key_id")) uq.virtual_key_id = intParam(q, "virtual_key_id", 0, 1, INT64_MAX);
+  const std::string format = q.contains("format") ? q["format"] : "json";
+  if (format != "json" && format != "csv")
+    throw FieldError("format", "format takes json or csv; got \"" + format.substr(0, 64) + "\"");
+  const auto rows = db().usage(uq);
+  std::map<std::int64_t, std::string> key_names;
+  if (uq.by_virtual_key)
+    for (const auto& k : db().listVirtualKeys()) key_names.emplace(k.id, k.name);
+  auto keyName = [&](const std::optional<std::int64_t>& id) -> const std::string* {
+    if (!id) return nullptr;
+    const auto it = key_names.find(*id);
+    return it == key_names.end() ? nullptr : &it->second;
+  };
+  if (format == "csv") return usageCsv(uq, rows, keyName);
   json::array data;
-  for (const auto& u : db().usage(uq)) {
+  for (const auto& u : rows) {
     json::object o{{"requests", u.requests},           {"errors", u.errors},
                    {"input_tokens", u.input_tokens},   {"output_tokens", u.output_tokens},
                    {"cached_tokens", u.cached_tokens}, {"cost_usd", u.cost_usd}};
     if (uq.by_day) o["day_ms"] = u.day_ms;
     if (uq.by_model) o["model"] = u.model;
     if (uq.by_channel) o["channel"] = u.channel;
-    if (uq.by_virtual_key)
+    if (uq.by_virtual_key) {
       o["virtual_key_id"] = u.virtual_key_id ? json::value(*u.virtual_key_id) : json::value(nullptr);
+      const std::string* name = keyName(u.virtual_key_id);
+      o["virtual_key_name"] = name ? json::value(*name) : json::value(nullptr);
+    }
     data.push_back(std::move(o));
   }
   return jsonResponse(200, json::object{{"data", std::move(data)}, {"from_ms", uq.from_ms}, {"to_ms", uq.to_ms}});
+}
+
+http::Response AdminApi::State::stats(Call& c) {
+  const StatsWindow w = parseStatsWindow(c.query, unixNowMs());
+  store::StatsQuery sq;
+  sq.from_ms = w.since_ms;
+  sq.to_ms = w.until_ms;
+  sq.step_ms = w.step_s * 1000;
+  return jsonResponse(200, statsJson(w, db().stats(sq)));
 }
 
 // ---- virtual keys ----
@@ -347,7 +467,7 @@ store::VirtualKey AdminApi::State::requireKey(const std::string& param) {
 }
 
 json::object AdminApi::State::keyView(const store::VirtualKey& k, std::int64_t now) {
-  return keyJson(k, spendOf(db(), k.id, now), now);
+  return keyJson(k, spendOf(db(), k.id, now), requestsOf(db(), k.id, now), now);
 }
 
 http::Response AdminApi::State::listKeys(Call& c) {
@@ -359,11 +479,14 @@ http::Response AdminApi::State::listKeys(Call& c) {
       throw FieldError("status", "status takes active, revoked or expired; got \"" + status + "\"");
   }
   const auto spend = db().spendByKey(utcDayStartMs(now), utcMonthStartMs(now));
+  const auto requests = db().requestsByKey(utcDayStartMs(now), utcMonthStartMs(now));
   json::array data;
   for (const auto& k : db().listVirtualKeys()) {
     if (!status.empty() && status != keyStatusName(keyStatus(k, now))) continue;
     const auto it = spend.find(k.id);
-    data.push_back(keyJson(k, it == spend.end() ? store::KeySpend{} : it->second, now));
+    const auto rit = requests.find(k.id);
+    data.push_back(keyJson(k, it == spend.end() ? store::KeySpend{} : it->second,
+                           rit == requests.end() ? store::KeyRequests{} : rit->second, now));
   }
   return jsonResponse(200, json::object{{"data", std::move(data)}});
 }
@@ -575,8 +698,12 @@ http::Response AdminApi::State::serve(Op op, Call& c) {
   switch (op) {
     case Op::Logs:
       return logs(c);
+    case Op::GetLog:
+      return getLog(c);
     case Op::Usage:
       return usage(c);
+    case Op::Stats:
+      return stats(c);
     case Op::OpenApi: {
       http::Response res{bhttp::status::ok, 11};
       res.set(bhttp::field::content_type, "application/json");

@@ -1,5 +1,7 @@
 #include "admin/KeyOps.hpp"
 
+#include "config/Config.hpp"
+
 #include <fmt/format.h>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -68,7 +70,8 @@ void applyKeyFields(store::VirtualKey& key, const json::object& body, bool creat
   rejectUnknownFields(
       body,
       {"name", "allowed_models", "allowed_channels", "rpm", "tpm", "max_concurrent", "budget_daily_usd",
-       "budget_monthly_usd", "budget_total_usd", "expires_at_ms", "expires_at", "metadata"},
+       "budget_monthly_usd", "budget_total_usd", "expires_at_ms", "expires_at", "metadata", "screening", "cache",
+       "cache_ttl_ms"},
       {"id", "key_prefix", "key_hash", "secret", "status", "spend", "revoked_at_ms", "created_at_ms", "updated_at_ms"});
   if (const auto* v = body.if_contains("name")) {
     key.name = textField(*v, "name", 1, kMaxKeyName);
@@ -102,6 +105,42 @@ void applyKeyFields(store::VirtualKey& key, const json::object& body, bool creat
                        fmt::format("metadata is {} bytes; keep it under {} bytes", text.size(), kMaxMetadataBytes));
     key.metadata = std::move(text);
   }
+  // Protect-stage overrides, kept together in the key's settings object; null clears one.
+  boost::system::error_code ec;
+  json::value parsedSettings = json::parse(key.settings, ec);
+  json::object settings = !ec && parsedSettings.is_object() ? parsedSettings.as_object() : json::object{};
+  bool settingsChanged = false;
+  if (const auto* v = body.if_contains("screening")) {
+    if (v->is_null()) {
+      settings.erase("screening");
+    } else if (!v->is_string() || !config::parseScreenAction(v->as_string())) {
+      throw FieldError("screening", "screening must be \"off\", \"log\", \"warn\", \"block\" or null (inherit the "
+                                    "channel's and the gateway's); got " + describeJson(*v));
+    } else {
+      settings["screening"] = v->as_string();
+    }
+    settingsChanged = true;
+  }
+  if (const auto* v = body.if_contains("cache")) {
+    if (v->is_null()) settings.erase("cache");
+    else if (v->is_bool()) settings["cache"] = v->as_bool();
+    else throw FieldError("cache", "cache must be true, false or null (inherit); got " + describeJson(*v));
+    settingsChanged = true;
+  }
+  if (const auto* v = body.if_contains("cache_ttl_ms")) {
+    if (v->is_null()) {
+      settings.erase("cache_ttl_ms");
+    } else if (v->is_int64() && v->as_int64() > 0) {
+      settings["cache_ttl_ms"] = v->as_int64();
+    } else if (v->is_uint64() && v->as_uint64() > 0 && v->as_uint64() <= 365ull * 24 * 3600 * 1000) {
+      settings["cache_ttl_ms"] = static_cast<std::int64_t>(v->as_uint64());
+    } else {
+      throw FieldError("cache_ttl_ms", "cache_ttl_ms must be a positive number of milliseconds or null; got " +
+                                           describeJson(*v));
+    }
+    settingsChanged = true;
+  }
+  if (settingsChanged) key.settings = json::serialize(settings);
 }
 
 std::string issueKeySecret(store::VirtualKey& key) {
@@ -129,6 +168,16 @@ const char* keyStatusName(KeyStatus status) {
   return "active";
 }
 
+namespace {
+json::value settingOf(const std::string& settings, std::string_view name) {
+  boost::system::error_code ec;
+  json::value v = json::parse(settings, ec);
+  if (ec || !v.is_object()) return nullptr;
+  const auto* m = v.as_object().if_contains(name);
+  return m ? *m : json::value(nullptr);
+}
+}  // namespace
+
 json::object keyJson(const store::VirtualKey& key, const store::KeySpend& spend, std::int64_t now_ms) {
   auto opt = [](const auto& o) { return o ? json::value(*o) : json::value(nullptr); };
   // The store checks these columns are valid JSON; a value edited by hand into another shape
@@ -153,12 +202,28 @@ json::object keyJson(const store::VirtualKey& key, const store::KeySpend& spend,
       {"expires_at_ms", opt(key.expires_at_ms)},
       {"revoked_at_ms", opt(key.revoked_at_ms)},
       {"metadata", parsed(key.metadata, json::object{})},
+      {"screening", settingOf(key.settings, "screening")},
+      {"cache", settingOf(key.settings, "cache")},
+      {"cache_ttl_ms", settingOf(key.settings, "cache_ttl_ms")},
       {"status", keyStatusName(keyStatus(key, now_ms))},
       {"created_at_ms", key.created_at_ms},
       {"updated_at_ms", key.updated_at_ms},
       {"spend",
        json::object{{"day_usd", spend.day_usd}, {"month_usd", spend.month_usd}, {"total_usd", spend.total_usd}}},
   };
+}
+
+json::object keyJson(const store::VirtualKey& key, const store::KeySpend& spend, const store::KeyRequests& requests,
+                     std::int64_t now_ms) {
+  json::object o = keyJson(key, spend, now_ms);
+  o["requests"] = json::object{{"day", requests.day}, {"month", requests.month}, {"total", requests.total}};
+  return o;
+}
+
+store::KeyRequests requestsOf(store::Store& store, std::int64_t key_id, std::int64_t now_ms) {
+  const auto all = store.requestsByKey(utcDayStartMs(now_ms), utcMonthStartMs(now_ms));
+  const auto it = all.find(key_id);
+  return it == all.end() ? store::KeyRequests{} : it->second;
 }
 
 store::KeySpend spendOf(store::Store& store, std::int64_t key_id, std::int64_t now_ms) {

@@ -33,9 +33,14 @@ const char* keyStatusName(KeyStatus status);  // "active" | "revoked" | "expired
 
 // The KEY object of the API (and `sluice keys --json`); never includes the hash.
 boost::json::object keyJson(const store::VirtualKey& key, const store::KeySpend& spend, std::int64_t now_ms);
+// The same with the key's usage so far: adds "requests": {"day", "month", "total"}.
+boost::json::object keyJson(const store::VirtualKey& key, const store::KeySpend& spend,
+                            const store::KeyRequests& requests, std::int64_t now_ms);
 
 // The spend of one key over the current UTC day and month, as Store::spendByKey reports it.
 store::KeySpend spendOf(store::Store& store, std::int64_t key_id, std::int64_t now_ms);
+// Its requests, the same way (Store::requestsByKey).
+store::KeyRequests requestsOf(store::Store& store, std::int64_t key_id, std::int64_t now_ms);
 
 std::int64_t utcDayStartMs(std::int64_t unix_ms);
 std::int64_t utcMonthStartMs(std::int64_t unix_ms);

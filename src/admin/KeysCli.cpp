@@ -235,13 +235,18 @@ int runKeysCommand(const KeysCommand& cmd, std::ostream& out, std::ostream& err)
   try {
     auto db = openStore(cmd.config_path);
     const auto now = unixNowMs();
-    auto view = [&](const store::VirtualKey& k) { return keyJson(k, spendOf(*db, k.id, now), now); };
+    auto view = [&](const store::VirtualKey& k) {
+      return keyJson(k, spendOf(*db, k.id, now), requestsOf(*db, k.id, now), now);
+    };
     if (cmd.action == "list") {
       const auto spend = db->spendByKey(utcDayStartMs(now), utcMonthStartMs(now));
+      const auto requests = db->requestsByKey(utcDayStartMs(now), utcMonthStartMs(now));
       json::array keys;
       for (const auto& k : db->listVirtualKeys()) {
         const auto it = spend.find(k.id);
-        keys.push_back(keyJson(k, it == spend.end() ? store::KeySpend{} : it->second, now));
+        const auto rit = requests.find(k.id);
+        keys.push_back(keyJson(k, it == spend.end() ? store::KeySpend{} : it->second,
+                               rit == requests.end() ? store::KeyRequests{} : rit->second, now));
       }
       if (cmd.json)
         out << json::serialize(keys) << "\n";

@@ -31,6 +31,7 @@ constexpr std::string_view kDocument = R"json({
           {"name": "status", "in": "query", "description": "HTTP status sent to the client", "schema": {"type": "integer", "minimum": 100, "maximum": 599}},
           {"name": "model", "in": "query", "schema": {"type": "string"}},
           {"name": "channel", "in": "query", "schema": {"type": "string"}},
+          {"name": "virtual_key_id", "in": "query", "description": "only requests made with this virtual key", "schema": {"type": "integer", "minimum": 1}},
           {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}},
           {"name": "cursor", "in": "query", "description": "next_cursor of the previous page", "schema": {"type": "string"}}
         ],
@@ -46,22 +47,56 @@ constexpr std::string_view kDocument = R"json({
         }
       }
     },
+    "/logs/{id}": {
+      "parameters": [{"name": "id", "in": "path", "required": true, "description": "the id of a log entry (not its request_id)", "schema": {"type": "integer", "minimum": 1}}],
+      "get": {
+        "tags": ["observability"], "operationId": "getLog", "summary": "One request: every attempt, timings, tokens, cost and the stored bodies",
+        "responses": {
+          "200": {"description": "The log entry", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/LogDetail"}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"},
+          "503": {"$ref": "#/components/responses/Unavailable"}
+        }
+      }
+    },
     "/usage": {
       "get": {
-        "tags": ["observability"], "operationId": "getUsage", "summary": "Requests, tokens and cost summed over a time range",
+        "tags": ["observability"], "operationId": "getUsage", "summary": "Requests, tokens and cost summed over a time range, as JSON or CSV",
         "parameters": [
           {"name": "from", "in": "query", "description": "Unix ms, inclusive; default: 30 days before to", "schema": {"type": "integer", "minimum": 0}},
           {"name": "to", "in": "query", "description": "Unix ms, exclusive; default: now", "schema": {"type": "integer", "minimum": 0}},
           {"name": "by", "in": "query", "description": "comma-separated dimensions to group by: day, model, channel, key", "schema": {"type": "string", "examples": ["day,model"]}},
           {"name": "model", "in": "query", "schema": {"type": "string"}},
-          {"name": "channel", "in": "query", "schema": {"type": "string"}}
+          {"name": "channel", "in": "query", "schema": {"type": "string"}},
+          {"name": "virtual_key_id", "in": "query", "description": "only requests made with this virtual key", "schema": {"type": "integer", "minimum": 1}},
+          {"name": "format", "in": "query", "description": "csv: a text/csv attachment with one line per row and a column per grouped dimension (day as YYYY-MM-DD, key as virtual_key_id and virtual_key_name), then requests, errors, input_tokens, output_tokens, cached_tokens, cost_usd", "schema": {"type": "string", "enum": ["json", "csv"], "default": "json"}}
         ],
         "responses": {
-          "200": {"description": "One row per group", "content": {"application/json": {"schema": {
-            "type": "object", "required": ["data", "from_ms", "to_ms"],
-            "properties": {
-              "data": {"type": "array", "items": {"$ref": "#/components/schemas/UsageRow"}},
-              "from_ms": {"type": "integer"}, "to_ms": {"type": "integer"}}}}}},
+          "200": {"description": "One row per group", "content": {
+            "application/json": {"schema": {
+              "type": "object", "required": ["data", "from_ms", "to_ms"],
+              "properties": {
+                "data": {"type": "array", "items": {"$ref": "#/components/schemas/UsageRow"}},
+                "from_ms": {"type": "integer"}, "to_ms": {"type": "integer"}}}},
+            "text/csv": {"schema": {"type": "string"}, "example": "day,model,requests,errors,input_tokens,output_tokens,cached_tokens,cost_usd\r\n2026-01-31,gpt-4o-mini,120,2,5400,9100,0,0.00627\r\n"}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "503": {"$ref": "#/components/responses/Unavailable"}
+        }
+      }
+    },
+    "/stats": {
+      "get": {
+        "tags": ["observability"], "operationId": "getStats",
+        "summary": "The dashboard: requests, errors, tokens, cost and latency percentiles over time, with totals and the top channels, models and keys",
+        "description": "Read from the store, so every instance answers the same. Buckets are step_s wide and aligned to multiples of step_s since the Unix epoch: the first and last may start before since_ms or end after until_ms, but only requests in [since_ms, until_ms) count. Every bucket is present (zeros when empty). Percentiles (nearest rank, in ms) are over the requests that succeeded (status < 400) and are null when there are none. A window of more than 200000 requests reads the timings of 1 request in N (the same ones on every call) and says \"sampled\": true; counts and sums are always exact.",
+        "parameters": [
+          {"name": "since_ms", "in": "query", "description": "Unix ms, inclusive; default: until_ms minus one hour", "schema": {"type": "integer", "minimum": 0}},
+          {"name": "until_ms", "in": "query", "description": "Unix ms, exclusive; default: now. The window is at most 31 days", "schema": {"type": "integer", "minimum": 0}},
+          {"name": "step_s", "in": "query", "description": "bucket width in seconds; default: the smallest of 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400 giving at most 120 buckets. At most 1500 buckets", "schema": {"type": "integer", "minimum": 1, "maximum": 2678400}}
+        ],
+        "responses": {
+          "200": {"description": "The window", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Stats"}}}},
           "400": {"$ref": "#/components/responses/BadRequest"},
           "401": {"$ref": "#/components/responses/Unauthorized"},
           "503": {"$ref": "#/components/responses/Unavailable"}
@@ -315,6 +350,48 @@ constexpr std::string_view kDocument = R"json({
         }
       }
     },
+    "/settings": {
+      "get": {
+        "tags": ["operations"], "operationId": "getSettings", "summary": "The protect-and-save stages as this instance runs them: cache (with its counters), redaction rules, screening, guardrail",
+        "responses": {
+          "200": {"description": "The settings", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["cache", "redaction", "screening", "guardrail"], "properties": {
+              "cache": {"type": "object", "properties": {"enabled": {"type": "boolean"}, "backend": {"type": "string", "enum": ["memory", "redis", "none"]}, "ttl_ms": {"type": "integer"}, "max_bytes": {"type": "integer"}, "shared": {"type": "boolean"}, "stats": {"type": "object"}}},
+              "redaction": {"type": "object", "properties": {"enabled": {"type": "boolean"}, "can_encrypt": {"type": "boolean"}, "rules": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "action": {"type": "string", "enum": ["mask", "encrypt", "block"]}}}}}},
+              "screening": {"type": "object", "properties": {"enabled": {"type": "boolean"}, "action": {"type": "string", "enum": ["off", "log", "warn", "block"]}, "threshold": {"type": "number"}, "deny": {"type": "array", "items": {"type": "string"}}}},
+              "guardrail": {"type": "object", "properties": {"enabled": {"type": "boolean"}, "endpoint": {"type": "string"}, "on_failure": {"type": "string", "enum": ["fail_open", "fail_closed"]}, "timeout_ms": {"type": "integer"}}}}}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"}
+        }
+      },
+      "patch": {
+        "tags": ["operations"], "operationId": "patchSettings", "summary": "Switch the stages at run time for every instance (kept in the store); null returns a switch to the config file's value",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "properties": {
+          "cache": {"type": "object", "properties": {"enabled": {"type": ["boolean", "null"]}}},
+          "redaction": {"type": "object", "properties": {"enabled": {"type": ["boolean", "null"]}}},
+          "screening": {"type": "object", "properties": {"action": {"type": ["string", "null"], "enum": ["off", "log", "warn", "block", null]}}},
+          "guardrail": {"type": "object", "properties": {"enabled": {"type": ["boolean", "null"]}}}}}}}},
+        "responses": {
+          "200": {"description": "The settings now in force (as GET)", "content": {"application/json": {"schema": {"type": "object"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"}
+        }
+      }
+    },
+    "/pricing": {
+      "get": {
+        "tags": ["operations"], "operationId": "getPricing", "summary": "The price table in force: the shipped prices with the config's pricing: overrides",
+        "responses": {
+          "200": {"description": "USD per million tokens", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["models"], "properties": {"models": {"type": "array", "items": {
+              "type": "object", "required": ["model", "input_per_mtok", "output_per_mtok", "source"], "properties": {
+                "model": {"type": "string", "description": "a name or a glob"},
+                "input_per_mtok": {"type": "number"}, "output_per_mtok": {"type": "number"},
+                "cached_input_per_mtok": {"type": "number"},
+                "source": {"type": "string", "enum": ["shipped", "config"]}}}}}}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"}
+        }
+      }
+    },
     "/reload": {
       "post": {
         "tags": ["operations"], "operationId": "reload", "summary": "Reload the config file now; a config that fails validation is not applied",
@@ -386,11 +463,16 @@ constexpr std::string_view kDocument = R"json({
           "expires_at_ms": {"type": ["integer", "null"], "description": "Unix ms"},
           "revoked_at_ms": {"type": ["integer", "null"], "description": "Unix ms"},
           "metadata": {"type": "object"},
+          "screening": {"type": ["string", "null"], "enum": ["off", "log", "warn", "block", null], "description": "this key's prompt-injection action; null inherits the channel's and the gateway's (the stricter of key and channel applies)"},
+          "cache": {"type": ["boolean", "null"], "description": "this key's answers are cached (true) or never (false); null inherits"},
+          "cache_ttl_ms": {"type": ["integer", "null"], "description": "a shorter cache TTL for this key; null inherits"},
           "status": {"$ref": "#/components/schemas/KeyStatus"},
           "created_at_ms": {"type": "integer"},
           "updated_at_ms": {"type": "integer"},
           "spend": {"type": "object", "required": ["day_usd", "month_usd", "total_usd"], "description": "UTC day and month", "properties": {
-            "day_usd": {"type": "number"}, "month_usd": {"type": "number"}, "total_usd": {"type": "number"}}}
+            "day_usd": {"type": "number"}, "month_usd": {"type": "number"}, "total_usd": {"type": "number"}}},
+          "requests": {"type": "object", "required": ["day", "month", "total"], "description": "requests made with the key: this UTC day, this UTC month, ever (the total survives log retention)", "properties": {
+            "day": {"type": "integer"}, "month": {"type": "integer"}, "total": {"type": "integer"}}}
         }
       },
       "KeyUpdate": {
@@ -408,7 +490,10 @@ constexpr std::string_view kDocument = R"json({
           "budget_total_usd": {"type": ["number", "null"], "minimum": 0},
           "expires_at_ms": {"type": ["integer", "null"], "description": "Unix ms"},
           "expires_at": {"type": ["string", "null"], "format": "date-time", "examples": ["2026-12-31T00:00:00Z"]},
-          "metadata": {"type": "object", "description": "your own annotations, up to 16 KiB"}
+          "metadata": {"type": "object", "description": "your own annotations, up to 16 KiB"},
+          "screening": {"type": ["string", "null"], "enum": ["off", "log", "warn", "block", null]},
+          "cache": {"type": ["boolean", "null"]},
+          "cache_ttl_ms": {"type": ["integer", "null"], "minimum": 1}
         }
       },
       "KeyCreate": {"allOf": [{"$ref": "#/components/schemas/KeyUpdate"}, {"required": ["name"]}]},
@@ -507,12 +592,17 @@ constexpr std::string_view kDocument = R"json({
           "id": {"type": "integer"},
           "time_ms": {"type": "integer"},
           "request_id": {"type": "string"},
+          "virtual_key_id": {"type": ["integer", "null"], "description": "null: the master key, or a request refused before its key was known"},
           "channel": {"type": "string"},
           "upstream_key": {"type": "string", "description": "masked"},
           "model": {"type": "string"},
           "status": {"type": "integer"},
           "stream": {"type": "boolean"},
-          "attempts": {"type": "array", "items": {"type": "object"}},
+          "attempts": {"type": "array", "description": "every upstream try, in order; the last one answered", "items": {"type": "object", "properties": {
+            "channel": {"type": "string"},
+            "key": {"type": "string", "description": "the upstream key's id, masked"},
+            "status": {"type": "integer", "description": "the upstream's HTTP status (0: no response)"},
+            "error": {"type": ["string", "null"], "description": "why the attempt failed"}}}},
           "ttfb_ms": {"type": "integer"},
           "duration_ms": {"type": "integer"},
           "input_tokens": {"type": "integer"},
@@ -523,6 +613,61 @@ constexpr std::string_view kDocument = R"json({
           "user_agent": {"type": "string"}
         }
       },
+      "LogDetail": {
+        "allOf": [{"$ref": "#/components/schemas/LogEntry"}, {
+          "type": "object", "required": ["virtual_key_name", "request_body", "response_body"],
+          "properties": {
+            "virtual_key_name": {"type": ["string", "null"], "description": "null without a key, or when the key was deleted"},
+            "request_body": {"type": ["string", "null"], "description": "as sent upstream (after redaction), cut to store.log_body_max_bytes; null unless store.log_bodies is on"},
+            "response_body": {"type": ["string", "null"], "description": "as the client got it (SSE text for a stream), cut the same way; null unless store.log_bodies is on"}}}]
+      },
+      "Percentiles": {
+        "type": "object", "required": ["p50", "p95", "p99"], "description": "ms, nearest rank; null when no request succeeded",
+        "properties": {"p50": {"type": ["integer", "null"]}, "p95": {"type": ["integer", "null"]}, "p99": {"type": ["integer", "null"]}}
+      },
+      "StatsCounts": {
+        "type": "object", "required": ["requests", "errors", "input_tokens", "output_tokens", "cost_usd"],
+        "properties": {
+          "requests": {"type": "integer"},
+          "errors": {"type": "integer", "description": "status >= 400"},
+          "input_tokens": {"type": "integer"},
+          "output_tokens": {"type": "integer"},
+          "cost_usd": {"type": "number"}}
+      },
+      "StatsGroup": {
+        "allOf": [{"$ref": "#/components/schemas/StatsCounts"}, {
+          "type": "object", "required": ["name", "latency_ms"],
+          "properties": {
+            "name": {"type": "string"},
+            "latency_ms": {"type": "object", "required": ["p50", "p95"], "properties": {"p50": {"type": ["integer", "null"]}, "p95": {"type": ["integer", "null"]}}}}}]
+      },
+      "Stats": {
+        "type": "object", "required": ["since_ms", "until_ms", "step_s", "sampled", "series", "totals", "by_channel", "by_model", "by_key"],
+        "properties": {
+          "since_ms": {"type": "integer"},
+          "until_ms": {"type": "integer"},
+          "step_s": {"type": "integer"},
+          "sampled": {"type": "boolean", "description": "true: the percentiles come from 1 request in N"},
+          "series": {"type": "array", "description": "every bucket, oldest first", "items": {"allOf": [{"$ref": "#/components/schemas/StatsCounts"}, {
+            "type": "object", "required": ["t_ms", "ttfb_ms", "latency_ms"],
+            "properties": {
+              "t_ms": {"type": "integer", "description": "start of the bucket, Unix ms"},
+              "ttfb_ms": {"$ref": "#/components/schemas/Percentiles"},
+              "latency_ms": {"$ref": "#/components/schemas/Percentiles"}}}]}},
+          "totals": {"allOf": [{"$ref": "#/components/schemas/StatsCounts"}, {
+            "type": "object", "required": ["error_rate", "requests_per_s", "ttfb_ms", "latency_ms"],
+            "properties": {
+              "error_rate": {"type": "number", "description": "errors / requests; 0 without requests"},
+              "requests_per_s": {"type": "number", "description": "requests / the window's length"},
+              "ttfb_ms": {"$ref": "#/components/schemas/Percentiles"},
+              "latency_ms": {"$ref": "#/components/schemas/Percentiles"}}}]},
+          "by_channel": {"type": "array", "description": "the 20 channels with the most requests", "items": {"$ref": "#/components/schemas/StatsGroup"}},
+          "by_model": {"type": "array", "description": "the 20 models with the most requests", "items": {"$ref": "#/components/schemas/StatsGroup"}},
+          "by_key": {"type": "array", "description": "the 20 virtual keys with the most requests; id null: the master key (and requests refused before a key was known); name null: no key, or a deleted one", "items": {"allOf": [
+            {"$ref": "#/components/schemas/StatsGroup"},
+            {"type": "object", "required": ["id"], "properties": {"id": {"type": ["integer", "null"]}, "name": {"type": ["string", "null"]}}}]}}
+        }
+      },
       "UsageRow": {
         "type": "object",
         "required": ["requests", "errors", "input_tokens", "output_tokens", "cached_tokens", "cost_usd"],
@@ -531,6 +676,7 @@ constexpr std::string_view kDocument = R"json({
           "model": {"type": "string", "description": "when grouped by model"},
           "channel": {"type": "string", "description": "when grouped by channel"},
           "virtual_key_id": {"type": ["integer", "null"], "description": "when grouped by key; null: the master key"},
+          "virtual_key_name": {"type": ["string", "null"], "description": "when grouped by key; null: the master key, or a deleted key"},
           "requests": {"type": "integer"},
           "errors": {"type": "integer", "description": "status >= 400"},
           "input_tokens": {"type": "integer"},

@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 #include <yaml-cpp/eventhandler.h>
+#include <re2/re2.h>
 
 #include <sstream>
 
@@ -28,14 +29,22 @@
 
 #include "cluster/RedisUrl.hpp"
 #include "config/Scalars.hpp"
+#include "redact/Rules.hpp"
 
 namespace sluice::config {
 namespace {
 
 using Keys = std::span<const std::string_view>;
 
-constexpr std::array<std::string_view, 7> kTopKeys = {"server",  "auth",     "store",  "redis",
-                                                       "routing", "channels", "pricing"};
+constexpr std::array<std::string_view, 11> kTopKeys = {"server",   "auth",    "store", "redis",     "routing",
+                                                        "channels", "pricing", "cache", "redaction", "screening",
+                                                        "guardrail"};
+constexpr std::array<std::string_view, 5> kCacheKeys = {"enabled", "ttl", "max_bytes", "max_entry_bytes", "shared"};
+constexpr std::array<std::string_view, 5> kRedactionKeys = {"enabled", "key", "builtin", "actions", "rules"};
+constexpr std::array<std::string_view, 5> kRuleKeys = {"name", "pattern", "action", "fields", "validator"};
+constexpr std::array<std::string_view, 4> kScreeningKeys = {"action", "threshold", "deny", "model"};
+constexpr std::array<std::string_view, 5> kGuardrailKeys = {"url", "timeout", "on_failure", "review_response",
+                                                            "headers"};
 constexpr std::array<std::string_view, 7> kServerKeys = {
     "listen",         "workers",           "max_body_bytes", "max_header_bytes",
     "header_timeout", "keepalive_timeout", "shutdown_grace"};
@@ -48,9 +57,10 @@ constexpr std::array<std::string_view, 7> kRoutingKeys = {"max_retries",      "t
                                                           "recovery_interval"};
 constexpr std::array<std::string_view, 3> kPriceKeys = {"input", "output", "cached_input"};
 constexpr std::array<std::string_view, 4> kTimeoutKeys = {"connect", "first_byte", "idle", "total"};
-constexpr std::array<std::string_view, 15> kChannelKeys = {
-    "name",      "type",        "base_url", "keys", "models",         "priority", "weight", "headers",
-    "model_map", "api_version", "rpm",      "tpm",  "max_concurrent", "key_rpm",  "key_tpm"};
+constexpr std::array<std::string_view, 18> kChannelKeys = {
+    "name",      "type",    "base_url",  "keys",     "models",         "priority", "weight",
+    "headers",   "model_map", "api_version", "rpm",  "tpm",            "max_concurrent", "key_rpm",
+    "key_tpm",   "cache",   "cache_ttl", "screening"};
 
 struct ChannelTypeEntry {
   ChannelType type;
@@ -207,6 +217,7 @@ class Loader {
     YAML::Node root;
     bool empty = true;
     bool secretKeySet = false;
+    bool redactKeySet = false;
     try {
       DocumentCounter counter;
       std::istringstream in(text);
@@ -262,10 +273,21 @@ class Loader {
         channels(v, cfg.channels);
       } else if (key == "pricing") {
         pricing(v, cfg.pricing);
+      } else if (key == "cache") {
+        cache(v, cfg.cache);
+      } else if (key == "redaction") {
+        redactKeySet = redaction(v, cfg.redaction);
+      } else if (key == "screening") {
+        screening(v, cfg.screening);
+      } else if (key == "guardrail") {
+        guardrail(v, cfg.guardrail);
       }
     });
     if (!secretKeySet) {
       if (const char* env = std::getenv("SLUICE_SECRET_KEY")) cfg.store.secret_key = env;
+    }
+    if (!redactKeySet) {
+      if (const char* env = std::getenv("SLUICE_REDACT_KEY")) cfg.redaction.key = env;
     }
     return cfg;
   }
@@ -371,6 +393,155 @@ class Loader {
   }
 
   // pricing: {MODEL_OR_GLOB: {input: USD_PER_MTOK, output: USD_PER_MTOK, cached_input: USD_PER_MTOK}}
+  ScreenAction screenAction(const YAML::Node& n, const std::string& path) {
+    const std::string v = scalar(n, path, "off, log, warn or block");
+    const auto a = parseScreenAction(v);
+    if (!a) fail(n, path + ": expected off, log, warn or block, got " + quote(v));
+    return *a;
+  }
+
+  void cache(const YAML::Node& node, CacheConfig& c) {
+    walk(node, "cache", kCacheKeys, [&](const std::string& key, const YAML::Node& v) {
+      const std::string path = "cache." + key;
+      if (key == "enabled") {
+        c.enabled = boolean(v, path);
+      } else if (key == "ttl") {
+        c.ttl = duration(v, path, false);
+      } else if (key == "max_bytes") {
+        c.max_bytes = bytes(v, path, std::uint64_t{1} << 40);
+      } else if (key == "max_entry_bytes") {
+        c.max_entry_bytes = bytes(v, path, std::uint64_t{64} << 20);
+      } else if (key == "shared") {
+        c.shared = boolean(v, path);
+      }
+    });
+    if (c.max_entry_bytes > c.max_bytes) fail(node, "cache: max_entry_bytes must not exceed max_bytes");
+  }
+
+  // True when `key` was given (even empty), so the environment default is not applied.
+  bool redaction(const YAML::Node& node, RedactionConfig& r) {
+    bool keySet = false;
+    std::vector<redact::RuleSpec> specs;
+    walk(node, "redaction", kRedactionKeys, [&](const std::string& key, const YAML::Node& v) {
+      const std::string path = "redaction." + key;
+      if (key == "enabled") {
+        r.enabled = boolean(v, path);
+      } else if (key == "key") {
+        r.key = str(v, path);
+        keySet = true;
+      } else if (key == "builtin") {
+        r.builtin = boolean(v, path);
+      } else if (key == "actions") {
+        if (v.IsNull()) return;
+        if (!v.IsMap()) fail(v, path + ": expected a mapping of built-in rule names to mask, encrypt, block or off");
+        std::set<std::string> builtinNames;
+        for (const auto& spec : redact::builtinRules()) builtinNames.insert(spec.name);
+        for (const auto& kv : v) {
+          const std::string name = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+          if (!builtinNames.contains(name)) {
+            std::string all;
+            for (const auto& n : builtinNames) all += (all.empty() ? "" : ", ") + n;
+            fail(kv.first, path + ": " + quote(name) + " is not a built-in rule; built-in rules: " + all);
+          }
+          std::string action = str(kv.second, path + "." + name);
+          if (action != "off" && !redact::parseAction(action))
+            fail(kv.second, path + "." + name + ": expected mask, encrypt, block or off, got " + quote(action));
+          if (!r.actions.emplace(name, action).second) fail(kv.first, path + ": duplicate rule " + quote(name));
+        }
+      } else if (key == "rules") {
+        if (v.IsNull()) return;
+        if (!v.IsSequence()) fail(v, path + ": expected a list of rules {name, pattern, action, fields}");
+        std::size_t i = 0;
+        for (const auto& item : v) {
+          const std::string rpath = path + "[" + std::to_string(i++) + "]";
+          RedactionRuleConfig rule;
+          rule.line = item.Mark().line + 1;
+          std::set<std::string> present;
+          walk(item, rpath, kRuleKeys, [&](const std::string& rk, const YAML::Node& rv) {
+            present.insert(rk);
+            const std::string kp = rpath + "." + rk;
+            if (rk == "name") rule.name = str(rv, kp);
+            else if (rk == "pattern") rule.pattern = str(rv, kp);
+            else if (rk == "action") rule.action = str(rv, kp);
+            else if (rk == "validator") rule.validator = str(rv, kp);
+            else if (rk == "fields") {
+              for (auto& [f, fnode] : stringList(rv, kp)) rule.fields.push_back(std::move(f));
+            }
+          });
+          for (const char* required : {"name", "pattern"}) {
+            if (!present.contains(required)) fail(item, rpath + ": missing required key \"" + required + "\"");
+          }
+          const auto action = redact::parseAction(rule.action);
+          if (!action) fail(item, rpath + ".action: expected mask, encrypt or block, got " + quote(rule.action));
+          redact::RuleSpec spec{rule.name, rule.pattern, *action, rule.fields, rule.validator};
+          try {
+            (void)redact::RuleSet::compile({spec});
+          } catch (const std::invalid_argument& e) {
+            fail(item, rpath + ": " + e.what());
+          }
+          r.rules.push_back(std::move(rule));
+        }
+      }
+    });
+    // Names must not collide with each other or with a built-in rule that is in use.
+    std::set<std::string> names;
+    if (r.builtin)
+      for (const auto& spec : redact::builtinRules()) names.insert(spec.name);
+    for (const auto& rule : r.rules) {
+      if (!names.insert(rule.name).second)
+        fail(node, "redaction.rules: the rule name " + quote(rule.name) + " (line " + std::to_string(rule.line) +
+                       ") is used twice (built-in rules: set their action under redaction.actions)");
+    }
+    return keySet;
+  }
+
+  void screening(const YAML::Node& node, ScreeningConfig& s) {
+    walk(node, "screening", kScreeningKeys, [&](const std::string& key, const YAML::Node& v) {
+      const std::string path = "screening." + key;
+      if (key == "action") {
+        s.action = screenAction(v, path);
+      } else if (key == "threshold") {
+        s.threshold = number(v, path, 0, 1);
+      } else if (key == "model") {
+        s.model = str(v, path);
+      } else if (key == "deny") {
+        std::size_t i = 0;
+        for (auto& [pattern, pnode] : stringList(v, path)) {
+          const std::string ppath = path + "[" + std::to_string(i++) + "]";
+          re2::RE2 re(pattern, re2::RE2::Quiet);
+          if (pattern.empty()) fail(pnode, ppath + ": empty pattern");
+          if (!re.ok()) fail(pnode, ppath + ": not a valid RE2 pattern: " + re.error());
+          s.deny.push_back(std::move(pattern));
+        }
+      }
+    });
+  }
+
+  void guardrail(const YAML::Node& node, GuardrailConfig& g) {
+    bool failureSet = false;
+    walk(node, "guardrail", kGuardrailKeys, [&](const std::string& key, const YAML::Node& v) {
+      const std::string path = "guardrail." + key;
+      if (key == "url") {
+        g.url = str(v, path);
+        if (!g.url.empty()) g.url = baseUrl(v, path);
+      } else if (key == "timeout") {
+        g.timeout = duration(v, path, false);
+      } else if (key == "on_failure") {
+        const std::string f = str(v, path);
+        if (f != "fail_open" && f != "fail_closed")
+          fail(v, path + ": expected fail_open (the request goes on) or fail_closed (it is refused), got " + quote(f));
+        g.fail_open = f == "fail_open";
+        failureSet = true;
+      } else if (key == "review_response") {
+        g.review_response = boolean(v, path);
+      } else if (key == "headers") {
+        walkHeaders(v, path, g.headers);
+      }
+    });
+    if (!g.url.empty() && !failureSet)
+      fail(node, "guardrail: say what happens when the webhook fails or times out: on_failure: fail_open or fail_closed");
+  }
+
   void pricing(const YAML::Node& node, std::map<std::string, Price>& out) {
     if (node.IsNull()) return;
     if (!node.IsMap()) fail(node, "pricing: expected a mapping of model names to prices, got " + describeNode(node));
@@ -635,6 +806,12 @@ class Loader {
            : key == "max_concurrent" ? ch.max_concurrent
            : key == "key_rpm"        ? ch.key_rpm
                                      : ch.key_tpm) = n;
+        } else if (key == "cache") {
+          ch.cache = boolean(v, kpath);
+        } else if (key == "cache_ttl") {
+          ch.cache_ttl = duration(v, kpath, false);
+        } else if (key == "screening") {
+          ch.screening = screenAction(v, kpath);
         }
       });
       for (const char* required : {"name", "type", "base_url", "models"}) {
@@ -697,6 +874,23 @@ std::string maskUrl(const std::string& url) {
 }
 
 }  // namespace
+
+const char* screenActionName(ScreenAction a) {
+  switch (a) {
+    case ScreenAction::Off: return "off";
+    case ScreenAction::Log: return "log";
+    case ScreenAction::Warn: return "warn";
+    case ScreenAction::Block: return "block";
+  }
+  return "off";
+}
+
+std::optional<ScreenAction> parseScreenAction(std::string_view s) {
+  for (auto a : {ScreenAction::Off, ScreenAction::Log, ScreenAction::Warn, ScreenAction::Block}) {
+    if (s == screenActionName(a)) return a;
+  }
+  return std::nullopt;
+}
 
 const char* channelTypeName(ChannelType t) {
   for (const auto& e : kChannelTypes) {
@@ -823,9 +1017,67 @@ std::string describeConfig(const Config& c) {
       }
       e << YAML::EndMap;
     }
+    if (ch.cache) e << YAML::Key << "cache" << YAML::Value << *ch.cache;
+    if (ch.cache_ttl) e << YAML::Key << "cache_ttl" << YAML::Value << formatDuration(*ch.cache_ttl);
+    if (ch.screening) e << YAML::Key << "screening" << YAML::Value << screenActionName(*ch.screening);
     e << YAML::EndMap;
   }
   e << YAML::EndSeq;
+  e << YAML::Key << "cache" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "enabled" << YAML::Value << c.cache.enabled;
+  e << YAML::Key << "ttl" << YAML::Value << formatDuration(c.cache.ttl);
+  e << YAML::Key << "max_bytes" << YAML::Value << formatByteSize(c.cache.max_bytes);
+  e << YAML::Key << "max_entry_bytes" << YAML::Value << formatByteSize(c.cache.max_entry_bytes);
+  e << YAML::Key << "shared" << YAML::Value << c.cache.shared;
+  e << YAML::EndMap;
+  e << YAML::Key << "redaction" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "enabled" << YAML::Value << c.redaction.enabled;
+  e << YAML::Key << "key" << YAML::Value << YAML::DoubleQuoted << maskSecret(c.redaction.key);
+  e << YAML::Key << "builtin" << YAML::Value << c.redaction.builtin;
+  if (!c.redaction.actions.empty()) {
+    e << YAML::Key << "actions" << YAML::Value << YAML::BeginMap;
+    for (const auto& [name, a] : c.redaction.actions) e << YAML::Key << name << YAML::Value << a;
+    e << YAML::EndMap;
+  }
+  if (!c.redaction.rules.empty()) {
+    e << YAML::Key << "rules" << YAML::Value << YAML::BeginSeq;
+    for (const auto& r : c.redaction.rules) {
+      e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << r.name;
+      e << YAML::Key << "pattern" << YAML::Value << YAML::SingleQuoted << r.pattern;
+      e << YAML::Key << "action" << YAML::Value << r.action;
+      if (!r.fields.empty()) {
+        e << YAML::Key << "fields" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+        for (const auto& f : r.fields) e << f;
+        e << YAML::EndSeq;
+      }
+      if (!r.validator.empty()) e << YAML::Key << "validator" << YAML::Value << r.validator;
+      e << YAML::EndMap;
+    }
+    e << YAML::EndSeq;
+  }
+  e << YAML::EndMap;
+  e << YAML::Key << "screening" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "action" << YAML::Value << screenActionName(c.screening.action);
+  if (c.screening.threshold > 0) e << YAML::Key << "threshold" << YAML::Value << c.screening.threshold;
+  if (!c.screening.deny.empty()) {
+    e << YAML::Key << "deny" << YAML::Value << YAML::BeginSeq;
+    for (const auto& d : c.screening.deny) e << YAML::SingleQuoted << d;
+    e << YAML::EndSeq;
+  }
+  if (!c.screening.model.empty()) e << YAML::Key << "model" << YAML::Value << c.screening.model;
+  e << YAML::EndMap;
+  e << YAML::Key << "guardrail" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "url" << YAML::Value << YAML::DoubleQuoted << maskUrl(c.guardrail.url);
+  e << YAML::Key << "timeout" << YAML::Value << formatDuration(c.guardrail.timeout);
+  e << YAML::Key << "on_failure" << YAML::Value << (c.guardrail.fail_open ? "fail_open" : "fail_closed");
+  e << YAML::Key << "review_response" << YAML::Value << c.guardrail.review_response;
+  if (!c.guardrail.headers.empty()) {
+    e << YAML::Key << "headers" << YAML::Value << YAML::BeginMap;
+    for (const auto& [name, value] : c.guardrail.headers)
+      e << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << maskSecret(value);
+    e << YAML::EndMap;
+  }
+  e << YAML::EndMap;
   if (!c.pricing.empty()) {
     e << YAML::Key << "pricing" << YAML::Value << YAML::BeginMap;
     for (const auto& [model, p] : c.pricing) {

@@ -74,6 +74,61 @@ inline constexpr const char* kAzureApiVersion = "2024-10-21";
 
 enum class ChannelType { OpenAI, Anthropic, Gemini, Azure, OpenAICompatible, Mock };
 
+// What the prompt-injection screen does with a request it flags (and with a deny-list hit):
+// nothing, a log line and counter, also a response header (x-sluice-screening: flagged), or a
+// 400 in the caller's format.
+enum class ScreenAction { Off, Log, Warn, Block };
+const char* screenActionName(ScreenAction a);
+std::optional<ScreenAction> parseScreenAction(std::string_view s);  // "off" | "log" | "warn" | "block"
+
+// The exact response cache (src/cache). Per channel and per virtual key it may be switched on
+// or off and given a shorter TTL; a request opts out with Cache-Control: no-cache / no-store.
+struct CacheConfig {
+  bool enabled = false;
+  Millis ttl{3'600'000};
+  std::uint64_t max_bytes = 256ull << 20;       // in memory: the whole cache (Redis: its own maxmemory)
+  std::uint64_t max_entry_bytes = 1ull << 20;   // answers bigger than this are not stored
+  // Entries are namespaced per virtual key unless this is set (then every caller shares them).
+  bool shared = false;
+};
+
+struct RedactionRuleConfig {
+  std::string name;
+  std::string pattern;
+  std::string action = "encrypt";   // mask | encrypt | block
+  std::vector<std::string> fields;  // system | user | assistant | tool | tool_arguments | all
+  std::string validator;            // luhn | iban | ssn | ipv4 | ipv6 | phone | jwt | openai_key
+  int line = 0;
+};
+
+// Redaction before a request leaves (src/redact). `encrypt` hits become tokens sealed with
+// `key` (HKDF per virtual key) that are restored in the answer.
+struct RedactionConfig {
+  bool enabled = false;
+  std::string key;       // default: the SLUICE_REDACT_KEY environment variable
+  bool builtin = true;   // the built-in rule pack (e-mail, cards, IBAN, keys, ...)
+  // Built-in rule name -> "mask" | "encrypt" | "block" | "off".
+  std::map<std::string, std::string> actions;
+  std::vector<RedactionRuleConfig> rules;  // after the built-in ones
+};
+
+struct ScreeningConfig {
+  ScreenAction action = ScreenAction::Off;
+  double threshold = 0;            // 0: the model's tuned threshold
+  std::vector<std::string> deny;   // RE2 patterns; a hit counts as flagged whatever the score
+  std::string model;               // another model file (default: the built-in one)
+};
+
+// An external review webhook: the outgoing text (after redaction) is POSTed to `url`; the reply
+// {"action": "allow" | "warn" | "block", "reason": ...} decides. `on_failure` must be stated.
+struct GuardrailConfig {
+  std::string url;
+  Millis timeout{2'000};
+  bool fail_open = true;          // on_failure: fail_open | fail_closed
+  bool review_response = false;   // also review non-streamed answers before they are sent
+  std::map<std::string, std::string> headers;
+};
+
 struct ChannelConfig {
   std::string name;
   ChannelType type = ChannelType::OpenAI;
@@ -96,6 +151,10 @@ struct ChannelConfig {
   std::int64_t max_concurrent = 0;
   std::int64_t key_rpm = 0;
   std::int64_t key_tpm = 0;
+  // Overrides of the gateway's cache and screening settings for this channel (unset: inherit).
+  std::optional<bool> cache;
+  std::optional<Millis> cache_ttl;
+  std::optional<ScreenAction> screening;
   // A channel added through the admin API (0: declared in the config file): its store id, and
   // the store id of each of its keys (parallel to `keys`).
   std::int64_t store_id = 0;
@@ -112,6 +171,10 @@ struct Config {
   std::vector<ChannelConfig> channels;
   // Prices by model name or glob, over the shipped table (pipeline/Pricing).
   std::map<std::string, Price> pricing;
+  CacheConfig cache;
+  RedactionConfig redaction;
+  ScreeningConfig screening;
+  GuardrailConfig guardrail;
   std::string source_path;  // file it was loaded from ("" when built in code)
 };
 

@@ -162,6 +162,14 @@ std::shared_ptr<const Snapshot> ControlPlane::makeSnapshot(const std::shared_ptr
   s->cfg = std::move(cfg);
   s->keys = std::make_shared<const pipeline::KeyTable>(st.virtual_keys);
   s->prices = std::make_shared<const pipeline::PriceTable>(s->cfg->pricing);
+  // Rules, detector and webhook come from the config file alone: rebuilt when it changes, not
+  // on every store refresh (the cipher cache survives those).
+  if (safety_for_ != fileCfg || !safety_) {
+    safety_ = pipeline::Safety::build(*fileCfg);
+    safety_for_ = fileCfg;
+  }
+  s->safety = safety_;
+  s->switches = switchesFrom(st.gateway_settings);
   // A key disabled by hand in the store is disabled here; one enabled there comes back.
   std::map<std::int64_t, const store::UpstreamKey*> byId;
   for (const auto& k : st.upstream_keys) byId[k.id] = &k;
@@ -222,6 +230,7 @@ bool ControlPlane::refreshFromStore(bool force) {
     st.channels = cp_store_->listChannels();
     st.upstream_keys = cp_store_->listUpstreamKeys(std::nullopt);
     st.virtual_keys = cp_store_->listVirtualKeys();
+    st.gateway_settings = cp_store_->gatewaySettings();
     std::lock_guard lk(publish_mu_);
     store_state_ = std::move(st);
     cp_stamp_ = std::move(stamp);

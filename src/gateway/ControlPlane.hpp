@@ -31,6 +31,7 @@ struct StoreState {
   std::vector<store::Channel> channels;
   std::vector<store::UpstreamKey> upstream_keys;
   std::vector<store::VirtualKey> virtual_keys;
+  std::map<std::string, std::string> gateway_settings;
 };
 
 class ControlPlane {
@@ -81,6 +82,8 @@ class ControlPlane {
   StoreState store_state_;
   std::shared_ptr<const Snapshot> current_;
   std::set<std::string> reported_problems_;
+  std::shared_ptr<const pipeline::Safety> safety_;
+  std::shared_ptr<const config::Config> safety_for_;  // the file config safety_ was built from
 
   // Refresher thread only.
   std::unique_ptr<store::Store> cp_store_;

@@ -9,6 +9,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <boost/json/value_from.hpp>
 #include <fmt/format.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -24,8 +25,10 @@
 #include <thread>
 
 #include "admin/AdminApi.hpp"
+#include "cache/ResponseCache.hpp"
 #include "cluster/Limiter.hpp"
 #include "config/Config.hpp"
+#include "console/Console.hpp"
 #include "core/Clock.hpp"
 #include "core/JsonText.hpp"
 #include "core/LineWriter.hpp"
@@ -38,6 +41,7 @@
 #include "mock/MockServer.hpp"
 #include "pipeline/KeyTable.hpp"
 #include "pipeline/VirtualKeySecret.hpp"
+#include "redact/Rules.hpp"
 #include "routing/Router.hpp"
 #include "store/LogWriter.hpp"
 #include "store/Store.hpp"
@@ -144,6 +148,7 @@ class Gateway {
         embedded_mock_(std::move(embeddedMock)),
         access_(STDOUT_FILENO),
         limiter_(cluster::Limiter::Options{cfg->redis.url}),
+        cache_(makeCache(*cfg)),
         control_(std::make_unique<ControlPlane>(cfg, limiter_, healthRegistry())) {
     admin_ = std::make_unique<admin::AdminApi>(cfg->store.url);
     admin_->setConfigSource([this] { return control_->fileConfig(); });
@@ -493,12 +498,12 @@ class Gateway {
       co_await r.send(std::move(res));
       co_return;
     }
-    if (path == "/" && (method == bhttp::verb::head || method == bhttp::verb::get)) {
-      http::Response res{bhttp::status::ok, 11};
-      res.set(bhttp::field::content_type, "text/plain");
-      if (method != bhttp::verb::head) res.body() = std::string("sluice ") + SLUICE_VERSION + "\n";
-      co_await r.send(std::move(res));
-      co_return;
+    if (method == bhttp::verb::head || method == bhttp::verb::get) {
+      std::optional<http::Response> page = console::serve(req, path);
+      if (page) {
+        co_await r.send(std::move(*page));
+        co_return;
+      }
     }
 
     if (path.starts_with("/admin/api/")) {
@@ -584,7 +589,7 @@ class Gateway {
       co_await sendError(r, ctx, rec, call.wire, 405, "invalid_request_error", "method_not_allowed", message);
       co_return;
     }
-    co_await proxy(snap, ws.pool, limiter_, caller, req, r, ctx, call, rec);
+    co_await proxy(snap, ws.pool, limiter_, cache_.get(), caller, req, r, ctx, call, rec);
   }
 
   static http::Response adminJson(int status, const json::value& v) {
@@ -636,6 +641,14 @@ class Gateway {
 
   std::shared_ptr<const config::Config> current_cfg() { return control_->fileConfig(); }
 
+  static std::unique_ptr<cache::ResponseCache> makeCache(const config::Config& cfg) {
+    cache::CacheBackendOptions o;
+    o.redis_url = cfg.redis.url;
+    o.memory_max_bytes = cfg.cache.max_bytes;
+    o.max_entry_bytes = cfg.cache.max_entry_bytes;
+    return cache::makeResponseCache(o);
+  }
+
   // Admin endpoints that act on this process's live state (key health, config, reload);
   // nullopt: not one of them (the AdminApi serves the rest from the store).
   net::awaitable<std::optional<http::Response>> liveAdmin(const Snapshot& snap, WorkerState& ws, const http::Request& req,
@@ -652,6 +665,101 @@ class Gateway {
       auto task = [this]() -> net::awaitable<std::pair<bool, std::string>> { co_return reload("admin API"); };
       auto [ok, message] = co_await net::co_spawn(control_ioc_, std::move(task), net::use_awaitable);
       co_return adminJson(ok ? 200 : 400, json::object{{"ok", ok}, {"message", message}});
+    }
+    if (path == "/pricing") {
+      if (!get) co_return adminError(405, "/admin/api/pricing takes GET");
+      json::array models;
+      const auto& overrides = snap.cfg->pricing;
+      for (const auto& [model, price] : snap.prices->entries()) {
+        json::object m{{"model", model}, {"input_per_mtok", price.input}, {"output_per_mtok", price.output}};
+        if (price.cached_input >= 0) m["cached_input_per_mtok"] = price.cached_input;
+        m["source"] = overrides.contains(model) ? "config" : "shipped";
+        models.push_back(std::move(m));
+      }
+      co_return adminJson(200, json::object{{"models", std::move(models)}});
+    }
+    if (path == "/settings") {
+      // The protect-and-save stages as this instance runs them. PATCH switches them at run time
+      // for every instance (kept in the store; null returns a switch to the config file's value).
+      if (!get && req.method() != bhttp::verb::patch)
+        co_return adminError(405, "/admin/api/settings takes GET or PATCH");
+      if (!get) {
+        boost::system::error_code ec;
+        auto body = json::parse(req.body(), ec);
+        if (ec || !body.is_object())
+          co_return adminError(400, "the body must be a JSON object such as {\"cache\": {\"enabled\": false}}");
+        std::vector<std::pair<std::string, std::optional<std::string>>> writes;
+        for (const auto& [section, v] : body.as_object()) {
+          const std::string sec(section);
+          const char* field = sec == "screening" ? "action" : "enabled";
+          if (sec != "cache" && sec != "redaction" && sec != "screening" && sec != "guardrail")
+            co_return adminError(400, "unknown setting \"" + sec + "\"; valid: cache, redaction, screening, guardrail", sec.c_str());
+          if (!v.is_object()) co_return adminError(400, sec + " must be an object such as {\"" + field + "\": ...}", sec.c_str());
+          for (const auto& [k, val] : v.as_object()) {
+            const std::string name = sec + "." + std::string(k);
+            if (std::string_view(k) != field)
+              co_return adminError(400, "unknown setting \"" + name + "\"; " + sec + " takes \"" + field + "\"", name.c_str());
+            if (val.is_null()) {
+              writes.emplace_back(name, std::nullopt);
+            } else if (sec == "screening") {
+              if (!val.is_string() || !config::parseScreenAction(val.as_string()))
+                co_return adminError(400, "screening.action must be \"off\", \"log\", \"warn\", \"block\" or null", name.c_str());
+              writes.emplace_back(name, std::string(val.as_string()));
+            } else {
+              if (!val.is_bool()) co_return adminError(400, name + " must be true, false or null", name.c_str());
+              writes.emplace_back(name, val.as_bool() ? "true" : "false");
+            }
+          }
+        }
+        if (!snap.safety->webhook())
+          for (const auto& w : writes)
+            if (w.first == "guardrail.enabled" && w.second == "true")
+              co_return adminError(400, "no guardrail webhook is configured: set guardrail.url in the config file",
+                                   "guardrail.enabled");
+        // Written and then waited for on the store thread, so the worker never blocks.
+        auto write = [this, writes](store::Store& st) {
+          for (const auto& [name, value] : writes) {
+            if (value) st.putGatewaySetting(name, *value);
+            else st.deleteGatewaySetting(name);
+          }
+          control_->refreshNowAndWait();
+        };
+        std::optional<std::string> err = co_await onStoreThread(std::move(write));
+        if (err) co_return adminError(503, "store: " + *err);
+      }
+      auto cur = control_->current();
+      const auto& c = *cur->cfg;
+      const auto& sw = cur->switches;
+      auto source = [](bool overridden) { return overridden ? "admin" : "config"; };
+      const auto stats = cache_ ? cache_->stats() : cache::CacheStats{};
+      json::object cacheJ{{"enabled", cur->cacheOn()},
+                          {"source", source(sw.cache.has_value())},
+                          {"backend", cache_ ? cache_->backendName() : "none"},
+                          {"ttl_ms", c.cache.ttl.count()},
+                          {"max_bytes", c.cache.max_bytes},
+                          {"shared", c.cache.shared},
+                          {"stats", json::object{{"hits", stats.hits}, {"misses", stats.misses}, {"writes", stats.writes},
+                                                 {"evictions", stats.evictions}, {"entries", stats.entries},
+                                                 {"bytes", stats.bytes}, {"errors", stats.errors}}}};
+      json::array rules;
+      if (cur->safety->rules())
+        for (const auto& r : cur->safety->rules()->rules())
+          rules.push_back(json::object{{"name", r.name}, {"action", redact::actionName(r.action)}});
+      json::object redactionJ{{"enabled", cur->redactionOn()}, {"source", source(sw.redaction.has_value())},
+                              {"can_encrypt", cur->safety->canEncrypt()}, {"rules", std::move(rules)}};
+      const auto action = cur->screeningDefault();
+      json::object screeningJ{{"enabled", action != config::ScreenAction::Off},
+                              {"action", config::screenActionName(action)},
+                              {"source", source(sw.screening.has_value())},
+                              {"threshold", cur->safety->threshold()},
+                              {"deny", json::value_from(c.screening.deny)}};
+      json::object guardrailJ{{"enabled", cur->guardrailOn()},
+                              {"source", source(sw.guardrail.has_value())},
+                              {"endpoint", cur->safety->webhook() ? cur->safety->webhook()->endpoint.pool_key : std::string()},
+                              {"on_failure", c.guardrail.fail_open ? "fail_open" : "fail_closed"},
+                              {"timeout_ms", c.guardrail.timeout.count()}};
+      co_return adminJson(200, json::object{{"cache", std::move(cacheJ)}, {"redaction", std::move(redactionJ)},
+                                            {"screening", std::move(screeningJ)}, {"guardrail", std::move(guardrailJ)}});
     }
     static constexpr std::string_view kKeys = "/upstream-keys";
     if (!path.starts_with(kKeys)) co_return std::nullopt;
@@ -857,6 +965,9 @@ class Gateway {
   LineWriter access_;
   // Declared after server_: destroyed before the workers' io_contexts it holds sockets on.
   cluster::Limiter limiter_;
+  // The response cache: in memory, or in Redis when redis.url is set. Its backend and sizes are
+  // chosen at start (a reload changes whether and how long answers are cached, not where).
+  std::unique_ptr<cache::ResponseCache> cache_;
 
   std::unique_ptr<ControlPlane> control_;  // after limiter_: uses it
 

@@ -11,10 +11,19 @@
 #include <algorithm>
 #include <optional>
 
-#include "metrics/Metrics.hpp"
+#include <spdlog/spdlog.h>
+
+#include "cache/Controls.hpp"
+#include "cache/Recorder.hpp"
+#include "cache/Replay.hpp"
+#include "core/Clock.hpp"
 #include "core/JsonText.hpp"
 #include "gateway/StreamTaps.hpp"
+#include "metrics/Metrics.hpp"
+#include "pipeline/Protect.hpp"
 #include "providers/Translate.hpp"
+#include "redact/Redactor.hpp"
+#include "redact/Restorer.hpp"
 
 namespace sluice::gateway {
 
@@ -229,6 +238,12 @@ struct Held {
   const routing::UpstreamKey* key = nullptr;
 };
 
+struct Relay;
+std::string reviewPayloadOf(const Relay& relay, std::string_view phase, std::string_view answer);
+// Defined below (needs RequestContext/Caller only).
+http::Response failure(Wire wire, const RequestContext& ctx, RequestRecord& rec, int status, std::string_view type,
+                       std::string_view code, const std::string& msg);
+
 struct Relay {
   const Snapshot& snap;
   upstream::Pool& pool;
@@ -249,14 +264,38 @@ struct Relay {
   bool body_is_original = false;
   std::string upstream_model;  // for the current attempt
 
+  // Redaction issued tokens for this request: answers are restored with this cipher.
+  std::shared_ptr<const redact::TokenCipher> restore_cipher;
+  std::shared_ptr<redact::RestoreStats> restore_stats;
+  // The response cache records this answer under cache_key (set when a write is decided).
+  cache::ResponseCache* cache = nullptr;
+  std::optional<cache::CacheKey> cache_key;
+  std::chrono::milliseconds cache_ttl{0};
+  std::size_t cache_max_entry = cache::kDefaultMaxEntryBytes;
+  std::shared_ptr<const cache::Entry> recorded;  // the entry made from this answer
+  // Headers the protect stages add to every answer (screening, guardrail, cache).
+  std::vector<std::pair<std::string, std::string>> extra_headers;
+  // Responses clients are answered from a Chat translation (even by an openai channel) when the
+  // answer must be restored or recorded: neither has a decoder for the native Responses stream.
+  bool force_translate = false;
+  bool translatable = false;  // a chat-style request (the protect stages apply to these)
+  std::vector<const routing::Channel*> candidates_seen;  // for the message when none could be tried
+  // guardrail.review_response: the webhook reviews a non-streamed answer before it is sent.
+  const guard::WebhookTarget* review_answer = nullptr;
+  bool review_fail_open = true;
+  const Caller* caller = nullptr;
+  std::vector<pipeline::OutgoingText> outgoing;
+
   Wire upWire(const routing::Pick& p) const { return channelWire(p.channel->cfg.type); }
   bool responsesClient() const { return call.wire == Wire::OpenAI && call.op == "/responses"; }
   // Same format: relayed as it is. Responses requests go natively only to `openai` channels;
   // other OpenAI-format upstreams (vLLM, Ollama, DeepSeek...) get them as chat completions.
   bool translating(const routing::Pick& p) const {
     if (upWire(p) != call.wire) return true;
-    return responsesClient() && p.channel->cfg.type != config::ChannelType::OpenAI;
+    return responsesClient() && (p.channel->cfg.type != config::ChannelType::OpenAI || force_translate);
   }
+  // Streams go through a decoder and encoder when translated or restored.
+  bool decodeStream(const routing::Pick& p) const { return translating(p) || restore_cipher != nullptr; }
   providers::Format clientFormat() const {
     switch (call.wire) {
       case Wire::Anthropic: return providers::Format::AnthropicMessages;
@@ -286,6 +325,13 @@ struct Relay {
     tc.client_stream = stream;
     tc.gemini_json_array = geminiJsonArray();
     tc.responses_echo = responses_echo;
+    if (restore_cipher) {
+      auto cipher = restore_cipher;
+      auto stats = restore_stats;
+      tc.wrap_encoder = [cipher, stats](std::unique_ptr<providers::StreamEncoder> inner) {
+        return pipeline::makeRestoringEncoder(std::move(inner), cipher, stats);
+      };
+    }
     return tc;
   }
   std::shared_ptr<const providers::openai::ResponsesEcho> responses_echo;
@@ -327,6 +373,71 @@ struct Relay {
       co_await limiter->settle(h.subject, h.charge, real ? tokens : 0, real ? cost : 0.0);
     }
     held.clear();
+  }
+
+  // A whole answer as a cache entry: an object body, or the JSON array of a Gemini stream
+  // requested without alt=sse (its elements are the stream's chunks).
+  std::optional<cache::Entry> decodeAnswer(providers::Format f, int status, const std::string& body) const {
+    const auto first = body.find_first_not_of(" \t\r\n");
+    if (f == providers::Format::GeminiGenerate && first != std::string::npos && body[first] == '[') {
+      boost::system::error_code ec;
+      json::value arr = json::parse(body, ec);
+      if (ec || !arr.is_array() || status < 200 || status > 299) return std::nullopt;
+      auto rec = cache::Recorder::forStream(f, cache_max_entry);
+      if (!rec) return std::nullopt;
+      for (const auto& el : arr.as_array()) {
+        std::string event = "data: " + json::serialize(el) + "\r\n\r\n";
+        rec->feed(event);
+      }
+      return rec->finish();
+    }
+    return cache::Recorder::fromWhole(f, status, body, cache_max_entry);
+  }
+
+  // guardrail.review_response: the webhook's verdict on the answer; a refusal to send instead.
+  boost::asio::awaitable<std::optional<http::Response>> reviewAnswer(const std::string& answer) {
+    auto& counters = metrics::registry().safety;
+    const std::string payload = reviewPayloadOf(*this, "response", answer);
+    guard::Verdict v = co_await guard::review(pool, *review_answer, payload);
+    counters.guardrail(v.action == guard::Verdict::Action::Failed && v.timed_out ? "timeout" : guard::verdictName(v.action));
+    std::optional<http::Response> out;
+    if (v.action == guard::Verdict::Action::Warn) {
+      extra_headers.emplace_back("x-sluice-guardrail", "warn");
+    } else if (v.action == guard::Verdict::Action::Block) {
+      out = failure(call.wire, ctx, rec, 400, "invalid_request_error", "guardrail_blocked",
+                    "the answer was withheld by the gateway's guardrail" + (v.reason.empty() ? std::string() : ": " + v.reason));
+    } else if (v.action == guard::Verdict::Action::Failed) {
+      spdlog::warn("request {}: guardrail webhook failed on the answer ({}): {}", ctx.id,
+                   review_fail_open ? "fail_open" : "fail_closed", v.reason);
+      if (!review_fail_open) {
+        out = failure(call.wire, ctx, rec, 503, "api_error", "guardrail_unavailable",
+                      "the gateway's guardrail could not review the answer (" + v.reason +
+                          ") and is configured fail_closed; retry later");
+      } else {
+        extra_headers.emplace_back("x-sluice-guardrail", "unavailable");
+      }
+    }
+    if (out) {
+      for (const auto& [k, val] : rate_headers) out->set(k, val);
+      for (const auto& [k, val] : extra_headers) out->set(k, val);
+    }
+    co_return out;
+  }
+
+  // Puts the recorded answer in the cache (once).
+  boost::asio::awaitable<void> storeRecorded() {
+    if (!recorded || !cache || !cache_key) co_return;
+    const cache::CacheKey& key = *cache_key;
+    const std::shared_ptr<const cache::Entry> entry = std::move(recorded);
+    const std::chrono::milliseconds ttl = cache_ttl;
+    co_await cache->put(key, entry, ttl);
+    metrics::registry().safety.cache_stores.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  void countRestored(const redact::RestoreStats& st) {
+    auto& m = metrics::registry().safety;
+    if (st.restored) m.restored.fetch_add(st.restored, std::memory_order_relaxed);
+    if (st.tampered) m.tampered.fetch_add(st.tampered, std::memory_order_relaxed);
   }
 
   bool ownRateHeader(std::string_view name) const {
@@ -441,6 +552,7 @@ struct Relay {
     out.append("x-sluice-channel: ").append(p.channel->cfg.name).append("\r\n");
     out.append("x-sluice-attempts: ").append(std::to_string(attempts)).append("\r\n");
     for (const auto& [k, v] : rate_headers) out.append(k).append(": ").append(v).append("\r\n");
+    for (const auto& [k, v] : extra_headers) out.append(k).append(": ").append(v).append("\r\n");
     return out;
   }
 
@@ -454,6 +566,7 @@ struct Relay {
     to.set("x-sluice-channel", p.channel->cfg.name);
     to.set("x-sluice-attempts", std::to_string(attempts));
     for (const auto& [k, v] : rate_headers) to.set(k, v);
+    for (const auto& [k, v] : extra_headers) to.set(k, v);
   }
 
   // One attempt on one (channel, key). Never throws.
@@ -572,6 +685,30 @@ struct Relay {
       }
     }
     auto& head = parser.get();
+    const providers::Format recFormat = translating(p) ? upstreamFormat(p) : clientFormat();
+    std::optional<cache::Entry> canonical;  // the answer decoded, when caching or reviewing needs it
+    if (cache_key || (review_answer && !stream)) canonical = decodeAnswer(recFormat, a.status, whole);
+    if (cache_key && canonical) {
+      // Recorded from the upstream's own bytes, tokens and all: a replay is restored per request.
+      canonical->stored_at_ms = unixNowMs();
+      recorded = std::make_shared<const cache::Entry>(*canonical);
+    }
+    if (review_answer && !stream) {
+      std::string text;
+      if (canonical)
+        for (const auto& part : canonical->response.content)
+          if (part.kind == providers::Part::Kind::Text) text += part.text;
+      std::optional<http::Response> refusal = co_await reviewAnswer(text);
+      if (refusal) {
+        if (head.keep_alive()) pool.release(std::move(conn));
+        else conn->close();
+        recorded.reset();
+        co_await r.send(std::move(*refusal));
+        a.outcome = Outcome::Success;
+        a.delivered = true;
+        co_return a;
+      }
+    }
     Usage usage;
     if (translating(p)) {
       std::string clientBody;
@@ -593,9 +730,14 @@ struct Relay {
       rec.output_tokens = usage.completion_tokens;
       rec.cached_tokens = usage.cached_tokens;
     }
+    keepBody(whole);  // the log keeps the answer as it came, tokens sealed
+    if (restore_cipher) {
+      redact::RestoreStats st;
+      pipeline::restoreWholeBody(whole, *restore_cipher, st);
+      countRestored(st);
+    }
     http::Response res{head.result(), 11};
     copyResponseHeaders(head, res, p, attemptNo);
-    keepBody(whole);
     res.body() = std::move(whole);
     if (head.keep_alive()) {
       pool.release(std::move(conn));
@@ -605,6 +747,7 @@ struct Relay {
     rec.status = a.status;
     rec.ttfb_ms = msSince(ctx.start);
     if (beginSettle()) co_await settleHeld(&p);
+    co_await storeRecorded();  // before the answer goes out: an immediate repeat finds it
     co_await r.send(std::move(res));
     a.outcome = Outcome::Success;
     a.delivered = true;
@@ -615,10 +758,14 @@ struct Relay {
                                               std::unique_ptr<upstream::Connection> conn,
                                               upstream::ResponseParser& parser, Attempt a) {
     const auto& t = snap.cfg->routing.timeouts;
-    auto tap = translating(p) ? makeTranslatingTap(providers::makeStreamTranslator(clientFormat(), upstreamFormat(p),
-                                                                                   translateContext(p)))
-                              : makeStreamTap(call.wire, strip_usage);
+    // A same-format stream that must be restored goes through a same-format translator.
+    const providers::Format upFormat = translating(p) ? upstreamFormat(p) : clientFormat();
+    auto tap = decodeStream(p) ? makeTranslatingTap(providers::makeStreamTranslator(clientFormat(), upFormat,
+                                                                                    translateContext(p)))
+                               : makeStreamTap(call.wire, strip_usage);
     auto& filter = *tap;
+    std::unique_ptr<cache::Recorder> recorder;
+    if (cache_key) recorder = cache::Recorder::forStream(upFormat, cache_max_entry);
     std::string out;
     out.reserve(kReadChunk);
     char buf[kReadChunk];
@@ -636,27 +783,37 @@ struct Relay {
       bool sent = r.bytesSent() > 0;
       auto [ec, n] = co_await conn->readBody(parser, buf, sizeof buf, deadline.cap(sent ? t.idle : t.first_byte));
       out.clear();
+      if (recorder) recorder->feed(std::string_view(buf, n));
+      if (restore_cipher) keepBody(std::string_view(buf, n));  // logged as it came, tokens sealed
       bool ok = filter.feed(std::string_view(buf, n), out);
       if (!ok) ec = boost::beast::errc::make_error_code(boost::beast::errc::message_size);
       // The usual last read carries the final events and the upstream's end: send both in one write.
       bool last = parser.is_done() && !ec;
       if (last) {
         filter.finish(out);
+        if (recorder) {
+          if (auto entry = recorder->finish()) {
+            entry->stored_at_ms = unixNowMs();
+            recorded = std::make_shared<const cache::Entry>(std::move(*entry));
+          }
+        }
+        if (restore_stats) countRestored(*restore_stats);
         if (const auto u = filter.usage(); u.known()) {
           rec.input_tokens = u.prompt_tokens;
           rec.output_tokens = u.completion_tokens;
           rec.cached_tokens = u.cached_tokens;
         }
         if (beginSettle()) co_await settleHeld(&p);
+        if (head.result_int() >= 200 && head.result_int() < 300) co_await storeRecorded();
       }
       if (!out.empty() || last) {
         if (!begun) {
-          std::string lines = responseFieldLines(head, p, attemptNo, translating(p) && geminiJsonArray());
+          std::string lines = responseFieldLines(head, p, attemptNo, decodeStream(p) && geminiJsonArray());
           co_await r.beginStream(static_cast<int>(head.result_int()), head.reason(), lines);
           begun = true;
         }
         if (!out.empty() && rec.ttfb_ms < 0) rec.ttfb_ms = msSince(ctx.start);
-        keepBody(out);
+        if (!restore_cipher) keepBody(out);
         bool written = last ? co_await r.writeLastChunk(out) : co_await r.writeChunk(out);
         if (!written) {
           // The client left: stop reading and drop the upstream connection so the provider
@@ -818,6 +975,22 @@ http::Response refusalResponse(Wire wire, const RequestContext& ctx, RequestReco
 
 }  // namespace
 
+Snapshot::Switches switchesFrom(const std::map<std::string, std::string>& rows) {
+  Snapshot::Switches sw;
+  auto flag = [&](const char* name) -> std::optional<bool> {
+    auto it = rows.find(name);
+    if (it == rows.end()) return std::nullopt;
+    if (it->second == "true") return true;
+    if (it->second == "false") return false;
+    return std::nullopt;
+  };
+  sw.cache = flag("cache.enabled");
+  sw.redaction = flag("redaction.enabled");
+  sw.guardrail = flag("guardrail.enabled");
+  if (auto it = rows.find("screening.action"); it != rows.end()) sw.screening = config::parseScreenAction(it->second);
+  return sw;
+}
+
 std::vector<std::pair<std::string, std::string>> rateLimitHeaders(const cluster::Decision& d) {
   std::vector<std::pair<std::string, std::string>> h;
   if (d.limit_requests >= 0) {
@@ -847,6 +1020,7 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, cluster::Li
   auto fail = [&](int status, std::string_view type, std::string_view code, const std::string& msg) {
     return failure(call.wire, ctx, rec, status, type, code, msg);
   };
+  relay.candidates_seen = candidates;
   routing::Attempts attempts(*snap.router, std::move(candidates));
   std::vector<std::string> summary;
   bool allTimeouts = true, all429 = true;
@@ -952,6 +1126,17 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, cluster::Li
     res = fail(429, "rate_limit_error", "upstream_rate_limited", joined);
   } else if (allTimeouts && rec.attempts > 0) {
     res = fail(504, "server_error", "upstream_timeout", "every upstream attempt timed out: " + joined);
+  } else if (rec.attempts == 0 && summary.empty()) {
+    // Nothing was tried: every key of every candidate channel is disabled (or has no key).
+    std::string why;
+    for (const auto* c : relay.candidates_seen) {
+      std::size_t disabled = 0;
+      for (const auto& k : c->keys) disabled += k.health->disabled.load(std::memory_order_relaxed) ? 1 : 0;
+      why += fmt::format("{}channel {}: {} of {} keys disabled", why.empty() ? "" : "; ", c->cfg.name, disabled, c->keys.size());
+    }
+    res = fail(503, "server_error", "no_upstream_key",
+               "no upstream key is available for this model (" + why +
+                   "); enable one with POST /admin/api/upstream-keys/{ref}/enable or add a key");
   } else {
     res = fail(502, "server_error", "upstream_unavailable",
                fmt::format("all {} upstream attempts failed: {}", rec.attempts, joined.empty() ? "no channel available" : joined));
@@ -963,10 +1148,334 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, cluster::Li
   co_await r.send(std::move(res));
 }
 
+
+// The request's text as the guardrail webhook sees it (after redaction).
+std::string reviewPayload(const RequestContext& ctx, const Caller& caller, std::string_view model,
+                          const std::vector<pipeline::OutgoingText>& texts, std::string_view phase,
+                          std::string_view answer) {
+  std::string out;
+  out.reserve(256);
+  out.append("{\"phase\":");
+  appendJsonString(out, phase);
+  out.append(",\"request_id\":");
+  appendJsonString(out, ctx.id);
+  out.append(",\"model\":");
+  appendJsonString(out, model);
+  out.append(",\"key\":");
+  if (caller.vk) {
+    out.append("{\"id\":").append(std::to_string(caller.vk->id)).append(",\"name\":");
+    appendJsonString(out, caller.vk->name);
+    out.append("}");
+  } else {
+    out.append("null");
+  }
+  out.append(",\"messages\":[");
+  bool first = true;
+  for (const auto& t : texts) {
+    if (!first) out.push_back(',');
+    first = false;
+    out.append("{\"role\":");
+    appendJsonString(out, t.role);
+    out.append(",\"text\":");
+    appendJsonString(out, t.text);
+    out.append("}");
+  }
+  out.append("]");
+  if (phase == "response") {
+    out.append(",\"response\":");
+    appendJsonString(out, answer);
+  }
+  out.append("}");
+  return out;
+}
+
+std::string reviewPayloadOf(const Relay& relay, std::string_view phase, std::string_view answer) {
+  return reviewPayload(relay.ctx, *relay.caller, relay.facts.model, relay.outgoing, phase, answer);
+}
+
+// A cached entry with the tokens of this request's scope opened (the entry keeps them sealed).
+std::shared_ptr<const cache::Entry> restoredEntry(const std::shared_ptr<const cache::Entry>& e,
+                                                  const redact::TokenCipher& cipher, redact::RestoreStats& st) {
+  std::shared_ptr<cache::Entry> copy;
+  for (std::size_t i = 0; i < e->response.content.size(); ++i) {
+    const auto& part = e->response.content[i];
+    const bool args = part.kind == providers::Part::Kind::ToolCall;
+    const std::string& text = args ? part.arguments : part.text;
+    if (text.find(redact::kTokenPrefix) == std::string::npos) continue;
+    std::string restored = redact::restoreAll(text, cipher, args ? 1 : 0, &st);
+    if (restored == text) continue;
+    if (!copy) copy = std::make_shared<cache::Entry>(*e);
+    auto& dst = copy->response.content[i];
+    (args ? dst.arguments : dst.text) = std::move(restored);
+    if (i < copy->pieces.size()) copy->pieces[i].clear();  // one piece: the delta sizes changed
+  }
+  return copy ? std::shared_ptr<const cache::Entry>(std::move(copy)) : e;
+}
+
+// Answers from a cache entry, streamed or whole, in the client's format.
+// `sealed`: the entry as stored (for the log when `e` had tokens opened).
+boost::asio::awaitable<void> replayHit(Relay& relay, const cache::Entry& e, const cache::Entry& sealed) {
+  auto& r = relay.r;
+  auto& rec = relay.rec;
+  const auto& ctx = relay.ctx;
+  const auto fmt = relay.clientFormat();
+  cache::ReplayOptions ro;
+  ro.include_usage = relay.client_asked_usage;
+  ro.gemini_json_array = relay.geminiJsonArray();
+  if (relay.responsesClient()) {
+    // The Responses answer echoes request fields: take them from a translation of this request.
+    std::string scratch;
+    providers::RequestInfo info;
+    providers::TranslateContext tc;
+    if (!providers::translateRequest(fmt, providers::Format::OpenAIChat, relay.req.body(), scratch, tc, &info))
+      ro.responses_echo = std::move(info.responses_echo);
+  }
+  const std::int64_t age = std::max<std::int64_t>(0, (unixNowMs() - e.stored_at_ms) / 1000);
+  rec.channel = "cache";
+  rec.status = e.status;
+  rec.attempts = 0;
+  if (e.response.usage.input >= 0) rec.input_tokens = e.response.usage.input;
+  if (e.response.usage.output >= 0) rec.output_tokens = e.response.usage.output;
+  const bool logSealed = &e != &sealed && relay.body_cap > 0;
+  if (logSealed) relay.keepBody(cache::replayWhole(fmt, sealed, ro));
+  if (relay.stream) {
+    std::vector<std::string> chunks = cache::replayStream(fmt, e, ro);
+    std::string lines;
+    lines.append(ro.gemini_json_array ? "Content-Type: application/json\r\n" : "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n");
+    lines.append("x-request-id: ").append(ctx.id).append("\r\n");
+    lines.append("x-sluice-channel: cache\r\nx-sluice-attempts: 0\r\n");
+    lines.append("age: ").append(std::to_string(age)).append("\r\n");
+    for (const auto& [k, v] : relay.rate_headers) lines.append(k).append(": ").append(v).append("\r\n");
+    for (const auto& [k, v] : relay.extra_headers) lines.append(k).append(": ").append(v).append("\r\n");
+    co_await r.beginStream(e.status, "OK", lines);
+    rec.ttfb_ms = msSince(ctx.start);
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      if (!logSealed) relay.keepBody(chunks[i]);
+      const bool last = i + 1 == chunks.size();
+      bool written = last ? co_await r.writeLastChunk(chunks[i]) : co_await r.writeChunk(chunks[i]);
+      if (!written) {
+        rec.status = 499;
+        rec.error = "client closed the connection mid-stream";
+        co_return;
+      }
+    }
+    if (!r.finished()) co_await r.endStream();
+    co_return;
+  }
+  http::Response res{static_cast<bhttp::status>(e.status), 11};
+  res.set(bhttp::field::content_type, "application/json");
+  res.set("x-request-id", ctx.id);
+  res.set("x-sluice-channel", "cache");
+  res.set("x-sluice-attempts", "0");
+  res.set(bhttp::field::age, std::to_string(age));
+  for (const auto& [k, v] : relay.rate_headers) res.set(k, v);
+  for (const auto& [k, v] : relay.extra_headers) res.set(k, v);
+  res.body() = cache::replayWhole(fmt, e, ro);
+  if (!logSealed) relay.keepBody(res.body());
+  rec.ttfb_ms = msSince(ctx.start);
+  co_await r.send(std::move(res));
+}
+
+// The protect-and-save stages between admission and the relay: prompt-injection screening,
+// redaction, the guardrail webhook, then the response cache. Every refusal here answers in the
+// caller's format; the caller settles the limits held.
+boost::asio::awaitable<void> protectAndRelay(const Snapshot& snap, upstream::Pool& pool, cluster::Limiter& limiter,
+                                             cache::ResponseCache* cache, const Caller& caller, Relay& relay,
+                                             std::vector<const routing::Channel*> candidates, std::int64_t estTokens) {
+  const auto& sf = *snap.safety;
+  const auto& cfg = *snap.cfg;
+  auto& rec = relay.rec;
+  auto& r = relay.r;
+  auto& req = relay.req;
+  const auto& ctx = relay.ctx;
+  const auto& call = relay.call;
+  const auto* vk = caller.vk;
+  const auto& firstCh = candidates.front()->cfg;
+  auto& counters = metrics::registry().safety;
+  auto fail = [&](int status, std::string_view type, std::string_view code, const std::string& msg) {
+    auto res = failure(call.wire, ctx, rec, status, type, code, msg);
+    for (const auto& [k, v] : relay.rate_headers) res.set(k, v);
+    for (const auto& [k, v] : relay.extra_headers) res.set(k, v);
+    return res;
+  };
+  const bool translatable = relay.translatable;
+
+  // Screening: the key's and the channel's settings over the gateway's default; when both are
+  // set the stricter one applies (either may be the one that must not be weakened).
+  config::ScreenAction screenAction = snap.screeningDefault();
+  if (firstCh.screening || (vk && vk->screening)) {
+    const auto keyAction = vk && vk->screening ? *vk->screening : config::ScreenAction::Off;
+    const auto chAction = firstCh.screening.value_or(config::ScreenAction::Off);
+    screenAction = std::max(keyAction, chAction);
+  }
+  const bool screening = translatable && screenAction != config::ScreenAction::Off;
+  const bool redacting = translatable && snap.redactionOn();
+  const auto* webhook = translatable && snap.guardrailOn() ? sf.webhook() : nullptr;
+  std::vector<pipeline::OutgoingText> outgoing;
+  if (screening || redacting || webhook) {
+    const std::string scope = vk ? "vk:" + std::to_string(vk->id) : std::string("master");
+    std::shared_ptr<const redact::TokenCipher> cipher = redacting ? sf.cipherFor(scope) : nullptr;
+    std::optional<redact::Redactor> redactor;
+    if (redacting) redactor.emplace(sf.rules(), cipher.get());
+    pipeline::ScanOptions so;
+    so.collect_user_text = screening;
+    so.collect_outgoing = webhook != nullptr;
+    pipeline::RequestScan scan = pipeline::scanRequest(relay.clientFormat(), req.body(), redactor ? &*redactor : nullptr, so);
+    if (scan.ok && screening && !scan.user_text.empty()) {
+      counters.screened_total.fetch_add(1, std::memory_order_relaxed);
+      const pipeline::ScreenResult verdict = sf.screen(scan.user_text);
+      if (verdict.flagged) {
+        const std::string why = verdict.deny.empty()
+                                    ? fmt::format("prompt-injection score {:.2f} (threshold {:.2f})", verdict.score, sf.threshold())
+                                    : fmt::format("the prompt matches the deny-list pattern {}", verdict.deny);
+        if (!verdict.deny.empty()) counters.screened("deny_hit");
+        switch (screenAction) {
+          case config::ScreenAction::Block: {
+            counters.screened("blocked");
+            spdlog::info("request {}: blocked by the prompt-injection screen: {}", ctx.id, why);
+            http::Response reply = fail(400, "invalid_request_error", "prompt_injection_detected",
+                                        "the request was refused by the gateway's prompt-injection screen: " + why);
+            co_await r.send(std::move(reply));
+            co_return;
+          }
+          case config::ScreenAction::Warn:
+            counters.screened("flagged_warn");
+            relay.extra_headers.emplace_back("x-sluice-screening", fmt::format("flagged; score={:.2f}", verdict.score));
+            break;
+          case config::ScreenAction::Log:
+          case config::ScreenAction::Off:
+            counters.screened("flagged_log");
+            break;
+        }
+        spdlog::info("request {}: flagged by the prompt-injection screen ({}): {}", ctx.id,
+                     config::screenActionName(screenAction), why);
+        rec.error = "screening: " + why;  // noted in the log even though the request goes on
+      }
+    }
+    if (scan.ok && redacting) {
+      if (!scan.blocked_rule.empty()) {
+        counters.redacted(scan.blocked_rule, "block");
+        http::Response reply = fail(400, "invalid_request_error", "redaction_blocked",
+                                    fmt::format("the request contains data the gateway may not send upstream ({} in {}); "
+                                                "remove it and retry", scan.blocked_rule, scan.blocked_path));
+        co_await r.send(std::move(reply));
+        co_return;
+      }
+      for (const auto& rule : scan.rules_hit) counters.redacted(rule, "redact");
+      if (scan.changed) req.body() = std::move(scan.body);
+      if (scan.encrypted > 0 && cipher) {
+        relay.restore_cipher = cipher;
+        relay.restore_stats = std::make_shared<redact::RestoreStats>();
+        relay.force_translate = true;
+      }
+    }
+    outgoing = std::move(scan.outgoing);
+  }
+  relay.caller = &caller;
+  if (cfg.store.log_bodies && redacting) rec.request_body = req.body().substr(0, cfg.store.log_body_max_bytes);
+
+  if (webhook) {
+    const std::string payload = reviewPayload(ctx, caller, relay.facts.model, outgoing, "request", {});
+    guard::Verdict v = co_await guard::review(pool, *webhook, payload);
+    const char* name = v.action == guard::Verdict::Action::Failed && v.timed_out ? "timeout" : guard::verdictName(v.action);
+    counters.guardrail(name);
+    switch (v.action) {
+      case guard::Verdict::Action::Allow: break;
+      case guard::Verdict::Action::Warn:
+        relay.extra_headers.emplace_back("x-sluice-guardrail", "warn");
+        break;
+      case guard::Verdict::Action::Block: {
+        http::Response reply = fail(400, "invalid_request_error", "guardrail_blocked",
+                                    "the request was refused by the gateway's guardrail" +
+                                        (v.reason.empty() ? std::string() : ": " + v.reason));
+        co_await r.send(std::move(reply));
+        co_return;
+      }
+      case guard::Verdict::Action::Failed:
+        spdlog::warn("request {}: guardrail webhook failed ({}): {}", ctx.id, sf.failOpen() ? "fail_open" : "fail_closed",
+                     v.reason);
+        if (!sf.failOpen()) {
+          http::Response reply = fail(503, "api_error", "guardrail_unavailable",
+                                      "the gateway's guardrail could not review the request (" + v.reason +
+                                          ") and is configured fail_closed; retry later");
+          co_await r.send(std::move(reply));
+          co_return;
+        }
+        relay.extra_headers.emplace_back("x-sluice-guardrail", "unavailable");
+        break;
+    }
+  }
+
+  if (webhook && sf.reviewResponse() && !relay.stream) {
+    relay.review_answer = webhook;
+    relay.review_fail_open = sf.failOpen();
+    relay.outgoing = outgoing;
+  }
+
+  // The exact cache, on the (redacted) body.
+  const auto& cc = sf.cache();
+  if (cache && translatable) {
+    std::string_view cacheControl = req[bhttp::field::cache_control];
+    std::string_view sluiceCache = req["x-sluice-cache"];
+    const cache::RequestControls controls = cache::parseRequestControls(cacheControl, sluiceCache);
+    cache::CacheSettings gateway{snap.cacheOn(), cc.ttl};
+    cache::CacheSettings keySettings;
+    if (vk) keySettings = cache::CacheSettings{vk->cache, vk->cache_ttl};
+    cache::CacheSettings channel{firstCh.cache, firstCh.cache_ttl};
+    const cache::CacheDecision d = cache::decide(controls, gateway, keySettings, channel);
+    if (d.read || d.write) {
+      std::optional<std::int64_t> vkId;
+      if (vk) vkId = vk->id;
+      const std::string ns = cache::namespaceFor(vkId, cc.shared);
+      cache::KeyResult kr = cache::makeCacheKey(relay.clientFormat(), req.body(), ns, call.model);
+      if (kr.key) {
+        if (d.read) {
+          const cache::CacheKey& key = *kr.key;
+          std::shared_ptr<const cache::Entry> hit = co_await cache->get(key);
+          if (hit) {
+            counters.cache_hits.fetch_add(1, std::memory_order_relaxed);
+            std::shared_ptr<const cache::Entry> sealed = hit;
+            if (relay.restore_cipher) hit = restoredEntry(hit, *relay.restore_cipher, *relay.restore_stats);
+            relay.extra_headers.emplace_back("x-sluice-cache", "hit");
+            // A hit costs nothing upstream: the limits get their reservations back, and the
+            // metrics count what it would have cost.
+            relay.settled = true;
+            for (auto& h : relay.held) co_await limiter.settle(h.subject, h.charge, 0, 0.0);
+            relay.held.clear();
+            if (relay.price) {
+              const auto& u = hit->response.usage;
+              double saved = pipeline::PriceTable::cost(*relay.price, std::max<std::int64_t>(u.input, 0),
+                                                        std::max<std::int64_t>(u.output, 0), std::max<std::int64_t>(u.cached, 0));
+              counters.cache_saved_micro_usd.fetch_add(static_cast<std::uint64_t>(saved * 1e6), std::memory_order_relaxed);
+            }
+            co_await replayHit(relay, *hit, *sealed);
+            if (relay.restore_stats) relay.countRestored(*relay.restore_stats);
+            co_return;
+          }
+          counters.cache_misses.fetch_add(1, std::memory_order_relaxed);
+          relay.extra_headers.emplace_back("x-sluice-cache", "miss");
+        } else {
+          relay.extra_headers.emplace_back("x-sluice-cache", "refresh");
+        }
+        if (d.write) {
+          relay.cache = cache;
+          relay.cache_key = *kr.key;
+          relay.cache_ttl = d.ttl;
+          relay.cache_max_entry = cc.max_entry_bytes;
+          relay.force_translate = true;  // Responses clients: record a decodable stream
+        }
+      } else {
+        relay.extra_headers.emplace_back("x-sluice-cache", "uncacheable");
+      }
+    }
+  }
+
+  co_await relayWithFailover(snap, limiter, relay, std::move(candidates), estTokens);
+}
 }  // namespace
 
 boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, cluster::Limiter& limiter,
-                                   const Caller& caller, http::Request& req, http::Responder& r,
+                                   cache::ResponseCache* cache, const Caller& caller, http::Request& req, http::Responder& r,
                                    const RequestContext& ctx, const ClientCall& call, RequestRecord& rec) {
   auto fail = [&](int status, std::string_view type, std::string_view code, const std::string& msg) {
     return failure(call.wire, ctx, rec, status, type, code, msg);
@@ -975,7 +1484,9 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, c
   // Parse the body once: the model picks the channels, stream decides the relay.
   const auto& text = req.body();
   const auto& cfg = *snap.cfg;
-  if (cfg.store.log_bodies) rec.request_body = text.substr(0, cfg.store.log_body_max_bytes);
+  // With redaction on, bodies are logged once redacted (in protectAndRelay); a request refused
+  // before that logs none, so the log never holds what redaction keeps from leaving.
+  if (cfg.store.log_bodies && !snap.redactionOn()) rec.request_body = text.substr(0, cfg.store.log_body_max_bytes);
   BodyFacts facts = inspectBody(text, call);
   if (!facts.error.empty()) {
     http::Response reply = fail(400, "invalid_request_error", facts.error_code, facts.error);
@@ -1044,6 +1555,7 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, c
   Relay relay{snap, pool, req, r, ctx, call, rec, facts, routedModel, stream, injectUsage,
               Deadline{ctx.start + cfg.routing.timeouts.total}};
   relay.client_asked_usage = facts.asked_usage;
+  relay.translatable = translatable;
   if (cfg.store.log_bodies) relay.body_cap = cfg.store.log_body_max_bytes;
 
   const std::int64_t estTokens = estimateTokens(text, facts.max_tokens);
@@ -1069,7 +1581,7 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, c
 
   std::exception_ptr failure;
   try {
-    co_await relayWithFailover(snap, limiter, relay, std::move(candidates), estTokens);
+    co_await protectAndRelay(snap, pool, limiter, cache, caller, relay, std::move(candidates), estTokens);
   } catch (...) {
     failure = std::current_exception();
   }

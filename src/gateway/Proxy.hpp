@@ -9,11 +9,13 @@
 #include <memory>
 #include <string>
 
+#include "cache/ResponseCache.hpp"
 #include "cluster/Limiter.hpp"
 #include "gateway/Wire.hpp"
 #include "http/Server.hpp"
 #include "pipeline/KeyTable.hpp"
 #include "pipeline/Pricing.hpp"
+#include "pipeline/Safety.hpp"
 #include "routing/Router.hpp"
 #include "upstream/Client.hpp"
 
@@ -26,7 +28,21 @@ struct Snapshot {
   std::unique_ptr<routing::Router> router;
   std::shared_ptr<const pipeline::KeyTable> keys;  // virtual keys
   std::shared_ptr<const pipeline::PriceTable> prices;
+  std::shared_ptr<const pipeline::Safety> safety;  // redaction, screening, guardrail, cache settings
+  // Switches set at run time through PATCH /admin/api/settings (unset: the config file's).
+  struct Switches {
+    std::optional<bool> cache;
+    std::optional<bool> redaction;
+    std::optional<config::ScreenAction> screening;
+    std::optional<bool> guardrail;
+  } switches;
+  bool cacheOn() const { return switches.cache.value_or(cfg->cache.enabled); }
+  bool redactionOn() const { return switches.redaction.value_or(cfg->redaction.enabled) && safety->rules(); }
+  config::ScreenAction screeningDefault() const { return switches.screening.value_or(safety->screenDefault()); }
+  bool guardrailOn() const { return switches.guardrail.value_or(true) && safety->webhook(); }
 };
+// Reads the switches from the store's gateway_settings rows ("cache.enabled" -> "true", ...).
+Snapshot::Switches switchesFrom(const std::map<std::string, std::string>& rows);
 
 // Who is calling: the master key (vk == nullptr) or a virtual key of the snapshot's table.
 struct Caller {
@@ -59,7 +75,7 @@ struct RequestRecord {
   std::string attempts_json = "[]";
   std::optional<std::int64_t> virtual_key_id;
   double cost_usd = 0;
-  std::string request_body;   // only when store.log_bodies (capped)
+  std::string request_body;   // only when store.log_bodies (capped; after redaction)
   std::string response_body;  // idem
 };
 
@@ -75,8 +91,9 @@ struct ClientCall {
 
 // Relays req to the channels serving its model, failing over before the first byte. The
 // caller's limits and budgets, and the channels' and keys' quotas, are charged on `limiter`.
+// `cache`: the gateway's response cache (null: none).
 boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, cluster::Limiter& limiter,
-                                   const Caller& caller, http::Request& req, http::Responder& r,
+                                   cache::ResponseCache* cache, const Caller& caller, http::Request& req, http::Responder& r,
                                    const RequestContext& ctx, const ClientCall& call, RequestRecord& rec);
 
 // x-ratelimit-* headers for a decision (none for limits that are not set).

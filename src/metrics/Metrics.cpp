@@ -60,6 +60,52 @@ void Registry::retry(const std::string& channel, const std::string& reason) {
   ++retries_[{channel, reason}];
 }
 
+void SafetyCounters::redacted(const std::string& rule, const char* action, std::uint64_t n) {
+  std::lock_guard lk(mu_);
+  redactions_[{rule, action}] += n;
+}
+void SafetyCounters::screened(const char* outcome) {
+  std::lock_guard lk(mu_);
+  ++screen_[outcome];
+}
+void SafetyCounters::guardrail(const char* verdict) {
+  std::lock_guard lk(mu_);
+  ++guardrail_[verdict];
+}
+
+void SafetyCounters::render(std::string& out) const {
+  std::lock_guard lk(mu_);
+  out += "# HELP sluice_redactions_total Values redacted from requests, by rule and action.\n";
+  out += "# TYPE sluice_redactions_total counter\n";
+  for (const auto& [k, v] : redactions_)
+    out += fmt::format("sluice_redactions_total{{rule=\"{}\",action=\"{}\"}} {}\n", labelValue(k.first), k.second, v);
+  out += "# HELP sluice_restored_tokens_total Redaction tokens put back in answers.\n";
+  out += "# TYPE sluice_restored_tokens_total counter\n";
+  out += fmt::format("sluice_restored_tokens_total {}\n", restored.load(std::memory_order_relaxed));
+  out += "# HELP sluice_tampered_tokens_total Tokens in answers that did not open (altered or foreign); left as they were.\n";
+  out += "# TYPE sluice_tampered_tokens_total counter\n";
+  out += fmt::format("sluice_tampered_tokens_total {}\n", tampered.load(std::memory_order_relaxed));
+  out += "# HELP sluice_screened_requests_total Requests scored by the prompt-injection screen.\n";
+  out += "# TYPE sluice_screened_requests_total counter\n";
+  out += fmt::format("sluice_screened_requests_total {}\n", screened_total.load(std::memory_order_relaxed));
+  out += "# HELP sluice_screen_flagged_total Requests the screen flagged, by what was done.\n";
+  out += "# TYPE sluice_screen_flagged_total counter\n";
+  for (const auto& [k, v] : screen_) out += fmt::format("sluice_screen_flagged_total{{outcome=\"{}\"}} {}\n", k, v);
+  out += "# HELP sluice_guardrail_reviews_total Guardrail webhook reviews, by verdict (failed and timeout are failures).\n";
+  out += "# TYPE sluice_guardrail_reviews_total counter\n";
+  for (const auto& [k, v] : guardrail_) out += fmt::format("sluice_guardrail_reviews_total{{verdict=\"{}\"}} {}\n", k, v);
+  out += "# HELP sluice_cache_requests_total Cache lookups by result.\n";
+  out += "# TYPE sluice_cache_requests_total counter\n";
+  out += fmt::format("sluice_cache_requests_total{{result=\"hit\"}} {}\n", cache_hits.load(std::memory_order_relaxed));
+  out += fmt::format("sluice_cache_requests_total{{result=\"miss\"}} {}\n", cache_misses.load(std::memory_order_relaxed));
+  out += "# HELP sluice_cache_stores_total Answers written to the cache.\n";
+  out += "# TYPE sluice_cache_stores_total counter\n";
+  out += fmt::format("sluice_cache_stores_total {}\n", cache_stores.load(std::memory_order_relaxed));
+  out += "# HELP sluice_cache_saved_usd_total What cache hits would have cost upstream.\n";
+  out += "# TYPE sluice_cache_saved_usd_total counter\n";
+  out += fmt::format("sluice_cache_saved_usd_total {:.6f}\n", static_cast<double>(cache_saved_micro_usd.load(std::memory_order_relaxed)) / 1e6);
+}
+
 std::string Registry::render(const std::function<void(std::string&)>& extra) const {
   std::string out;
   out.reserve(8192);
@@ -97,6 +143,7 @@ std::string Registry::render(const std::function<void(std::string&)>& extra) con
   out += "# HELP sluice_log_dropped_total Log records dropped because the queue was full.\n";
   out += "# TYPE sluice_log_dropped_total counter\n";
   out += fmt::format("sluice_log_dropped_total {}\n", log_dropped_.load());
+  safety.render(out);
   if (extra) extra(out);
   return out;
 }

@@ -35,8 +35,31 @@ struct RequestSample {
   int attempts = 0;
 };
 
+// Counters of the protect-and-save stages (redaction, screening, guardrail, cache).
+class SafetyCounters {
+ public:
+  void redacted(const std::string& rule, const char* action, std::uint64_t n = 1);
+  void screened(const char* outcome);  // "flagged_log" | "flagged_warn" | "blocked" | "deny_hit"
+  void guardrail(const char* verdict);  // "allow" | "warn" | "block" | "failed" | "timeout"
+  std::atomic<std::uint64_t> restored{0};
+  std::atomic<std::uint64_t> tampered{0};
+  std::atomic<std::uint64_t> screened_total{0};
+  std::atomic<std::uint64_t> cache_hits{0};
+  std::atomic<std::uint64_t> cache_misses{0};
+  std::atomic<std::uint64_t> cache_stores{0};
+  std::atomic<std::uint64_t> cache_saved_micro_usd{0};
+  void render(std::string& out) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, std::uint64_t> redactions_;
+  std::map<std::string, std::uint64_t> screen_;
+  std::map<std::string, std::uint64_t> guardrail_;
+};
+
 class Registry {
  public:
+  SafetyCounters safety;
   void record(const RequestSample& s);
   void retry(const std::string& channel, const std::string& reason);
   void logDropped(std::uint64_t n = 1) { log_dropped_.fetch_add(n, std::memory_order_relaxed); }

@@ -87,6 +87,12 @@ std::optional<std::string> applyKnobHeaders(const http::Request& req, MockKnobs&
   if (auto it = req.find("x-mock-fail-body"); it != req.end()) k.fail_body = std::string(it->value());
   if (auto it = req.find("x-mock-fail-key"); it != req.end()) k.fail_key = std::string(it->value());
   if (auto e = intHeader(req, "x-mock-chunk-bytes", 0, 1 << 20, k.piece_bytes)) return e;
+  if (auto it = req.find("x-mock-echo"); it != req.end()) {
+    const auto v = it->value();
+    if (v == "1" || v == "true") k.echo = true;
+    else if (v == "0" || v == "false") k.echo = false;
+    else return std::string("x-mock-echo must be 1, true, 0 or false");
+  }
   return std::nullopt;
 }
 

@@ -23,6 +23,7 @@ struct MockKnobs {
   std::optional<std::string> fail_body;   // raw body of a failure, instead of the OpenAI error
   std::optional<std::string> fail_key;    // fail only requests made with this upstream key
   int piece_bytes = 0;                    // pad each content piece to this many bytes (0: natural)
+  bool echo = false;                      // answer with the last user text (and put it in tool arguments)
 
   static MockKnobs fromOptions(const MockOptions& o);
 };
@@ -32,7 +33,8 @@ std::optional<std::string> validateOptions(const MockOptions& o);
 
 // Applies x-mock-ttfb-ms, x-mock-chunks, x-mock-chunk-interval-ms, x-mock-fail-rate,
 // x-mock-fail-status, x-mock-reset-after, x-mock-retry-after, x-mock-fail-body,
-// x-mock-fail-key, x-mock-chunk-bytes.
+// x-mock-fail-key, x-mock-chunk-bytes, x-mock-echo (1/true: the answer text, and every string
+// of tool-call arguments, is the last user turn's text; how tests see what the upstream got).
 // Returns a message naming the malformed header, or nullopt.
 std::optional<std::string> applyKnobHeaders(const http::Request& req, MockKnobs& k);
 

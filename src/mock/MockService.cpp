@@ -432,6 +432,7 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
         co_await r.send(errorResponse(*e, request_id));
         co_return;
       }
+      if (k.echo) echoUserText(cr.tools);
       Generation gen = planAnswer(cr.tools, chunks, cr.max_tokens, cr.stop, cr.n);
       gen.piece_bytes = piece_bytes;
       openai::ResponseMeta m{randomId("chatcmpl-", 29), created};
@@ -472,6 +473,7 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
         co_await r.send(std::move(res));
         co_return;
       }
+      if (k.echo) echoUserText(rr.tools);
       Generation gen = planAnswer(rr.tools, chunks, rr.max_output_tokens, {}, 1);
       gen.piece_bytes = piece_bytes;
       responses::ResponseMeta m{randomId("resp_", 48), created, randomId("msg_", 48)};
@@ -491,6 +493,7 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
         co_await r.send(std::move(res));
         co_return;
       }
+      if (k.echo) echoUserText(mr.tools);
       Generation gen = planAnswer(mr.tools, chunks, mr.max_tokens, mr.stop, 1);
       gen.piece_bytes = piece_bytes;
       const std::string id = randomId("msg_01", 22);
@@ -523,6 +526,7 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
         co_await r.send(std::move(res));
         co_return;
       }
+      if (k.echo) echoUserText(gr.tools);
       Generation gen = planAnswer(gr.tools, chunks, gr.max_tokens, gr.stop, gr.candidates);
       gen.piece_bytes = piece_bytes;
       const std::string response_id = randomId("", 22);

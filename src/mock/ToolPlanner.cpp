@@ -278,8 +278,35 @@ std::string contentText(const json::value& v) {
   return json::serialize(v);
 }
 
+namespace {
+void replaceStrings(json::value& v, const std::string& with) {
+  if (v.is_string()) {
+    v = with;
+  } else if (auto* o = v.if_object()) {
+    for (auto& kv : *o) replaceStrings(kv.value(), with);
+  } else if (auto* a = v.if_array()) {
+    for (auto& x : *a) replaceStrings(x, with);
+  }
+}
+}  // namespace
+
+void echoUserText(ToolDecision& d) {
+  if (d.calls.empty()) {
+    if (!d.reply) d.reply = d.user_text;
+    return;
+  }
+  for (auto& c : d.calls) {
+    boost::system::error_code ec;
+    json::value v = json::parse(c.arguments, ec);
+    if (ec) continue;
+    replaceStrings(v, d.user_text);
+    c.arguments = json::serialize(v);
+  }
+}
+
 ToolDecision decideTools(const ToolRequest& req) {
   ToolDecision d;
+  d.user_text = req.last_user_text;
   if (!req.tool_results.empty()) {
     std::string joined;
     for (const auto& r : req.tool_results) {

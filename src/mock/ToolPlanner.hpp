@@ -50,9 +50,13 @@ struct ToolRequest {
 struct ToolDecision {
   std::vector<ToolCall> calls;       // empty: answer in text
   std::optional<std::string> reply;  // the text answer to tool results
+  std::string user_text;             // the last user turn (for echo)
 };
 
 ToolDecision decideTools(const ToolRequest& req);
+// x-mock-echo: every string inside the calls' arguments becomes the last user text; with no
+// calls, that text is the answer (unless it answers tool results).
+void echoUserText(ToolDecision& d);
 
 // Arguments for a schema, as a JSON object text. Null or non-object schemas give "{}".
 std::string exampleArguments(const boost::json::value* schema);

@@ -1,5 +1,8 @@
 #include "pipeline/KeyTable.hpp"
 
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
 
 #include "core/JsonText.hpp"
 #include "routing/Router.hpp"
@@ -31,6 +34,18 @@ KeyTable::KeyTable(const std::vector<store::VirtualKey>& keys) {
     e->allowed_channels = jsonStringArray(k.allowed_channels);
     e->expires_at_ms = k.expires_at_ms;
     e->revoked = k.revoked_at_ms.has_value();
+    {
+      boost::system::error_code ec;
+      boost::json::value st = boost::json::parse(k.settings, ec);
+      if (!ec && st.is_object()) {
+        const auto& o = st.as_object();
+        if (const auto* v = o.if_contains("screening"); v && v->is_string())
+          e->screening = config::parseScreenAction(v->as_string());
+        if (const auto* v = o.if_contains("cache"); v && v->is_bool()) e->cache = v->as_bool();
+        if (const auto* v = o.if_contains("cache_ttl_ms"); v && v->is_int64() && v->as_int64() > 0)
+          e->cache_ttl = std::chrono::milliseconds(v->as_int64());
+      }
+    }
     e->subject.id = "vk:" + std::to_string(k.id);
     auto& s = e->subject.spec;
     s.rpm = k.rpm.value_or(0);

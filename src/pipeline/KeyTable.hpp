@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cluster/Limiter.hpp"
+#include "config/Config.hpp"
 #include "store/Store.hpp"
 
 namespace sluice::pipeline {
@@ -24,6 +25,10 @@ struct VirtualKeyEntry {
   std::optional<std::int64_t> expires_at_ms;  // Unix ms
   bool revoked = false;
   cluster::Subject subject;  // "vk:ID" with the key's limits and budgets
+  // Protect-stage overrides (unset: the channel's, then the gateway's).
+  std::optional<config::ScreenAction> screening;
+  std::optional<bool> cache;
+  std::optional<std::chrono::milliseconds> cache_ttl;
 
   bool expired(std::int64_t now_unix_ms) const { return expires_at_ms && *expires_at_ms <= now_unix_ms; }
   bool allowsModel(std::string_view model) const;

@@ -218,6 +218,7 @@ std::unique_ptr<StreamTranslator> makeStreamTranslator(Format client, Format ups
       break;
     }
   }
+  if (ctx.wrap_encoder) enc = ctx.wrap_encoder(std::move(enc));
   return std::make_unique<StreamTranslator>(std::move(dec), std::move(enc));
 }
 

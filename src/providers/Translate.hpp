@@ -24,6 +24,7 @@
 //    /v1beta/models/{TranslateContext::upstream_model}:generateContent, or
 //    :streamGenerateContent?alt=sse when RequestInfo::stream (the decoded request) is true.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +52,10 @@ struct TranslateContext {
   bool gemini_json_array = false;
   // Responses clients: the request fields a Responses answer echoes (from RequestInfo).
   std::shared_ptr<const openai::ResponsesEcho> responses_echo;
+  // Streams: when set, makeStreamTranslator passes the client-format encoder through it and
+  // uses the encoder it returns (never null), e.g. one that restores redacted values
+  // (pipeline::makeRestoringEncoder). Unset: the encoder is used as is.
+  std::function<std::unique_ptr<StreamEncoder>(std::unique_ptr<StreamEncoder>)> wrap_encoder;
 };
 
 // What the gateway needs to know about a translated request.

@@ -5,8 +5,10 @@
 #include <charconv>
 #include <chrono>
 #include <map>
+#include <unordered_map>
 
 #include "store/Migrations.hpp"
+#include "store/Stats.hpp"
 
 namespace sluice::store {
 namespace {
@@ -62,7 +64,7 @@ std::string insertLogsSql(Dialect dialect, std::size_t rows) {
 
 #define SLUICE_VK_COLUMNS                                                                                          \
   "id, name, key_hash, key_prefix, allowed_models, allowed_channels, rpm, tpm, max_concurrent, budget_daily_usd, " \
-  "budget_monthly_usd, budget_total_usd, expires_at, revoked_at, metadata, created_at, updated_at"
+  "budget_monthly_usd, budget_total_usd, expires_at, revoked_at, metadata, created_at, updated_at, settings"
 
 VirtualKey readVirtualKey(SqlRows& r) {
   VirtualKey k;
@@ -83,6 +85,7 @@ VirtualKey readVirtualKey(SqlRows& r) {
   k.metadata = r.getText(14);
   k.created_at_ms = r.getInt(15);
   k.updated_at_ms = r.getInt(16);
+  k.settings = r.getText(17);
   return k;
 }
 
@@ -138,6 +141,77 @@ std::vector<T> all(std::unique_ptr<SqlRows> rows, F read) {
   std::vector<T> out;
   while (rows->next()) out.push_back(read(*rows));
   return out;
+}
+
+// Columns: id, then SLUICE_LOG_COLUMNS (bodies may be NULL).
+LogEntry readLog(SqlRows& rows) {
+  LogEntry e;
+  e.id = rows.getInt(0);
+  LogRecord& r = e.record;
+  r.time_ms = rows.getInt(1);
+  r.request_id = rows.getText(2);
+  r.virtual_key_id = rows.optInt(3);
+  r.channel = rows.getText(4);
+  r.upstream_key = rows.getText(5);
+  r.model = rows.getText(6);
+  r.status = static_cast<int>(rows.getInt(7));
+  r.attempts = rows.getText(8);
+  r.ttfb_ms = rows.getInt(9);
+  r.duration_ms = rows.getInt(10);
+  r.input_tokens = rows.getInt(11);
+  r.output_tokens = rows.getInt(12);
+  r.cached_tokens = rows.getInt(13);
+  r.cost_usd = rows.getReal(14);
+  r.client_addr = rows.getText(15);
+  r.user_agent = rows.getText(16);
+  r.stream = rows.getBool(17);
+  r.request_body = rows.optText(18);
+  r.response_body = rows.optText(19);
+  return e;
+}
+
+// A read-only transaction, so the several queries of one answer see the same rows (SQLite: a
+// deferred transaction holds one WAL snapshot; PostgreSQL: REPEATABLE READ). Always rolled
+// back: there is nothing to commit.
+class ReadSnapshot {
+ public:
+  explicit ReadSnapshot(SqlConnection& c) : c_(c) {
+    c_.execScript(c_.dialect() == Dialect::Postgres ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN");
+  }
+  ~ReadSnapshot() {
+    try {
+      c_.execScript("ROLLBACK");
+    } catch (...) {  // the connection may be what failed; the next statement reports it
+    }
+  }
+  ReadSnapshot(const ReadSnapshot&) = delete;
+  ReadSnapshot& operator=(const ReadSnapshot&) = delete;
+
+ private:
+  SqlConnection& c_;
+};
+
+// COUNT, errors, tokens and cost of a group of rows: five columns, read back by readCounts().
+#define SLUICE_STATS_SUMS                                                   \
+  "COUNT(*), COALESCE(SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), 0), " \
+  "COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), COALESCE(SUM(cost_usd), 0)"
+
+StatsCounts readCounts(SqlRows& rows, int col) {
+  StatsCounts c;
+  c.requests = rows.getInt(col);
+  c.errors = rows.getInt(col + 1);
+  c.input_tokens = rows.getInt(col + 2);
+  c.output_tokens = rows.getInt(col + 3);
+  c.cost_usd = rows.getReal(col + 4);
+  return c;
+}
+
+void addCounts(StatsCounts& to, const StatsCounts& c) {
+  to.requests += c.requests;
+  to.errors += c.errors;
+  to.input_tokens += c.input_tokens;
+  to.output_tokens += c.output_tokens;
+  to.cost_usd += c.cost_usd;
 }
 
 }  // namespace
@@ -235,12 +309,19 @@ void SqlStore::insertLogs(std::span<const LogRecord> records) {
     }
   }
   // One UPDATE per key, in id order so concurrent writers lock key rows in the same order.
-  std::map<std::int64_t, double> spend;
-  for (const LogRecord& r : records)
-    if (r.virtual_key_id && r.cost_usd != 0) spend[*r.virtual_key_id] += r.cost_usd;
-  for (const auto& [id, usd] : spend) {
-    P p[] = {P::real(usd), P::integer(id)};
-    conn_->execute("UPDATE virtual_keys SET spend_total_usd = spend_total_usd + ? WHERE id = ?", p);
+  std::map<std::int64_t, std::pair<double, std::int64_t>> per_key;  // id -> (spend, requests)
+  for (const LogRecord& r : records) {
+    if (!r.virtual_key_id) continue;
+    auto& [usd, n] = per_key[*r.virtual_key_id];
+    usd += r.cost_usd;
+    ++n;
+  }
+  for (const auto& [id, sums] : per_key) {
+    P p[] = {P::real(sums.first), P::integer(sums.second), P::integer(id)};
+    conn_->execute(
+        "UPDATE virtual_keys SET spend_total_usd = spend_total_usd + ?, requests_total = requests_total + ? "
+        "WHERE id = ?",
+        p);
   }
   tx.commit();
 }
@@ -294,29 +375,7 @@ LogPage SqlStore::listLogs(const LogQuery& q) {
       page.next_cursor = encodeLogCursor(last.record.time_ms, last.id);
       break;
     }
-    LogEntry e;
-    e.id = rows->getInt(0);
-    LogRecord& r = e.record;
-    r.time_ms = rows->getInt(1);
-    r.request_id = rows->getText(2);
-    r.virtual_key_id = rows->optInt(3);
-    r.channel = rows->getText(4);
-    r.upstream_key = rows->getText(5);
-    r.model = rows->getText(6);
-    r.status = static_cast<int>(rows->getInt(7));
-    r.attempts = rows->getText(8);
-    r.ttfb_ms = rows->getInt(9);
-    r.duration_ms = rows->getInt(10);
-    r.input_tokens = rows->getInt(11);
-    r.output_tokens = rows->getInt(12);
-    r.cached_tokens = rows->getInt(13);
-    r.cost_usd = rows->getReal(14);
-    r.client_addr = rows->getText(15);
-    r.user_agent = rows->getText(16);
-    r.stream = rows->getBool(17);
-    r.request_body = rows->optText(18);
-    r.response_body = rows->optText(19);
-    page.entries.push_back(std::move(e));
+    page.entries.push_back(readLog(*rows));
   }
   return page;
 }
@@ -375,6 +434,135 @@ std::vector<UsageRow> SqlStore::usage(const UsageQuery& q) {
   return out;
 }
 
+std::optional<LogEntry> SqlStore::getLog(std::int64_t id) {
+  P params[] = {P::integer(id)};
+  return first<LogEntry>(conn_->query("SELECT id, " SLUICE_LOG_COLUMNS " FROM request_logs WHERE id = ?", params),
+                         readLog);
+}
+
+StatsResult SqlStore::stats(const StatsQuery& q) {
+  const std::int64_t buckets = statsBucketCount(q.from_ms, q.to_ms, q.step_ms);
+  if (buckets <= 0)
+    throw StoreError(StoreErrc::InvalidData, "stats: the window [" + std::to_string(q.from_ms) + ", " +
+                                                 std::to_string(q.to_ms) + ") or the step " +
+                                                 std::to_string(q.step_ms) + " ms is empty or negative");
+  if (buckets > kMaxStatsBuckets)
+    throw StoreError(StoreErrc::InvalidData, "stats: " + std::to_string(buckets) + " buckets asked for; the most is " +
+                                                 std::to_string(kMaxStatsBuckets));
+  const std::int64_t first_bucket = q.from_ms / q.step_ms;
+  const auto top = static_cast<std::int64_t>(q.top);
+
+  StatsResult out;
+  out.series.resize(static_cast<std::size_t>(buckets));
+  for (std::int64_t i = 0; i < buckets; ++i)
+    out.series[static_cast<std::size_t>(i)].t_ms = (first_bucket + i) * q.step_ms;
+
+  ReadSnapshot snapshot(*conn_);
+  // Counts and sums in SQL, one row per bucket that has requests. GROUP BY 1, not the
+  // expression again: PostgreSQL would see `time_ms / $1` and `time_ms / $4` as different.
+  {
+    P params[] = {P::integer(q.step_ms), P::integer(q.from_ms), P::integer(q.to_ms)};
+    auto rows = conn_->query("SELECT time_ms / ?, " SLUICE_STATS_SUMS
+                             " FROM request_logs WHERE time_ms >= ? AND time_ms < ? GROUP BY 1",
+                             params);
+    while (rows->next()) {
+      const std::int64_t i = rows->getInt(0) - first_bucket;
+      if (i < 0 || i >= buckets) continue;  // cannot happen for rows inside the window
+      StatsBucket& b = out.series[static_cast<std::size_t>(i)];
+      b.counts = readCounts(*rows, 1);
+      addCounts(out.totals, b.counts);
+    }
+  }
+  // The top groups, largest first; ties in name (key id) order so both dialects agree.
+  P group_params[] = {P::integer(q.from_ms), P::integer(q.to_ms), P::integer(top)};
+  auto readGroups = [&](const char* sql, std::vector<StatsGroup>& into) {
+    auto rows = conn_->query(sql, group_params);
+    while (rows->next()) {
+      StatsGroup g;
+      g.name = rows->getText(0);
+      g.counts = readCounts(*rows, 1);
+      into.push_back(std::move(g));
+    }
+  };
+  readGroups("SELECT channel, " SLUICE_STATS_SUMS
+             " FROM request_logs WHERE time_ms >= ? AND time_ms < ? GROUP BY channel "
+             "ORDER BY COUNT(*) DESC, channel LIMIT ?",
+             out.by_channel);
+  readGroups("SELECT model, " SLUICE_STATS_SUMS
+             " FROM request_logs WHERE time_ms >= ? AND time_ms < ? GROUP BY model "
+             "ORDER BY COUNT(*) DESC, model LIMIT ?",
+             out.by_model);
+  {
+    // Grouped first, then joined: the join touches at most `top` key rows.
+    auto rows = conn_->query(
+        "SELECT g.virtual_key_id, k.name, g.n, g.e, g.i, g.o, g.c FROM ("
+        "SELECT virtual_key_id, COUNT(*) AS n, COALESCE(SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), 0) AS e, "
+        "COALESCE(SUM(input_tokens), 0) AS i, COALESCE(SUM(output_tokens), 0) AS o, COALESCE(SUM(cost_usd), 0) AS c "
+        "FROM request_logs WHERE time_ms >= ? AND time_ms < ? GROUP BY virtual_key_id "
+        "ORDER BY COUNT(*) DESC, COALESCE(virtual_key_id, 0) LIMIT ?) g "
+        "LEFT JOIN virtual_keys k ON k.id = g.virtual_key_id ORDER BY g.n DESC, COALESCE(g.virtual_key_id, 0)",
+        group_params);
+    while (rows->next()) {
+      StatsGroup g;
+      g.virtual_key_id = rows->optInt(0);
+      if (!rows->isNull(1)) g.name = rows->getText(1);
+      g.counts = readCounts(*rows, 2);
+      out.by_key.push_back(std::move(g));
+    }
+  }
+
+  // Percentiles need the values themselves: read the successful rows' timings (1 in N by id
+  // when the window holds more than max_samples requests, so memory stays bounded and the
+  // answer is the same on every call).
+  out.sample_stride = statsSampleStride(out.totals.requests, q.max_samples);
+  out.sampled = out.sample_stride > 1;
+  std::unordered_map<std::string, std::size_t> channel_at, model_at;
+  std::map<std::int64_t, std::size_t> key_at;  // 0: no key
+  for (std::size_t i = 0; i < out.by_channel.size(); ++i) channel_at.emplace(out.by_channel[i].name, i);
+  for (std::size_t i = 0; i < out.by_model.size(); ++i) model_at.emplace(out.by_model[i].name, i);
+  for (std::size_t i = 0; i < out.by_key.size(); ++i) key_at.emplace(out.by_key[i].virtual_key_id.value_or(0), i);
+  std::vector<std::vector<std::int64_t>> bucket_ttfb(out.series.size()), bucket_latency(out.series.size());
+  std::vector<std::vector<std::int64_t>> channel_latency(out.by_channel.size()), model_latency(out.by_model.size()),
+      key_latency(out.by_key.size());
+  std::vector<std::int64_t> all_ttfb, all_latency;
+  if (out.totals.requests > 0) {
+    std::vector<SqlParam> params{P::integer(q.from_ms), P::integer(q.to_ms)};
+    std::string sql =
+        "SELECT time_ms, ttfb_ms, duration_ms, channel, model, virtual_key_id FROM request_logs "
+        "WHERE time_ms >= ? AND time_ms < ? AND status < 400";
+    if (out.sampled) {
+      sql += " AND id % ? = 0";
+      params.push_back(P::integer(out.sample_stride));
+    }
+    auto rows = conn_->query(sql, params);
+    while (rows->next()) {
+      const std::int64_t i = rows->getInt(0) / q.step_ms - first_bucket;
+      if (i < 0 || i >= buckets) continue;
+      const std::int64_t ttfb = rows->getInt(1), latency = rows->getInt(2);
+      bucket_ttfb[static_cast<std::size_t>(i)].push_back(ttfb);
+      bucket_latency[static_cast<std::size_t>(i)].push_back(latency);
+      all_ttfb.push_back(ttfb);
+      all_latency.push_back(latency);
+      if (auto it = channel_at.find(rows->getText(3)); it != channel_at.end())
+        channel_latency[it->second].push_back(latency);
+      if (auto it = model_at.find(rows->getText(4)); it != model_at.end()) model_latency[it->second].push_back(latency);
+      if (auto it = key_at.find(rows->optInt(5).value_or(0)); it != key_at.end())
+        key_latency[it->second].push_back(latency);
+    }
+  }
+  for (std::size_t i = 0; i < out.series.size(); ++i) {
+    out.series[i].ttfb_ms = percentilesOf(bucket_ttfb[i]);
+    out.series[i].latency_ms = percentilesOf(bucket_latency[i]);
+  }
+  out.ttfb_ms = percentilesOf(all_ttfb);
+  out.latency_ms = percentilesOf(all_latency);
+  for (std::size_t i = 0; i < out.by_channel.size(); ++i)
+    out.by_channel[i].latency_ms = percentilesOf(channel_latency[i]);
+  for (std::size_t i = 0; i < out.by_model.size(); ++i) out.by_model[i].latency_ms = percentilesOf(model_latency[i]);
+  for (std::size_t i = 0; i < out.by_key.size(); ++i) out.by_key[i].latency_ms = percentilesOf(key_latency[i]);
+  return out;
+}
+
 std::int64_t SqlStore::deleteLogsBefore(std::int64_t unix_ms, std::int64_t max_rows) {
   // Chunks: each DELETE is its own short transaction, so the log writer is never held up
   // behind one long retention sweep.
@@ -403,6 +591,41 @@ std::map<std::int64_t, KeySpend> SqlStore::spendByKey(std::int64_t day_start_ms,
   std::map<std::int64_t, KeySpend> out;
   while (rows->next()) out[rows->getInt(0)] = KeySpend{rows->getReal(1), rows->getReal(2), rows->getReal(3)};
   return out;
+}
+
+std::map<std::int64_t, KeyRequests> SqlStore::requestsByKey(std::int64_t day_start_ms, std::int64_t month_start_ms) {
+  // The same index ranges as spendByKey (the index covers virtual_key_id and time_ms).
+  P params[] = {P::integer(day_start_ms), P::integer(month_start_ms)};
+  auto rows = conn_->query(
+      "SELECT k.id, "
+      "(SELECT COUNT(*) FROM request_logs WHERE virtual_key_id = k.id AND time_ms >= ?), "
+      "(SELECT COUNT(*) FROM request_logs WHERE virtual_key_id = k.id AND time_ms >= ?), "
+      "k.requests_total FROM virtual_keys k",
+      params);
+  std::map<std::int64_t, KeyRequests> out;
+  while (rows->next()) out[rows->getInt(0)] = KeyRequests{rows->getInt(1), rows->getInt(2), rows->getInt(3)};
+  return out;
+}
+
+std::map<std::string, std::string> SqlStore::gatewaySettings() {
+  auto rows = conn_->query("SELECT name, value FROM gateway_settings ORDER BY name", {});
+  std::map<std::string, std::string> out;
+  while (rows->next()) out[rows->getText(0)] = rows->getText(1);
+  return out;
+}
+
+void SqlStore::putGatewaySetting(const std::string& name, const std::string& value) {
+  P params[] = {P::text(name), P::text(value), P::integer(nowMs())};
+  // Both dialects take this upsert (SQLite >= 3.24, PostgreSQL >= 9.5).
+  conn_->execute(
+      "INSERT INTO gateway_settings (name, value, updated_at) VALUES (?, ?, ?) "
+      "ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+      params);
+}
+
+void SqlStore::deleteGatewaySetting(const std::string& name) {
+  P params[] = {P::text(name)};
+  conn_->execute("DELETE FROM gateway_settings WHERE name = ?", params);
 }
 
 std::string SqlStore::controlPlaneStamp() {
@@ -443,11 +666,12 @@ std::int64_t SqlStore::createVirtualKey(const VirtualKey& k) {
                 P::optInt(k.revoked_at_ms),
                 P::text(k.metadata),
                 P::integer(now),
-                P::integer(now)};
+                P::integer(now),
+                P::text(k.settings)};
   return insertReturningId(
       "INSERT INTO virtual_keys (name, key_hash, key_prefix, allowed_models, allowed_channels, rpm, tpm, "
       "max_concurrent, budget_daily_usd, budget_monthly_usd, budget_total_usd, expires_at, revoked_at, metadata, "
-      "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "created_at, updated_at, settings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       params);
 }
 
@@ -482,12 +706,13 @@ bool SqlStore::updateVirtualKey(const VirtualKey& k) {
                 P::optInt(k.expires_at_ms),
                 P::optInt(k.revoked_at_ms),
                 P::text(k.metadata),
+                P::text(k.settings),
                 P::integer(nowMs()),
                 P::integer(k.id)};
   return conn_->execute(
              "UPDATE virtual_keys SET name = ?, key_prefix = ?, allowed_models = ?, allowed_channels = ?, rpm = ?, "
              "tpm = ?, max_concurrent = ?, budget_daily_usd = ?, budget_monthly_usd = ?, budget_total_usd = ?, "
-             "expires_at = ?, revoked_at = ?, metadata = ?, updated_at = ? WHERE id = ?",
+             "expires_at = ?, revoked_at = ?, metadata = ?, settings = ?, updated_at = ? WHERE id = ?",
              params) > 0;
 }
 

@@ -20,9 +20,15 @@ class SqlStore final : public Store {
   void insertLogs(std::span<const LogRecord> records) override;
   LogPage listLogs(const LogQuery& query) override;
   std::vector<UsageRow> usage(const UsageQuery& query) override;
+  std::optional<LogEntry> getLog(std::int64_t id) override;
+  StatsResult stats(const StatsQuery& query) override;
   std::int64_t deleteLogsBefore(std::int64_t unix_ms, std::int64_t max_rows) override;
   std::map<std::int64_t, KeySpend> spendByKey(std::int64_t day_start_ms, std::int64_t month_start_ms) override;
+  std::map<std::int64_t, KeyRequests> requestsByKey(std::int64_t day_start_ms, std::int64_t month_start_ms) override;
   std::string controlPlaneStamp() override;
+  std::map<std::string, std::string> gatewaySettings() override;
+  void putGatewaySetting(const std::string& name, const std::string& value) override;
+  void deleteGatewaySetting(const std::string& name) override;
 
   std::int64_t createVirtualKey(const VirtualKey& key) override;
   std::optional<VirtualKey> getVirtualKey(std::int64_t id) override;

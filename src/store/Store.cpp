@@ -14,6 +14,34 @@ std::unique_ptr<SqlConnection> openSqlConnection(const std::string& url) {
                                           "postgres://user:pass@host:5432/db");
 }
 
+namespace {
+[[noreturn]] void unsupported(const char* what) {
+  throw StoreError(StoreErrc::Internal, std::string("this store does not implement ") + what);
+}
+}  // namespace
+
+std::optional<LogEntry> Store::getLog(std::int64_t) {
+  unsupported("getLog");
+}
+
+std::map<std::string, std::string> Store::gatewaySettings() {
+  unsupported("gatewaySettings");
+}
+void Store::putGatewaySetting(const std::string&, const std::string&) {
+  unsupported("putGatewaySetting");
+}
+void Store::deleteGatewaySetting(const std::string&) {
+  unsupported("deleteGatewaySetting");
+}
+
+StatsResult Store::stats(const StatsQuery&) {
+  unsupported("stats");
+}
+
+std::map<std::int64_t, KeyRequests> Store::requestsByKey(std::int64_t, std::int64_t) {
+  unsupported("requestsByKey");
+}
+
 std::unique_ptr<Store> Store::open(const std::string& url) {
   return std::make_unique<SqlStore>(openSqlConnection(url));
 }

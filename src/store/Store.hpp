@@ -112,6 +112,64 @@ struct UsageRow {
   double cost_usd = 0;
 };
 
+// The dashboard's time series over request_logs in [from_ms, to_ms): buckets of step_ms, aligned
+// to multiples of step_ms since the Unix epoch (so the first and last may reach outside the
+// window; only rows inside it count).
+struct StatsQuery {
+  std::int64_t from_ms = 0;
+  std::int64_t to_ms = 0;
+  std::int64_t step_ms = 60'000;
+  std::size_t top = 20;  // rows kept in each of by_channel, by_model, by_key
+  // Latency values read for the percentiles. A window with more requests reads 1 row in N
+  // (by id: the same rows every time) and says so in StatsResult::sampled.
+  std::size_t max_samples = 200'000;
+};
+// Most buckets a StatsQuery may ask for (the admin API asks for far fewer).
+inline constexpr std::int64_t kMaxStatsBuckets = 10'000;
+
+// Nearest-rank percentiles in ms; empty when there was no value to rank.
+struct Percentiles {
+  std::optional<std::int64_t> p50;
+  std::optional<std::int64_t> p95;
+  std::optional<std::int64_t> p99;
+};
+
+struct StatsCounts {
+  std::int64_t requests = 0;
+  std::int64_t errors = 0;  // status >= 400
+  std::int64_t input_tokens = 0;
+  std::int64_t output_tokens = 0;
+  double cost_usd = 0;
+};
+
+// Percentiles (ttfb_ms, latency_ms = duration_ms) are over the requests that succeeded
+// (status < 400): a refused request answers in microseconds and would hide slow upstreams.
+struct StatsBucket {
+  std::int64_t t_ms = 0;  // start of the bucket
+  StatsCounts counts;
+  Percentiles ttfb_ms;
+  Percentiles latency_ms;
+};
+
+struct StatsGroup {
+  std::string name;  // the channel or model; by_key: the key's name (empty: master key or deleted key)
+  std::optional<std::int64_t> virtual_key_id;  // by_key only; empty: master key or unauthenticated
+  StatsCounts counts;
+  Percentiles latency_ms;
+};
+
+struct StatsResult {
+  std::vector<StatsBucket> series;  // every bucket overlapping the window, oldest first
+  StatsCounts totals;
+  Percentiles ttfb_ms;
+  Percentiles latency_ms;
+  std::vector<StatsGroup> by_channel;  // most requests first, at most StatsQuery::top each
+  std::vector<StatsGroup> by_model;
+  std::vector<StatsGroup> by_key;
+  bool sampled = false;  // percentiles come from 1 row in sample_stride
+  std::int64_t sample_stride = 1;
+};
+
 struct VirtualKey {
   std::int64_t id = 0;  // assigned by the store
   std::string name;
@@ -128,6 +186,9 @@ struct VirtualKey {
   std::optional<std::int64_t> expires_at_ms;
   std::optional<std::int64_t> revoked_at_ms;
   std::string metadata = "{}";     // JSON object
+  // JSON object of the key's overrides of the protect stages: {"screening": "off|log|warn|block",
+  // "cache": true|false, "cache_ttl_ms": N}; absent members inherit the channel's and gateway's.
+  std::string settings = "{}";
   std::int64_t created_at_ms = 0;  // set by the store
   std::int64_t updated_at_ms = 0;  // set by the store
 };
@@ -170,6 +231,13 @@ struct KeySpend {
   double total_usd = 0;  // ever; kept on the key row, so log retention does not lower it
 };
 
+// Requests a virtual key made, from the request log.
+struct KeyRequests {
+  std::int64_t day = 0;    // since the start of the UTC day asked for
+  std::int64_t month = 0;  // since the start of the UTC month asked for
+  std::int64_t total = 0;  // ever; kept on the key row like KeySpend::total_usd
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -192,6 +260,18 @@ class Store {
   virtual void insertLogs(std::span<const LogRecord> records) = 0;
   virtual LogPage listLogs(const LogQuery& query) = 0;
   virtual std::vector<UsageRow> usage(const UsageQuery& query) = 0;
+  // getLog, stats and requestsByKey are not pure: a Store other than SqlStore (a test fake)
+  // need not provide them; the defaults throw StoreError(Internal).
+  // One row with its bodies (when they were stored); nullopt when there is no such id.
+  virtual std::optional<LogEntry> getLog(std::int64_t id);
+  // Gateway-wide switches set at run time (name -> value), shared by every instance.
+  virtual std::map<std::string, std::string> gatewaySettings();
+  virtual void putGatewaySetting(const std::string& name, const std::string& value);
+  virtual void deleteGatewaySetting(const std::string& name);
+  // The time series, totals and top groups of a window, read from one snapshot of the log
+  // (totals are the sum of the series). Throws InvalidData for an empty or negative window,
+  // a step <= 0, or more than kMaxStatsBuckets buckets.
+  virtual StatsResult stats(const StatsQuery& query);
   // Retention: deletes rows with time_ms < unix_ms, in chunks (each its own transaction) so
   // writers are not held up, stopping after max_rows or so; returns how many were deleted
   // (fewer than max_rows: none older are left).
@@ -199,6 +279,9 @@ class Store {
   // Spend per virtual key id (keys with no spend may be absent). insertLogs adds each row's
   // cost_usd to its key's total in the same transaction.
   virtual std::map<std::int64_t, KeySpend> spendByKey(std::int64_t day_start_ms, std::int64_t month_start_ms) = 0;
+  // Requests per virtual key id, the same way (keys without requests may be absent). insertLogs
+  // adds each row to its key's total in the same transaction.
+  virtual std::map<std::int64_t, KeyRequests> requestsByKey(std::int64_t day_start_ms, std::int64_t month_start_ms);
   // An opaque value that changes whenever a virtual key, channel or upstream key is created,
   // changed, revoked or deleted (by any instance): cheap enough to poll every second.
   virtual std::string controlPlaneStamp() = 0;

@@ -374,6 +374,7 @@ test('the OpenAPI document parses, is 3.1 and lists every endpoint', async () =>
     '/channels/{id}/keys': ['get', 'post'], '/channels/{id}/keys/{key_id}': ['get', 'patch', 'delete'],
     '/upstream-keys': ['get'], '/upstream-keys/{ref}/disable': ['post'], '/upstream-keys/{ref}/enable': ['post'],
     '/upstream-keys/{ref}/probe': ['post'], '/config': ['get'], '/reload': ['post'],
+    '/logs/{id}': ['get'], '/stats': ['get'], '/settings': ['get', 'patch'], '/pricing': ['get'],
   };
   assert.deepEqual(Object.keys(doc.paths).sort(), Object.keys(expected).sort());
   for (const [path, methods] of Object.entries(expected))

@@ -135,3 +135,185 @@ export async function waitForAccessLine(gw, pred, ms = 3000) {
     await sleep(20);
   }
 }
+
+// ---- Helpers for the protect / guardrail / cache tests (additions; nothing above changes). ----
+
+// The admin API with the master key.
+export function admin(gw, path, { method = 'GET', body } = {}) {
+  return fetch(`${gw.url}/admin/api${path}`, {
+    method, headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+// Creates a virtual key; returns {secret, key}.
+export async function createKey(gw, fields = {}) {
+  const res = await admin(gw, '/keys', { method: 'POST', body: { name: 'k', ...fields } });
+  const text = await res.text();
+  if (res.status !== 201) throw new Error(`creating a key answered ${res.status}: ${text}`);
+  return JSON.parse(text);
+}
+
+// The request log row of one request (with request_body / response_body), once written.
+export async function logOf(gw, requestId, ms = 5000) {
+  const until = Date.now() + ms;
+  for (;;) {
+    const res = await admin(gw, '/logs?limit=500');
+    const page = await res.json();
+    const row = (page.data ?? []).find((r) => r.request_id === requestId);
+    if (row) return (await admin(gw, `/logs/${row.id}`)).json();
+    if (Date.now() > until) return null;
+    await sleep(50);
+  }
+}
+
+// The value of one Prometheus sample: the sum over the lines of `name` whose labels include
+// every pair of `labels` (0 when none).
+export function metricValue(text, name, labels = {}) {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name) || line.startsWith('#')) continue;
+    const m = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)$/);
+    if (!m || m[1] !== name) continue;
+    const ls = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]));
+    if (Object.entries(labels).every(([k, v]) => ls[k] === String(v))) sum += Number(m[3]);
+  }
+  return sum;
+}
+
+// Chat requests in each client format, and how to read their answers.
+// opts: {model, user, system, stream, tools (OpenAI shape; converted), key, headers, extra (body
+// fields merged in), sse (Gemini streams: alt=sse, default true)}.
+function toolsFor(format, tools) {
+  if (!tools) return undefined;
+  const fns = tools.map((t) => t.function ?? t);
+  if (format === 'anthropic') return fns.map((f) => ({ name: f.name, description: f.description ?? '', input_schema: f.parameters }));
+  if (format === 'gemini') return [{ functionDeclarations: fns.map((f) => ({ name: f.name, description: f.description ?? '', parameters: f.parameters })) }];
+  return fns.map((f) => ({ type: 'function', function: f }));
+}
+
+export function sendChat(gw, format, { model, user, system, stream = false, tools, key = MASTER, headers = {}, extra = {}, sse = true } = {}) {
+  if (format === 'openai') {
+    const messages = [...(system ? [{ role: 'system', content: system }] : []), { role: 'user', content: user }];
+    return fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
+      body: JSON.stringify({ model, messages, stream, ...(tools ? { tools: toolsFor(format, tools) } : {}), ...extra }),
+    });
+  }
+  if (format === 'anthropic') {
+    return fetch(`${gw.url}/anthropic/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key, 'anthropic-version': '2023-06-01', ...headers },
+      body: JSON.stringify({ model, max_tokens: 1024, ...(system ? { system } : {}), messages: [{ role: 'user', content: user }],
+        stream, ...(tools ? { tools: toolsFor(format, tools) } : {}), ...extra }),
+    });
+  }
+  if (format === 'gemini') {
+    const op = stream ? `streamGenerateContent${sse ? '?alt=sse' : ''}` : 'generateContent';
+    return fetch(`${gw.url}/gemini/v1beta/models/${model}:${op}`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'x-goog-api-key': key, ...headers },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: user }] }],
+        ...(system ? { systemInstruction: { parts: [{ text: system }] } } : {}),
+        ...(tools ? { tools: toolsFor(format, tools) } : {}), ...extra }),
+    });
+  }
+  throw new Error(`unknown format ${format}`);
+}
+
+// The answer text of a whole response body (parsed JSON) in `format`.
+export function answerText(format, body) {
+  if (format === 'openai') return body.choices[0].message.content ?? '';
+  if (format === 'anthropic') return body.content.filter((b) => b.type === 'text').map((b) => b.text).join('');
+  if (format === 'gemini') return (body.candidates?.[0]?.content?.parts ?? []).map((p) => p.text ?? '').join('');
+  throw new Error(`unknown format ${format}`);
+}
+
+// The concatenated answer text of a stream's parsed events (readSse().events; for a Gemini JSON
+// array stream, the array's elements).
+export function streamText(format, events) {
+  let out = '';
+  for (const e of events) {
+    if (e === '[DONE]') continue;
+    if (format === 'openai') out += e.choices?.[0]?.delta?.content ?? '';
+    else if (format === 'anthropic') { if (e.type === 'content_block_delta' && e.delta?.type === 'text_delta') out += e.delta.text; }
+    else if (format === 'gemini') out += (e.candidates?.[0]?.content?.parts ?? []).map((p) => p.text ?? '').join('');
+  }
+  return out;
+}
+
+// Tool calls of a stream or a whole answer: [{name, arguments (the JSON text, concatenated)}].
+export function toolCallsOf(format, { events, body }) {
+  const calls = [];
+  if (format === 'openai') {
+    if (body) return (body.choices[0].message.tool_calls ?? []).map((c) => ({ name: c.function.name, arguments: c.function.arguments }));
+    for (const e of events) {
+      if (e === '[DONE]') continue;
+      for (const tc of e.choices?.[0]?.delta?.tool_calls ?? []) {
+        const c = (calls[tc.index] ??= { name: '', arguments: '' });
+        if (tc.function?.name) c.name += tc.function.name;
+        if (tc.function?.arguments) c.arguments += tc.function.arguments;
+      }
+    }
+    return calls.filter(Boolean);
+  }
+  if (format === 'anthropic') {
+    if (body) return body.content.filter((b) => b.type === 'tool_use').map((b) => ({ name: b.name, arguments: JSON.stringify(b.input) }));
+    const byIndex = {};
+    for (const e of events) {
+      if (e.type === 'content_block_start' && e.content_block?.type === 'tool_use') byIndex[e.index] = { name: e.content_block.name, arguments: '' };
+      if (e.type === 'content_block_delta' && e.delta?.type === 'input_json_delta') byIndex[e.index].arguments += e.delta.partial_json;
+    }
+    return Object.values(byIndex);
+  }
+  if (format === 'gemini') {
+    const list = body ? [body] : events;
+    for (const e of list) {
+      for (const p of e.candidates?.[0]?.content?.parts ?? []) {
+        if (p.functionCall) calls.push({ name: p.functionCall.name, arguments: JSON.stringify(p.functionCall.args ?? {}) });
+      }
+    }
+    return calls;
+  }
+  throw new Error(`unknown format ${format}`);
+}
+
+// Checks an error body is in `format`'s own shape with this status; returns its message.
+// OpenAI bodies carry the code ({"error":{"code"}}); Anthropic and Gemini only a type/status.
+export function errorMessageOf(format, status, body, code) {
+  if (format === 'openai') {
+    if (body?.error?.code !== code) throw new Error(`expected OpenAI error code ${code}, got ${JSON.stringify(body)}`);
+    return body.error.message;
+  }
+  if (format === 'anthropic') {
+    const type = status === 400 ? 'invalid_request_error' : status >= 500 ? 'api_error' : null;
+    if (body?.type !== 'error' || (type && body.error?.type !== type) || typeof body.error?.message !== 'string')
+      throw new Error(`expected an Anthropic error of type ${type}, got ${JSON.stringify(body)}`);
+    return body.error.message;
+  }
+  if (format === 'gemini') {
+    const st = { 400: 'INVALID_ARGUMENT', 503: 'UNAVAILABLE' }[status];
+    if (body?.error?.code !== status || (st && body.error.status !== st) || typeof body.error?.message !== 'string')
+      throw new Error(`expected a Gemini error ${status} ${st}, got ${JSON.stringify(body)}`);
+    return body.error.message;
+  }
+  throw new Error(`unknown format ${format}`);
+}
+
+// Like readSse, for every SSE framing (Gemini streams use CRLF line ends): {raw, text (LF line
+// ends), events}. A data payload that is not JSON fails with the whole stream in the message.
+export async function readSseEvents(res) {
+  const raw = await res.text();
+  const text = raw.replace(/\r\n/g, '\n');
+  const events = [];
+  for (const e of text.split('\n\n')) {
+    if (!e.trim()) continue;
+    const data = e.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
+    if (data === '[DONE]') { events.push('[DONE]'); continue; }
+    try {
+      events.push(JSON.parse(data));
+    } catch (err) {
+      throw new Error(`a stream event is not JSON (${err.message}): ${JSON.stringify(e)}; the stream:\n${raw}`);
+    }
+  }
+  return { raw, text, events };
+}

@@ -113,6 +113,25 @@ CREATE TRIGGER channels_cp AFTER INSERT OR UPDATE OR DELETE ON channels
 CREATE TRIGGER upstream_keys_cp AFTER INSERT OR UPDATE OR DELETE ON upstream_keys
   FOR EACH ROW EXECUTE FUNCTION sluice_bump_control_plane_version();
 )sql"},
+    // See the SQLite migration 4.
+    {4, "virtual key request totals", R"sql(
+ALTER TABLE virtual_keys ADD COLUMN requests_total BIGINT NOT NULL DEFAULT 0;
+UPDATE virtual_keys SET requests_total =
+  (SELECT COUNT(*) FROM request_logs WHERE virtual_key_id = virtual_keys.id);
+)sql"},
+    // Per-key overrides of the protect stages (screening action, cache) and the gateway-wide
+    // switches the admin API sets at run time (shared by every instance through the store).
+    // A key's settings change with its updated_at, which the control-plane trigger watches.
+    {5, "key protect settings, gateway settings", R"sql(
+ALTER TABLE virtual_keys ADD COLUMN settings TEXT NOT NULL DEFAULT '{}';
+CREATE TABLE gateway_settings (
+  name       TEXT PRIMARY KEY,
+  value      TEXT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE TRIGGER gateway_settings_cp AFTER INSERT OR UPDATE OR DELETE ON gateway_settings
+  FOR EACH ROW EXECUTE FUNCTION sluice_bump_control_plane_version();
+)sql"},
 };
 
 }  // namespace

@@ -126,6 +126,31 @@ CREATE TRIGGER upstream_keys_cp_update AFTER UPDATE ON upstream_keys
 CREATE TRIGGER upstream_keys_cp_delete AFTER DELETE ON upstream_keys
   BEGIN UPDATE control_plane_version SET version = version + 1; END;
 )sql"},
+    // The admin API shows each key's requests beside its spend; like spend_total_usd, the total
+    // lives on the key row (insertLogs adds to it), so log retention does not lower it. Not in
+    // the update trigger's column list: log batches must not look like control-plane changes.
+    {4, "virtual key request totals", R"sql(
+ALTER TABLE virtual_keys ADD COLUMN requests_total INTEGER NOT NULL DEFAULT 0;
+UPDATE virtual_keys SET requests_total =
+  (SELECT COUNT(*) FROM request_logs WHERE virtual_key_id = virtual_keys.id);
+)sql"},
+    // Per-key overrides of the protect stages (screening action, cache) and the gateway-wide
+    // switches the admin API sets at run time (shared by every instance through the store).
+    // A key's settings change with its updated_at, which the control-plane trigger watches.
+    {5, "key protect settings, gateway settings", R"sql(
+ALTER TABLE virtual_keys ADD COLUMN settings TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(settings));
+CREATE TABLE gateway_settings (
+  name       TEXT PRIMARY KEY,
+  value      TEXT NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE TRIGGER gateway_settings_cp_insert AFTER INSERT ON gateway_settings
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+CREATE TRIGGER gateway_settings_cp_update AFTER UPDATE ON gateway_settings
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+CREATE TRIGGER gateway_settings_cp_delete AFTER DELETE ON gateway_settings
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+)sql"},
 };
 
 }  // namespace

@@ -335,7 +335,7 @@ TEST(ConfigErrors, UnknownKeysListTheValidOnes) {
   auto f = failure("server:\n  listen: 127.0.0.1:1\nlogging: {}\n");
   EXPECT_EQ(f.what,
             "t.yaml:3:1: unknown key \"logging\" at the top level; valid keys: server, auth, store, "
-            "redis, routing, channels, pricing");
+            "redis, routing, channels, pricing, cache, redaction, screening, guardrail");
 
   f = failure("server:\n  workers: 1\n  listn: 127.0.0.1:1\n");
   EXPECT_EQ(f.what,
@@ -361,7 +361,8 @@ TEST(ConfigErrors, UnknownKeyNestedAtDepth) {
   f = failure(channel("    region: us\n"));
   EXPECT_EQ(f.what,
             "t.yaml:6:5: unknown key \"region\" in channels[0]; valid keys: name, type, base_url, keys, "
-            "models, priority, weight, headers, model_map, api_version, rpm, tpm, max_concurrent, key_rpm, key_tpm");
+            "models, priority, weight, headers, model_map, api_version, rpm, tpm, max_concurrent, key_rpm, key_tpm, "
+            "cache, cache_ttl, screening");
 
   f = failure(channel("", "a") + "  - name: b\n    type: mock\n    base_url: http://x\n    models: [m]\n"
                                  "    wieght: 2\n");
@@ -752,6 +753,84 @@ TEST(ConfigErrors, ControlPlaneValues) {
   f = failure(channel("    rpm: -5\n"));
   EXPECT_EQ(f.line, 6);
   EXPECT_NE(f.what.find("channels[0].rpm: must be at least 0"), std::string::npos) << f.what;
+}
+
+}  // namespace
+}  // namespace sluice::config
+
+namespace sluice::config {
+namespace {
+
+TEST(ConfigParse, ProtectSections) {
+  const auto c = parse(
+      "cache: {enabled: true, ttl: 10m, max_bytes: 64MiB, max_entry_bytes: 512KiB, shared: true}\n"
+      "redaction:\n"
+      "  enabled: true\n"
+      "  key: \"0123456789abcdef0123\"\n"
+      "  actions: {PHONE: mask, IPV4: off}\n"
+      "  rules:\n"
+      "    - {name: TICKET, pattern: 'TCK-[0-9]{6}', action: block, fields: [user, tool]}\n"
+      "screening: {action: warn, threshold: 0.8, deny: ['(?i)jailbreak']}\n"
+      "guardrail: {url: \"http://127.0.0.1:9/review\", timeout: 300ms, on_failure: fail_closed, review_response: true}\n"
+      "channels:\n"
+      "  - {name: m, type: mock, base_url: \"http://127.0.0.1:1\", models: [\"*\"], cache: false, cache_ttl: 5s, "
+      "screening: block}\n");
+  EXPECT_TRUE(c->cache.enabled);
+  EXPECT_EQ(c->cache.ttl, std::chrono::minutes(10));
+  EXPECT_EQ(c->cache.max_bytes, 64u << 20);
+  EXPECT_EQ(c->cache.max_entry_bytes, 512u << 10);
+  EXPECT_TRUE(c->cache.shared);
+  EXPECT_TRUE(c->redaction.enabled);
+  EXPECT_EQ(c->redaction.key, "0123456789abcdef0123");
+  EXPECT_EQ(c->redaction.actions.at("PHONE"), "mask");
+  EXPECT_EQ(c->redaction.actions.at("IPV4"), "off");
+  ASSERT_EQ(c->redaction.rules.size(), 1u);
+  EXPECT_EQ(c->redaction.rules[0].action, "block");
+  EXPECT_EQ(c->redaction.rules[0].fields, (std::vector<std::string>{"user", "tool"}));
+  EXPECT_EQ(c->screening.action, ScreenAction::Warn);
+  EXPECT_DOUBLE_EQ(c->screening.threshold, 0.8);
+  ASSERT_EQ(c->screening.deny.size(), 1u);
+  EXPECT_EQ(c->guardrail.timeout, std::chrono::milliseconds(300));
+  EXPECT_FALSE(c->guardrail.fail_open);
+  EXPECT_TRUE(c->guardrail.review_response);
+  ASSERT_EQ(c->channels.size(), 1u);
+  EXPECT_EQ(c->channels[0].cache, std::optional<bool>(false));
+  EXPECT_EQ(c->channels[0].cache_ttl, std::optional<std::chrono::milliseconds>(std::chrono::seconds(5)));
+  EXPECT_EQ(c->channels[0].screening, std::optional<ScreenAction>(ScreenAction::Block));
+  // The description parses back to the same settings (the key masked).
+  const auto back = parse(describeConfig(*c));
+  EXPECT_EQ(back->cache.ttl, c->cache.ttl);
+  EXPECT_EQ(back->redaction.rules.size(), 1u);
+  EXPECT_EQ(back->screening.action, ScreenAction::Warn);
+  EXPECT_EQ(back->channels[0].screening, c->channels[0].screening);
+  EXPECT_EQ(describeConfig(*c).find("0123456789abcdef0123"), std::string::npos);
+}
+
+TEST(ConfigErrors, ProtectValues) {
+  auto f = failure("guardrail: {url: \"http://127.0.0.1:9/x\"}\n");
+  EXPECT_NE(f.what.find("on_failure: fail_open or fail_closed"), std::string::npos) << f.what;
+  f = failure("guardrail: {url: \"http://127.0.0.1:9/x\", on_failure: open}\n");
+  EXPECT_NE(f.what.find("guardrail.on_failure: expected fail_open"), std::string::npos) << f.what;
+  f = failure("screening: {action: deny}\n");
+  EXPECT_NE(f.what.find("screening.action: expected off, log, warn or block"), std::string::npos) << f.what;
+  f = failure("screening:\n  deny: ['(a']\n");
+  EXPECT_EQ(f.line, 2);
+  EXPECT_NE(f.what.find("not a valid RE2 pattern"), std::string::npos) << f.what;
+  f = failure("redaction:\n  actions: {E_MAIL: mask}\n");
+  EXPECT_NE(f.what.find("\"E_MAIL\" is not a built-in rule"), std::string::npos) << f.what;
+  f = failure("redaction:\n  actions: {EMAIL: hide}\n");
+  EXPECT_NE(f.what.find("expected mask, encrypt, block or off"), std::string::npos) << f.what;
+  f = failure("redaction:\n  rules:\n    - {name: EMAIL, pattern: x}\n");
+  EXPECT_NE(f.what.find("is used twice"), std::string::npos) << f.what;
+  f = failure("redaction:\n  rules:\n    - {name: X, pattern: 'a*'}\n");
+  EXPECT_EQ(f.line, 3);
+  EXPECT_NE(f.what.find("redaction.rules[0]"), std::string::npos) << f.what;
+  f = failure("redaction:\n  rules:\n    - {pattern: 'abc'}\n");
+  EXPECT_NE(f.what.find("missing required key \"name\""), std::string::npos) << f.what;
+  f = failure("cache: {max_bytes: 1KiB, max_entry_bytes: 1MiB}\n");
+  EXPECT_NE(f.what.find("max_entry_bytes must not exceed max_bytes"), std::string::npos) << f.what;
+  f = failure(channel("    screening: maybe\n"));
+  EXPECT_NE(f.what.find("channels[0].screening: expected off, log, warn or block"), std::string::npos) << f.what;
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "mock/MockKnobs.hpp"
+#include "mock/ToolPlanner.hpp"
 
 #include <gtest/gtest.h>
 
@@ -63,6 +64,32 @@ TEST(MockKnobs, MalformedHeadersNameTheHeader) {
     ASSERT_TRUE(e) << name << ": " << value;
     EXPECT_NE(e->find(name), std::string::npos) << *e;
   }
+}
+
+TEST(MockKnobs, EchoHeader) {
+  MockKnobs k;
+  EXPECT_FALSE(applyKnobHeaders(request({{"x-mock-echo", "1"}}), k));
+  EXPECT_TRUE(k.echo);
+  EXPECT_FALSE(applyKnobHeaders(request({{"x-mock-echo", "false"}}), k));
+  EXPECT_FALSE(k.echo);
+  auto e = applyKnobHeaders(request({{"x-mock-echo", "yes"}}), k);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->find("x-mock-echo"), std::string::npos);
+}
+
+TEST(MockKnobs, EchoPutsTheUserTextInTextAndArguments) {
+  ToolDecision text;
+  text.user_text = "mail a@b.c";
+  echoUserText(text);
+  EXPECT_EQ(text.reply, std::optional<std::string>("mail a@b.c"));
+  ToolDecision calls;
+  calls.user_text = "x\"y";
+  ToolCall c;
+  c.name = "send";
+  c.arguments = R"({"to":"example","n":1,"tags":["example"]})";
+  calls.calls.push_back(c);
+  echoUserText(calls);
+  EXPECT_EQ(calls.calls[0].arguments, R"({"to":"x\"y","n":1,"tags":["x\"y"]})");
 }
 
 TEST(MockKnobs, ValidatesOptions) {

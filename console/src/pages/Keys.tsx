@@ -1,0 +1,300 @@
+import { useState } from 'preact/hooks';
+import { api, ApiError } from '../api';
+import { fmtCompact, fmtInt, fmtRelative, fmtTime, fmtUsd, fromLocalInput, splitList, toLocalInput } from '../format';
+import type { Channel, UsagePage, VirtualKey } from '../types';
+import {
+  ActionButton, Badge, CopyButton, describedBy, Empty, ErrorBox, Field, fieldError, InlineError, Loading, PageHeader,
+  useAsync,
+} from '../ui';
+
+interface Data {
+  keys: VirtualKey[];
+  channels: string[];
+  usage: Map<number, { requests: number; tokens: number }>;
+}
+
+const LIMITS = [
+  ['rpm', 'Requests per minute'],
+  ['tpm', 'Tokens per minute'],
+  ['max_concurrent', 'Max concurrent'],
+] as const;
+const BUDGETS = [
+  ['budget_daily_usd', 'Daily budget (USD)', 'day_usd'],
+  ['budget_monthly_usd', 'Monthly budget (USD)', 'month_usd'],
+  ['budget_total_usd', 'Total budget (USD)', 'total_usd'],
+] as const;
+
+export function Keys() {
+  const [status, setStatus] = useState('');
+  const state = useAsync<Data>(async (signal) => {
+    const [keys, channels, usage] = await Promise.all([
+      api<{ data: VirtualKey[] }>('/keys', { signal, query: { status } }),
+      api<{ data: Channel[] }>('/channels', { signal }).catch(() => ({ data: [] as Channel[] })),
+      api<UsagePage>('/usage', { signal, query: { by: 'key' } }).catch(() => ({ data: [], from_ms: 0, to_ms: 0 })),
+    ]);
+    const u = new Map<number, { requests: number; tokens: number }>();
+    for (const r of usage.data) if (r.virtual_key_id) u.set(r.virtual_key_id, { requests: r.requests, tokens: r.input_tokens + r.output_tokens });
+    return { keys: keys.data, channels: channels.data.map((c) => c.name), usage: u };
+  }, [status]);
+  const [creating, setCreating] = useState(false);
+  const [secret, setSecret] = useState<{ name: string; secret: string } | null>(null);
+
+  const d = state.data;
+  return (
+    <>
+      <PageHeader title="Virtual keys">
+        <label class="inline-label" for="key-status">Show</label>
+        <select id="key-status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
+          <option value="">all keys</option>
+          <option value="active">active</option>
+          <option value="revoked">revoked</option>
+          <option value="expired">expired</option>
+        </select>
+        <button type="button" class="btn btn-primary" onClick={() => { setCreating(!creating); setSecret(null); }}
+          aria-expanded={creating} aria-controls="new-key">
+          {creating ? 'Close form' : 'New key'}
+        </button>
+      </PageHeader>
+      <p class="lead">Give each application or team its own key, with its own limits, budgets and model list. The store keeps only a hash: the secret is shown once.</p>
+      {secret && <SecretReveal {...secret} onDismiss={() => setSecret(null)} />}
+      {creating && (
+        <div id="new-key">
+          <KeyForm channels={d?.channels ?? []}
+            onCancel={() => setCreating(false)}
+            onSaved={async (r) => {
+              setCreating(false);
+              if (r) setSecret(r);
+              await state.reload();
+            }} />
+        </div>
+      )}
+      <ErrorBox error={state.error} onRetry={() => void state.reload()} title="Could not load the keys" />
+      {!d && state.loading && <Loading label="Loading keys…" />}
+      {d && d.keys.length === 0 && <Empty>{status ? `No ${status} keys.` : 'No virtual keys yet. Create one for each application.'}</Empty>}
+      {d && d.keys.length > 0 && (
+        <ul class="stack keylist" aria-label="Virtual keys">
+          {d.keys.map((k) => <KeyCard key={k.id} k={k} channels={d.channels} usage={d.usage.get(k.id)} onChange={() => state.reload()} />)}
+        </ul>
+      )}
+    </>
+  );
+}
+
+function SecretReveal({ name, secret, onDismiss }: { name: string; secret: string; onDismiss: () => void }) {
+  return (
+    <section class="card secret" role="region" aria-labelledby="secret-title" data-testid="secret-reveal">
+      <h2 id="secret-title">Key “{name}” created</h2>
+      <p>Copy the secret now: it is not stored and will not be shown again.</p>
+      <div class="secret-row">
+        <code class="secret-value break" data-testid="new-key-secret" data-copy-source>{secret}</code>
+        <CopyButton text={secret} label="Copy secret" />
+      </div>
+      <button type="button" class="btn btn-small btn-ghost" onClick={onDismiss}>I have stored it</button>
+    </section>
+  );
+}
+
+function statusBadge(k: VirtualKey) {
+  if (k.status === 'active') return <Badge kind="ok">active</Badge>;
+  if (k.status === 'revoked') return <Badge kind="bad" title={fmtTime(k.revoked_at_ms)}>revoked</Badge>;
+  return <Badge kind="warn">expired</Badge>;
+}
+
+function Meter({ label, spent, budget }: { label: string; spent: number; budget: number | null }) {
+  if (budget === null) return (
+    <div class="meter-row"><span>{label}</span><span class="num">{fmtUsd(spent)}</span></div>
+  );
+  const pct = budget > 0 ? Math.min(100, (spent / budget) * 100) : 100;
+  return (
+    <div class="meter-row">
+      <span>{label}</span>
+      <meter min={0} max={budget || 1} value={Math.min(spent, budget || 1)} high={(budget || 1) * 0.8} optimum={0}
+        aria-label={`${label}: ${fmtUsd(spent)} of ${fmtUsd(budget)}`} />
+      <span class={`num${pct >= 100 ? ' text-bad' : ''}`}>{fmtUsd(spent)} / {fmtUsd(budget)}</span>
+    </div>
+  );
+}
+
+function KeyCard({ k, channels, usage, onChange }: {
+  k: VirtualKey; channels: string[]; usage?: { requests: number; tokens: number }; onChange: () => Promise<void>;
+}) {
+  const [editing, setEditing] = useState(false);
+  const limits = LIMITS.filter(([f]) => k[f] !== null);
+  return (
+    <li class="card key" data-testid={`vkey-${k.name}`} aria-labelledby={`vk-${k.id}`}>
+      <header class="card-head">
+        <h2 id={`vk-${k.id}`}>{k.name}</h2>
+        <div class="badges">
+          <code title="The first characters of the secret">{k.key_prefix}…</code>
+          {statusBadge(k)}
+        </div>
+        <div class="card-actions">
+          {k.status !== 'revoked' && (
+            <button type="button" class="btn btn-small" onClick={() => setEditing(!editing)} aria-expanded={editing}>
+              {editing ? 'Cancel edit' : 'Edit'}
+            </button>
+          )}
+          {k.status !== 'revoked' && (
+            <ActionButton kind="btn-danger" label={`Revoke key ${k.name}`}
+              confirm={`Revoke "${k.name}"? Applications using it get 401 within a second.`}
+              onClick={async () => { await api(`/keys/${k.id}/revoke`, { method: 'POST' }); await onChange(); }}>
+              Revoke
+            </ActionButton>
+          )}
+          <ActionButton kind="btn-ghost" label={`Delete key ${k.name}`} confirm={`Delete "${k.name}"? Its request logs stay.`}
+            onClick={async () => { await api(`/keys/${k.id}`, { method: 'DELETE' }); await onChange(); }}>
+            Delete
+          </ActionButton>
+        </div>
+      </header>
+      {editing ? (
+        <KeyForm k={k} channels={channels} onCancel={() => setEditing(false)} onSaved={async () => { setEditing(false); await onChange(); }} />
+      ) : (
+        <div class="key-body">
+          <dl class="props">
+            <div><dt>Models</dt><dd>{k.allowed_models.length ? k.allowed_models.map((m) => <code key={m} class="chip">{m}</code>) : 'every model'}</dd></div>
+            <div><dt>Channels</dt><dd>{k.allowed_channels.length ? k.allowed_channels.map((m) => <code key={m} class="chip">{m}</code>) : 'every channel'}</dd></div>
+            <div><dt>Limits</dt><dd>{limits.length ? limits.map(([f, label]) => <span key={f} class="chip">{label}: {fmtInt(k[f])}</span>) : 'none'}</dd></div>
+            <div><dt>Expires</dt><dd>{k.expires_at_ms ? <span title={fmtTime(k.expires_at_ms)}>{fmtTime(k.expires_at_ms)} ({fmtRelative(k.expires_at_ms)})</span> : 'never'}</dd></div>
+            <div><dt>Created</dt><dd>{fmtTime(k.created_at_ms)}</dd></div>
+            <div><dt>Last 30 days</dt><dd data-testid="key-usage">{usage ? `${fmtInt(usage.requests)} requests · ${fmtCompact(usage.tokens)} tokens` : 'no requests'}</dd></div>
+          </dl>
+          <div class="meters" role="group" aria-label={`Spend of ${k.name}`}>
+            <Meter label="Today" spent={k.spend.day_usd} budget={k.budget_daily_usd} />
+            <Meter label="This month" spent={k.spend.month_usd} budget={k.budget_monthly_usd} />
+            <Meter label="In total" spent={k.spend.total_usd} budget={k.budget_total_usd} />
+          </div>
+        </div>
+      )}
+    </li>
+  );
+}
+
+interface FormState {
+  name: string;
+  allowed_models: string;
+  allowed_channels: string[];
+  rpm: string;
+  tpm: string;
+  max_concurrent: string;
+  budget_daily_usd: string;
+  budget_monthly_usd: string;
+  budget_total_usd: string;
+  expires: string;
+}
+
+function toForm(k?: VirtualKey): FormState {
+  const s = (v: number | null | undefined) => (v === null || v === undefined ? '' : String(v));
+  return {
+    name: k?.name ?? '',
+    allowed_models: (k?.allowed_models ?? []).join(', '),
+    allowed_channels: k?.allowed_channels ?? [],
+    rpm: s(k?.rpm), tpm: s(k?.tpm), max_concurrent: s(k?.max_concurrent),
+    budget_daily_usd: s(k?.budget_daily_usd), budget_monthly_usd: s(k?.budget_monthly_usd), budget_total_usd: s(k?.budget_total_usd),
+    expires: toLocalInput(k?.expires_at_ms),
+  };
+}
+
+function num(s: string, param: string, integer: boolean): number | null {
+  if (!s.trim()) return null;
+  const n = Number(s);
+  if (!Number.isFinite(n) || (integer && !Number.isInteger(n)))
+    throw new ApiError(0, `${param} must be ${integer ? 'a whole number' : 'a number'}`, param);
+  return n;
+}
+
+function KeyForm({ k, channels, onSaved, onCancel }: {
+  k?: VirtualKey; channels: string[]; onSaved: (created?: { name: string; secret: string }) => Promise<void>; onCancel: () => void;
+}) {
+  const [f, setF] = useState<FormState>(() => toForm(k));
+  const [error, setError] = useState<unknown>(undefined);
+  const [busy, setBusy] = useState(false);
+  const base = k ? `edit-key-${k.id}` : 'new-key';
+  const set = <K extends keyof FormState>(key: K, v: FormState[K]) => setF({ ...f, [key]: v });
+  const allChannels = [...new Set([...channels, ...f.allowed_channels])];
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      const body: Record<string, unknown> = {
+        name: f.name.trim(),
+        allowed_models: splitList(f.allowed_models),
+        allowed_channels: f.allowed_channels,
+      };
+      for (const [p] of LIMITS) body[p] = num(f[p], p, true);
+      for (const [p] of BUDGETS) body[p] = num(f[p], p, false);
+      const exp = fromLocalInput(f.expires);
+      if (f.expires && exp === null) throw new ApiError(0, 'expiry is not a valid date', 'expires_at_ms');
+      body.expires_at_ms = exp;
+      if (k) {
+        const before = toForm(k);
+        if (f.name === before.name) delete body.name;
+        if (f.allowed_models === before.allowed_models) delete body.allowed_models;
+        if (JSON.stringify(f.allowed_channels) === JSON.stringify(before.allowed_channels)) delete body.allowed_channels;
+        for (const [p] of [...LIMITS, ...BUDGETS]) if (f[p] === before[p]) delete body[p];
+        if (f.expires === before.expires) delete body.expires_at_ms;
+        await api(`/keys/${k.id}`, { method: 'PATCH', body });
+        await onSaved();
+      } else {
+        for (const key of Object.keys(body)) if (body[key] === null) delete body[key];
+        const r = await api<{ key: VirtualKey; secret: string }>('/keys', { method: 'POST', body });
+        await onSaved({ name: r.key.name, secret: r.secret });
+      }
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const fe = (p: string) => fieldError(error, p);
+  const known = ['name', 'allowed_models', 'allowed_channels', 'expires_at_ms', 'expires_at', ...LIMITS.map(([p]) => p), ...BUDGETS.map(([p]) => p)];
+  const numField = (p: keyof FormState & string, label: string, integer: boolean, hint: string) => (
+    <Field key={p} id={`${base}-${p}`} label={label} hint={hint} error={fe(p)}>
+      <input id={`${base}-${p}`} name={p} type="number" min={integer ? 1 : 0} step={integer ? 1 : 'any'} value={f[p] as string}
+        onInput={(e) => set(p, e.currentTarget.value as never)} aria-describedby={describedBy(`${base}-${p}`, hint, fe(p))} aria-invalid={!!fe(p)} />
+    </Field>
+  );
+  return (
+    <form class="form card" onSubmit={submit} aria-label={k ? `Edit key ${k.name}` : 'New virtual key'} data-testid="key-form">
+      {!k && <h2>New virtual key</h2>}
+      <div class="form-grid">
+        <Field id={`${base}-name`} label="Name" error={fe('name')} hint="Who uses it: an app, a team">
+          <input id={`${base}-name`} name="name" value={f.name} required maxLength={128} onInput={(e) => set('name', e.currentTarget.value)}
+            aria-describedby={describedBy(`${base}-name`, 'h', fe('name'))} aria-invalid={!!fe('name')} />
+        </Field>
+        <Field id={`${base}-allowed_models`} label="Allowed models" error={fe('allowed_models')} hint="Names or globs, comma separated; blank: every model">
+          <input id={`${base}-allowed_models`} name="allowed_models" value={f.allowed_models} placeholder="gpt-4o*, mock-*"
+            onInput={(e) => set('allowed_models', e.currentTarget.value)}
+            aria-describedby={describedBy(`${base}-allowed_models`, 'h', fe('allowed_models'))} aria-invalid={!!fe('allowed_models')} />
+        </Field>
+        {LIMITS.map(([p, label]) => numField(p, label, true, 'Blank: no limit'))}
+        {BUDGETS.map(([p, label]) => numField(p, label, false, 'Blank: no budget'))}
+        <Field id={`${base}-expires`} label="Expires" error={fe('expires_at_ms') ?? fe('expires_at')} hint="Local time; blank: never">
+          <input id={`${base}-expires`} name="expires" type="datetime-local" value={f.expires}
+            onInput={(e) => set('expires', e.currentTarget.value)}
+            aria-describedby={describedBy(`${base}-expires`, 'h', fe('expires_at_ms') ?? fe('expires_at'))} />
+        </Field>
+        <fieldset class="field field-wide checks">
+          <legend>Allowed channels <small class="hint">(none ticked: every channel)</small></legend>
+          {allChannels.length === 0 && <span class="muted">No channels to choose from.</span>}
+          {allChannels.map((c) => (
+            <label key={c} class="check">
+              <input type="checkbox" checked={f.allowed_channels.includes(c)}
+                onChange={(e) => set('allowed_channels', e.currentTarget.checked ? [...f.allowed_channels, c] : f.allowed_channels.filter((x) => x !== c))} />
+              {c}
+            </label>
+          ))}
+          {fe('allowed_channels') && <small class="field-error" role="alert">{fe('allowed_channels')}</small>}
+        </fieldset>
+      </div>
+      {error && !known.some((p) => fe(p)) ? <InlineError error={error} /> : null}
+      <div class="form-actions">
+        <button type="submit" class="btn btn-primary" disabled={busy} aria-busy={busy}>{k ? 'Save changes' : 'Create key'}</button>
+        <button type="button" class="btn btn-ghost" onClick={onCancel}>Cancel</button>
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,204 @@
+// Shapes of the admin API's answers (see GET /admin/api/openapi.json). Only what the console reads.
+
+export interface Percentiles {
+  p50: number | null;
+  p95: number | null;
+  p99?: number | null;
+}
+
+export interface StatsPoint {
+  t_ms: number;
+  requests: number;
+  errors: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  ttfb_ms: Percentiles;
+  latency_ms: Percentiles;
+}
+
+export interface StatsGroup {
+  id?: number | null;
+  name: string | null;
+  requests: number;
+  errors: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  latency_ms: Percentiles;
+}
+
+export interface StatsTotals {
+  requests: number;
+  errors: number;
+  error_rate: number;
+  requests_per_s: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  ttfb_ms: Percentiles;
+  latency_ms: Percentiles;
+}
+
+export interface Stats {
+  sampled?: boolean;
+  since_ms: number;
+  until_ms: number;
+  step_s: number;
+  series: StatsPoint[];
+  totals: StatsTotals;
+  by_channel: StatsGroup[];
+  by_model: StatsGroup[];
+  by_key: StatsGroup[];
+}
+
+export interface UpstreamKey {
+  id: number;
+  channel_id: number;
+  label: string;
+  masked: string | null;
+  state: 'active' | 'disabled';
+  disabled_reason: string;
+  cooldown_until_ms: number | null;
+  created_at_ms: number;
+  updated_at_ms: number;
+}
+
+export interface Channel {
+  id: number | null;
+  name: string;
+  source: 'store' | 'config';
+  type: string;
+  base_url: string;
+  models: string[];
+  priority: number;
+  weight: number;
+  headers: Record<string, string>;
+  enabled: boolean;
+  model_map?: Record<string, string> | null;
+  api_version?: string | null;
+  rpm?: number | null;
+  tpm?: number | null;
+  max_concurrent?: number | null;
+  key_rpm?: number | null;
+  key_tpm?: number | null;
+  keys: Array<Partial<UpstreamKey> & { masked?: string | null }>;
+  line?: number;
+}
+
+export interface KeyHealth {
+  ref: string;
+  channel: string;
+  masked: string;
+  source: 'config' | 'store';
+  store_id?: number | null;
+  state: 'active' | 'cooling' | 'disabled';
+  manual?: boolean;
+  cooldown_until_ms?: number | null;
+  reason?: string;
+  successes?: number;
+  failures?: number;
+}
+
+export interface ProbeResult {
+  ok: boolean;
+  status: number;
+  latency_ms: number;
+  message: string;
+  key: KeyHealth;
+}
+
+export interface VirtualKey {
+  id: number;
+  name: string;
+  key_prefix: string;
+  allowed_models: string[];
+  allowed_channels: string[];
+  rpm: number | null;
+  tpm: number | null;
+  max_concurrent: number | null;
+  budget_daily_usd: number | null;
+  budget_monthly_usd: number | null;
+  budget_total_usd: number | null;
+  expires_at_ms: number | null;
+  revoked_at_ms: number | null;
+  metadata: Record<string, unknown>;
+  status: 'active' | 'revoked' | 'expired';
+  created_at_ms: number;
+  updated_at_ms: number;
+  spend: { day_usd: number; month_usd: number; total_usd: number };
+}
+
+export interface Attempt {
+  channel?: string;
+  key?: string;
+  status?: number;
+  error?: string | null;
+  [k: string]: unknown;
+}
+
+export interface LogEntry {
+  id: number;
+  time_ms: number;
+  request_id: string;
+  channel: string;
+  upstream_key: string;
+  model: string;
+  status: number;
+  stream: boolean;
+  attempts: Attempt[];
+  ttfb_ms: number;
+  duration_ms: number;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  cost_usd: number;
+  client_addr: string;
+  user_agent: string;
+  virtual_key_id?: number | null;
+  virtual_key_name?: string | null;
+  request_body?: string | null;
+  response_body?: string | null;
+}
+
+export interface LogPage {
+  data: LogEntry[];
+  next_cursor: string | null;
+}
+
+export interface UsageRow {
+  day_ms?: number;
+  model?: string;
+  channel?: string;
+  virtual_key_id?: number | null;
+  virtual_key_name?: string | null;
+  requests: number;
+  errors: number;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  cost_usd: number;
+}
+
+export interface UsagePage {
+  data: UsageRow[];
+  from_ms: number;
+  to_ms: number;
+}
+
+// Each feature: `enabled`, plus whatever else the gateway reports about it (backend, rules, stats...).
+export type Feature = { enabled: boolean } & Record<string, unknown>;
+export interface Settings {
+  cache?: Feature;
+  redaction?: Feature;
+  screening?: Feature;
+  guardrail?: Feature;
+}
+
+export interface Price {
+  model: string;
+  input_per_mtok: number;
+  output_per_mtok: number;
+  cached_input_per_mtok?: number | null;
+  source: 'shipped' | 'config';
+}

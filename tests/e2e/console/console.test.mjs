@@ -1,0 +1,440 @@
+// The web console end to end: a real `sluice mock` and gateway (SQLite store, master key), the
+// console the gateway serves at `/`, driven in headless Debian Chromium through playwright-core,
+// and the official openai SDK as the application using the virtual key the console created.
+// Screenshots of every page (laptop and phone width) go to tests/e2e/console/artifacts/.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { spawn } from 'node:child_process';
+import { chromium } from 'playwright-core';
+import OpenAI from 'openai';
+import { MASTER, startMock, startGateway, tempDir, stop, sleep } from '../../lib/harness.mjs';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ARTIFACTS = join(HERE, 'artifacts');
+const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
+const LAPTOP = { width: 1366, height: 900 };
+const PHONE = { width: 390, height: 844 };
+const CHANNEL = 'console-mock';
+const MODEL = 'console-1';
+
+let mock, gw, browser, page, consoleUrl, preview;
+const pageErrors = [];
+
+// Every UI wait has a deadline; the dashboard polls every 5 s, so its waits allow a few polls.
+const UI_MS = 15_000;
+const POLL_MS = 25_000;
+
+function gatewayConfig(dir) {
+  return `store:
+  url: "sqlite://${join(dir, 'sluice.db')}"
+  secret_key: "console-e2e-secret-key-0123456789abcdef"
+  log_bodies: true
+server:
+  listen: "127.0.0.1:0"
+  workers: 2
+auth:
+  master_key: "${MASTER}"
+routing:
+  max_retries: 1
+channels:
+  - name: from-file
+    type: openai
+    base_url: "${mock.url}/v1"
+    keys: ["sk-file-key-abcdef123456"]
+    models: ["file-*"]
+pricing:
+  "console-*": {input: 3, output: 15}
+`;
+}
+
+// The console as the gateway serves it at `/`. For working on the console without rebuilding sluice,
+// SLUICE_CONSOLE_PREVIEW=1 serves console/dist with `vite preview` instead, proxying the API to the gateway.
+async function consoleOrigin() {
+  const res = await fetch(`${gw.url}/`);
+  const html = await res.text();
+  const preferPreview = process.env.SLUICE_CONSOLE_PREVIEW === '1';
+  if (res.ok && html.includes('id="app"') && !preferPreview) return gw.url;
+  if (!preferPreview) {
+    throw new Error(`the gateway does not serve the console at / (HTTP ${res.status}, ${res.headers.get('content-type')}): `
+      + 'run `make console` (npm ci && npm run build in console/) and rebuild sluice so it embeds console/dist');
+  }
+  const dir = join(HERE, '../../../console');
+  preview = spawn(join(dir, 'node_modules/.bin/vite'), ['preview', '--host', '127.0.0.1', '--port', '0'], {
+    cwd: dir, env: { ...process.env, SLUICE_GATEWAY: gw.url }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`vite preview did not start:\n${out}`)), 15_000);
+    preview.stdout.on('data', (d) => {
+      out += d;
+      // eslint-disable-next-line no-control-regex
+      const m = out.replace(/\x1b\[[0-9;]*m/g, '').match(/http:\/\/127\.0\.0\.1:(\d+)/);
+      if (m) { clearTimeout(t); resolve(`http://127.0.0.1:${m[1]}`); }
+    });
+  });
+}
+
+// Opens a page of the console; the same page again is loaded afresh.
+async function go(hash) {
+  const url = `${consoleUrl}/#${hash}`;
+  if (page.url() === url) await page.reload();
+  else await page.goto(url);
+  await page.locator('#page-title').waitFor();
+}
+
+// Checks the page does not scroll sideways at phone width, then screenshots it at both widths.
+async function shoot(name, ready) {
+  await page.setViewportSize(PHONE);
+  if (ready) await ready();
+  await sleep(150); // layout settles after the resize (charts follow their container)
+  const overflow = await page.evaluate(() => ({
+    scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth,
+    offenders: [...document.querySelectorAll('body *')]
+      .filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth + 1
+        && !el.closest('.table-wrap, pre, .chart-host'))
+      .slice(0, 5).map((el) => `${el.tagName.toLowerCase()}.${el.className}`),
+  }));
+  assert.ok(overflow.scroll <= overflow.client + 1,
+    `${name}: the page scrolls sideways at ${PHONE.width}px (scrollWidth ${overflow.scroll} > ${overflow.client}); wide: ${overflow.offenders.join(', ')}`);
+  await page.screenshot({ path: join(ARTIFACTS, `${name}-phone.png`), fullPage: true });
+  await page.setViewportSize(LAPTOP);
+  if (ready) await ready();
+  await page.evaluate(() => document.activeElement?.blur?.());
+  await sleep(150);
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+async function kpi(id) {
+  const v = await page.getByTestId(id).getAttribute('data-value');
+  return Number(v);
+}
+
+before(async () => {
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install chromium (or set CHROMIUM_BIN)`);
+  mkdirSync(ARTIFACTS, { recursive: true });
+  // Streams slow enough (12 chunks, 60 ms apart) that the playground shows text arriving chunk by
+  // chunk and its Stop button can end one.
+  mock = await startMock(['--chunks', '12', '--chunk-interval-ms', '60']);
+  gw = await startGateway(gatewayConfig(tempDir()));
+  consoleUrl = await consoleOrigin();
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  const context = await browser.newContext({ viewport: LAPTOP, acceptDownloads: true });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: consoleUrl });
+  page = await context.newPage();
+  page.setDefaultTimeout(UI_MS);
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  // API answers of 4xx are expected (the test provokes them); anything else logged as an error
+  // (a CSP refusal, a failed asset, an exception) is not.
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of 4\d\d/.test(m.text())) pageErrors.push(m.text());
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  if (preview) await stop(preview);
+  await gw?.stop();
+  await mock?.stop();
+});
+
+let secret;
+let sdk;
+const requestIds = [];
+
+test('serves the console at / and its assets', async () => {
+  const html = await (await fetch(`${consoleUrl}/`)).text();
+  const assets = [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((m) => m[1]);
+  assert.ok(assets.length >= 1, `index.html names its assets: ${html}`);
+  for (const a of assets) {
+    const res = await fetch(`${consoleUrl}${a}`);
+    assert.equal(res.status, 200, a);
+    await res.arrayBuffer();
+  }
+  assert.ok(!/https?:\/\/(?!127\.0\.0\.1)/.test(html), 'index.html loads nothing from another host');
+});
+
+test('sign-in refuses a wrong key, then takes the master key', async () => {
+  await page.goto(`${consoleUrl}/`);
+  await page.getByLabel('Master key').fill('sk-not-the-master');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByText('The gateway refused that key').waitFor();
+  await page.getByLabel('Master key').fill(MASTER);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+  const stored = await page.evaluate(() => ({ session: sessionStorage.getItem('sluice.masterKey'), local: JSON.stringify(localStorage) }));
+  assert.equal(stored.session, MASTER, 'the key is kept in sessionStorage');
+  assert.ok(!stored.local.includes(MASTER), 'and never in localStorage');
+});
+
+test('keyboard: a skip link first, and focus is visible', async () => {
+  await go('/keys');
+  await page.reload(); // a fresh document: focus starts at the top
+  await page.getByRole('heading', { name: 'Virtual keys' }).waitFor();
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent?.trim()), 'Skip to content');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'main');
+  await page.keyboard.press('Tab');
+  const focused = await page.evaluate(() => {
+    const el = document.activeElement;
+    const s = getComputedStyle(el);
+    return { tag: el.tagName, outline: s.outlineStyle, width: parseFloat(s.outlineWidth) };
+  });
+  assert.notEqual(focused.tag, 'BODY');
+  assert.ok(focused.outline !== 'none' && focused.width >= 2, `a visible focus ring: ${JSON.stringify(focused)}`);
+});
+
+test('a 401 sends the user back to sign-in with a message', async () => {
+  await page.evaluate(() => sessionStorage.setItem('sluice.masterKey', 'sk-revoked-meanwhile'));
+  await go('/keys');
+  await page.getByTestId('signin-notice').waitFor();
+  assert.match(await page.getByTestId('signin-notice').textContent(), /refused the master key/);
+  await page.getByLabel('Master key').fill(MASTER);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Virtual keys' }).waitFor();
+});
+
+test('channels: the config file channel is read-only; a new channel with one key, tested', async () => {
+  await go('/channels');
+  const fileCard = page.getByTestId('channel-from-file');
+  await fileCard.getByText('config file').waitFor();
+  assert.equal(await fileCard.getByRole('button', { name: 'Edit' }).count(), 0, 'a config-file channel has no Edit button');
+  await fileCard.locator('tr[data-state="active"]').waitFor();
+
+  // A refused field is shown next to it.
+  await page.getByRole('button', { name: 'New channel' }).click();
+  const form = page.getByTestId('channel-form');
+  await form.getByLabel('Name', { exact: true }).fill(CHANNEL);
+  await form.getByLabel('Type').selectOption('openai-compatible');
+  await form.getByLabel('Base URL').fill('ftp://nowhere');
+  await form.getByLabel('Models').fill('console-*');
+  await form.getByRole('button', { name: 'Create channel' }).click();
+  await form.locator('.field-invalid .field-error, .inline-error').first().waitFor();
+
+  await form.getByLabel('Base URL').fill(`${mock.url}/v1`);
+  await form.getByLabel('Provider API key (optional)').fill('sk-upstream-console-0123456789');
+  await form.getByRole('button', { name: 'Create channel' }).click();
+  const card = page.getByTestId(`channel-${CHANNEL}`);
+  await card.waitFor();
+  const row = card.locator('tbody tr[data-state]');
+  await row.first().waitFor({ timeout: POLL_MS });
+  assert.equal(await row.count(), 1, 'one key in the pool');
+  assert.equal(await row.getAttribute('data-state'), 'active');
+
+  await row.getByTestId('probe').click();
+  await row.getByTestId('probe-result').waitFor();
+  assert.match(await row.getByTestId('probe-result').textContent(), /^Works/);
+  await shoot('channels');
+});
+
+test('keys: a virtual key created in the UI, its secret shown once', async () => {
+  await go('/keys');
+  await page.getByRole('button', { name: 'New key' }).click();
+  const form = page.getByTestId('key-form');
+  await form.getByLabel('Name', { exact: true }).fill('e2e-app');
+  await form.getByLabel('Allowed models').fill('console-*');
+  await form.getByLabel('Requests per minute').fill('600');
+  await form.getByLabel('Daily budget (USD)').fill('5');
+  await form.getByLabel(CHANNEL).check();
+  await form.getByRole('button', { name: 'Create key' }).click();
+  secret = (await page.getByTestId('new-key-secret').textContent()).trim();
+  assert.match(secret, /^sk-slc-[0-9A-Za-z]{20,}$/);
+  await page.getByRole('button', { name: 'Copy secret' }).click();
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), secret, 'the copy button copies the secret');
+  await page.getByTestId('vkey-e2e-app').waitFor();
+  await shoot('keys');
+  await page.getByRole('button', { name: 'I have stored it' }).click();
+  assert.equal(await page.getByTestId('new-key-secret').count(), 0, 'the secret is gone once dismissed');
+});
+
+test('the openai SDK uses the new key; the requests show in Logs with their detail', async () => {
+  sdk = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: secret, maxRetries: 0 });
+  for (let i = 0; i < 3; i++) {
+    const { data, request_id } = await sdk.chat.completions.create({
+      model: MODEL, messages: [{ role: 'user', content: `hello ${i}` }],
+    }).withResponse();
+    assert.ok(data.choices[0].message.content.length > 0);
+    requestIds.push(request_id);
+  }
+  const stream = await sdk.chat.completions.create({ model: MODEL, stream: true, messages: [{ role: 'user', content: 'stream' }] });
+  let text = '';
+  for await (const c of stream) text += c.choices[0]?.delta?.content ?? '';
+  assert.ok(text.length > 0);
+  // The key is limited to console-* models.
+  await assert.rejects(sdk.chat.completions.create({ model: 'file-1', messages: [{ role: 'user', content: 'x' }] }),
+    (e) => e.status >= 400 && e.status < 500);
+
+  await go('/logs');
+  const rows = page.locator(`[data-testid="log-row"][data-model="${MODEL}"]`);
+  for (let i = 0; (await rows.count()) < 4; i++) {
+    assert.ok(i < 40, 'the requests reach the logs');
+    await sleep(250);
+    await page.getByRole('button', { name: 'Refresh' }).click();
+  }
+  // Filter by channel, then open the detail of a request the SDK made.
+  await page.getByLabel('Channel').selectOption(CHANNEL);
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  await rows.first().waitFor();
+  const link = page.getByRole('link', { name: new RegExp(requestIds[2]) });
+  await link.click();
+  await page.getByTestId('log-detail').waitFor();
+  assert.equal((await page.getByTestId('detail-request-id').textContent()).trim(), requestIds[2]);
+  const attempts = page.getByTestId('attempts-table');
+  await attempts.waitFor();
+  assert.match(await attempts.textContent(), new RegExp(CHANNEL));
+  // store.log_bodies is on: the detail shows what was sent and what came back.
+  const bodies = page.getByTestId('log-bodies');
+  await bodies.waitFor();
+  assert.match(await bodies.textContent(), /hello 2/);
+  await shoot('log-detail');
+  await go('/logs');
+  await rows.first().waitFor();
+  await shoot('logs', () => rows.first().waitFor());
+});
+
+test('the dashboard counts the requests and moves live', async () => {
+  await go('/');
+  await page.getByTestId('kpi-requests').waitFor();
+  let before;
+  for (let i = 0; ; i++) {
+    before = await kpi('kpi-requests');
+    if (before >= 4) break;
+    assert.ok(i < 40, `the dashboard shows the requests (has ${before})`);
+    await sleep(250);
+    await page.getByRole('button', { name: 'Refresh' }).click();
+  }
+  assert.match(await page.getByTestId('by-channel').textContent(), new RegExp(CHANNEL));
+  // A burst of traffic, streamed and not.
+  const burst = 16;
+  await Promise.all(Array.from({ length: burst }, async (_, i) => {
+    if (i % 2) return sdk.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: `burst ${i}` }] });
+    const s = await sdk.chat.completions.create({ model: MODEL, stream: true, messages: [{ role: 'user', content: `burst ${i}` }] });
+    for await (const _c of s) { /* drain */ }
+  }));
+  // No click: the page polls by itself while it is visible.
+  await page.waitForFunction(([b, n]) => Number(document.querySelector('[data-testid="kpi-requests"]')?.getAttribute('data-value')) >= b + n,
+    [before, burst], { timeout: POLL_MS });
+  assert.ok(await kpi('kpi-tokens') > 0, 'tokens counted');
+  assert.ok(await kpi('kpi-cost') > 0, 'cost counted (console-* is priced in the config)');
+  // A hidden tab stops polling; showing it again polls at once.
+  const setVisibility = (state) => page.evaluate((s) => {
+    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => s });
+    document.dispatchEvent(new Event('visibilitychange'));
+  }, state);
+  await setVisibility('hidden');
+  await page.getByTestId('live-status').getByText('Paused').waitFor();
+  await setVisibility('visible');
+  await page.getByTestId('live-status').getByText('Live').waitFor();
+  await page.getByRole('radio', { name: '15 min' }).check();
+  await page.waitForFunction(() => document.querySelector('[data-testid="kpi-requests"]')?.getAttribute('data-value') !== null);
+  await shoot('dashboard', () => page.locator('.chart-host canvas').first().waitFor());
+});
+
+test('disabling the only upstream key in the UI makes the gateway refuse that channel', async () => {
+  await go('/channels');
+  const row = page.getByTestId(`channel-${CHANNEL}`).locator('tbody tr[data-state]');
+  await row.getByTestId('disable').click();
+  await row.getByLabel('Reason').fill('rotating in the e2e test');
+  await row.getByTestId('confirm-disable').click();
+  await page.getByTestId(`channel-${CHANNEL}`).locator('tbody tr[data-state="disabled"]').waitFor();
+  assert.match(await row.textContent(), /rotating in the e2e test/);
+
+  const err = await sdk.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }] }).then(
+    () => null, (e) => e);
+  assert.ok(err, 'the request is refused');
+  assert.ok(err.status >= 400, `refused with an HTTP error (got ${err.status})`);
+  console.log(`# with its only key disabled, the channel answers ${err.status}: ${err.message}`);
+
+  await row.getByTestId('enable').click();
+  await page.getByTestId(`channel-${CHANNEL}`).locator('tbody tr[data-state="active"]').waitFor();
+  const ok = await sdk.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'back' }] });
+  assert.ok(ok.choices[0].message.content.length > 0, 'enabled again, the channel serves');
+});
+
+test('the playground streams an answer token by token', async () => {
+  await go('/playground');
+  await page.getByLabel('Model').fill(MODEL);
+  await page.getByLabel('Message').fill('Tell me about rivers');
+  await page.getByTestId('pg-send').click();
+  // Text is on the page while the stream is still open...
+  await page.waitForFunction(() => {
+    const st = document.querySelector('[data-testid="pg-status"]')?.getAttribute('data-status');
+    const text = document.querySelector('[data-testid="pg-output"]')?.textContent ?? '';
+    return (st === 'streaming' && text.length > 0) || st === 'done' || st === 'failed';
+  });
+  const midway = await page.getByTestId('pg-status').getAttribute('data-status');
+  assert.equal(midway, 'streaming', 'text arrived before the stream ended');
+  await page.locator('[data-testid="pg-status"][data-status="done"]').waitFor();
+  const out = (await page.getByTestId('pg-output').textContent()).trim();
+  assert.ok(out.length > 0, 'an answer');
+  assert.equal((await page.getByTestId('pg-channel').textContent()).trim(), CHANNEL);
+  assert.match((await page.getByTestId('pg-request-id').textContent()).trim(), /\S{6,}/);
+  assert.ok(Number(await page.getByTestId('pg-chunks').textContent()) >= 2, 'several chunks');
+  await shoot('playground');
+
+  // Stop ends a stream early (it is enabled from the moment the request leaves).
+  await page.getByTestId('pg-send').click();
+  await page.getByTestId('pg-stop').click();
+  await page.locator('[data-testid="pg-status"][data-status="stopped"]').waitFor();
+  assert.equal(await page.getByTestId('pg-send').isEnabled(), true, 'ready for the next request');
+});
+
+test('usage by key and model, exported as CSV', async () => {
+  await go('/usage');
+  await page.getByTestId('usage-table').waitFor();
+  await page.getByLabel('Model').check();
+  await page.getByLabel('Key', { exact: true }).check();
+  await page.getByRole('button', { name: 'Show' }).click();
+  await page.getByTestId('usage-table').getByText('e2e-app').first().waitFor();
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-csv').click()]);
+  const csv = readFileSync(await download.path(), 'utf8');
+  const [header, ...lines] = csv.trim().split('\n');
+  assert.match(header, /requests/);
+  assert.ok(lines.some((l) => l.includes(MODEL)), `the CSV has the model's row:\n${csv}`);
+  await shoot('usage');
+});
+
+test('settings: the running config with secrets masked, reload, features and pricing', async () => {
+  await go('/settings');
+  const yaml = page.getByTestId('config-yaml');
+  await yaml.waitFor();
+  const text = await yaml.textContent();
+  assert.match(text, /from-file/);
+  assert.ok(!text.includes(MASTER), 'the master key is masked');
+  assert.ok(!text.includes('sk-file-key-abcdef123456'), 'upstream keys are masked');
+  await page.getByTestId('reload').click();
+  await page.getByTestId('reload-result').waitFor();
+  assert.match(await page.getByTestId('reload-result').textContent(), /^Reloaded/);
+  // Features and pricing: switches and a table, or a clear "not available" on an older gateway.
+  const features = page.locator('section[aria-labelledby="features-title"]');
+  await features.locator('.switches, .state-unavailable').first().waitFor();
+  const cache = features.getByRole('switch', { name: 'Response cache' });
+  if (await features.locator('.switches').count() && await cache.isEnabled()) {
+    // A switch either flips (and stays flipped after a reload of the page), or the gateway says
+    // it takes no changes at runtime and the switches turn read-only.
+    const was = await cache.isChecked();
+    await cache.click();
+    await page.waitForFunction((w) => {
+      const el = document.querySelector('#sw-cache');
+      return (el?.checked === !w && !el?.disabled) || document.querySelector('[data-testid="settings-read-only"]');
+    }, was);
+    if (await page.getByTestId('settings-read-only').count()) {
+      assert.equal(await cache.isChecked(), was, 'a refused change does not show as made');
+      assert.equal(await cache.isDisabled(), true);
+    } else {
+      await page.reload();
+      await features.getByRole('switch', { name: 'Response cache' }).waitFor();
+      assert.equal(await features.getByRole('switch', { name: 'Response cache' }).isChecked(), !was);
+      await features.getByRole('switch', { name: 'Response cache' }).click();
+    }
+  }
+  await page.locator('section[aria-labelledby="pricing-title"]').locator('[data-testid="pricing-table"], .state-unavailable').first().waitFor();
+  await shoot('settings');
+});
+
+test('the console raised no script errors', () => {
+  assert.deepEqual(pageErrors, []);
+});
