@@ -760,9 +760,13 @@ struct Relay {
     const auto& t = snap.cfg->routing.timeouts;
     // A same-format stream that must be restored goes through a same-format translator.
     const providers::Format upFormat = translating(p) ? upstreamFormat(p) : clientFormat();
-    auto tap = decodeStream(p) ? makeTranslatingTap(providers::makeStreamTranslator(clientFormat(), upFormat,
-                                                                                    translateContext(p)))
-                               : makeStreamTap(call.wire, strip_usage);
+    // OpenAI Chat to OpenAI Chat with tokens to restore: a tap that parses only the events
+    // that may hold one (the common case by far; the others decode and re-encode every event).
+    const bool rawRestore = restore_cipher && !translating(p) && clientFormat() == providers::Format::OpenAIChat;
+    auto tap = rawRestore        ? makeRestoringChatTap(strip_usage, restore_cipher, restore_stats)
+               : decodeStream(p) ? makeTranslatingTap(providers::makeStreamTranslator(clientFormat(), upFormat,
+                                                                                      translateContext(p)))
+                                 : makeStreamTap(call.wire, strip_usage);
     auto& filter = *tap;
     std::unique_ptr<cache::Recorder> recorder;
     if (cache_key) recorder = cache::Recorder::forStream(upFormat, cache_max_entry);

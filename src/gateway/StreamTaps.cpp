@@ -3,9 +3,14 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include <boost/json/serialize.hpp>
+
 #include <cstring>
+#include <map>
 
 #include "providers/CodecUtil.hpp"
+#include "redact/Restorer.hpp"
+#include "redact/TokenCipher.hpp"
 
 namespace sluice::gateway {
 
@@ -117,6 +122,173 @@ class TranslatingTap final : public StreamTap {
   std::unique_ptr<providers::StreamTranslator> t_;
 };
 
+
+// A same-format OpenAI Chat stream whose answer may carry redaction tokens: events are passed on
+// as they came unless one could hold (part of) a token or a restorer still holds bytes; only
+// those are parsed and rewritten (content through a depth-0 Restorer per choice, tool-call
+// arguments through a depth-1 Restorer per call). Held bytes go out with the choice's finish
+// chunk, or in a chunk of their own before [DONE] or at the end.
+class RestoringChatTap final : public StreamTap {
+ public:
+  RestoringChatTap(bool strip, std::shared_ptr<const redact::TokenCipher> cipher,
+                   std::shared_ptr<redact::RestoreStats> stats)
+      : f_(strip), cipher_(std::move(cipher)), stats_(std::move(stats)) {}
+
+  bool feed(std::string_view in, std::string& out) override {
+    tmp_.clear();
+    if (!f_.feed(in, tmp_)) return false;
+    process(tmp_, out);
+    return true;
+  }
+  void finish(std::string& out) override {
+    tmp_.assign(f_.leftover());
+    process(tmp_, out);
+    flushAll(out);
+    if (stats_)
+      for (const auto& [k, r] : restorers_) {
+        stats_->restored += r->stats().restored;
+        stats_->tampered += r->stats().tampered;
+      }
+  }
+  Usage usage() const override { return f_.usage(); }
+
+ private:
+  using Key = std::pair<std::int64_t, std::int64_t>;  // (choice, tool index; -1: content)
+
+  redact::Restorer& restorer(Key k) {
+    auto& r = restorers_[k];
+    if (!r) r = std::make_unique<redact::Restorer>(*cipher_, k.second < 0 ? 0 : 1);
+    return *r;
+  }
+  bool holding() const {
+    for (const auto& [k, r] : restorers_)
+      if (r->heldBytes() > 0) return true;
+    return false;
+  }
+
+  void process(std::string_view s, std::string& out) {
+    std::size_t pos = 0;
+    while (pos < s.size()) {
+      std::size_t end = s.find("\n\n", pos);
+      std::size_t sep = 2;
+      if (const std::size_t crlf = s.find("\r\n\r\n", pos); crlf != std::string_view::npos && crlf < end) {
+        end = crlf;
+        sep = 4;
+      }
+      if (end == std::string_view::npos) {
+        out.append(s.substr(pos));  // an unfinished event at the end of the stream
+        return;
+      }
+      event(s.substr(pos, end + sep - pos), out);
+      pos = end + sep;
+    }
+  }
+
+  void event(std::string_view ev, std::string& out) {
+    const std::size_t d = ev.find("data:");
+    if (d == std::string_view::npos) {
+      out.append(ev);
+      return;
+    }
+    std::string_view data = ev.substr(d + 5);
+    while (!data.empty() && data.front() == ' ') data.remove_prefix(1);
+    if (data.starts_with("[DONE]")) {
+      flushAll(out);
+      out.append(ev);
+      return;
+    }
+    // A token starts "[[": an event can only hold a piece of one if it has "[[" or a '[' that
+    // ends a string ('[' then '"'), or if a restorer still holds the start of one.
+    if (data.find("[[") == std::string_view::npos && data.find("[\"") == std::string_view::npos && !holding()) {
+      out.append(ev);
+      return;
+    }
+    boost::system::error_code ec;
+    json::value v = json::parse(data, ec);
+    if (ec || !v.is_object()) {
+      out.append(ev);
+      return;
+    }
+    auto& o = v.as_object();
+    rememberMeta(o);
+    if (auto* choices = o.if_contains("choices"); choices && choices->is_array()) {
+      for (auto& c : choices->as_array()) {
+        if (!c.is_object()) continue;
+        auto& co = c.as_object();
+        const std::int64_t idx = intAt(co, "index") < 0 ? 0 : intAt(co, "index");
+        auto* delta = co.if_contains("delta");
+        if (!delta || !delta->is_object()) continue;
+        auto& dobj = delta->as_object();
+        if (auto* content = dobj.if_contains("content"); content && content->is_string()) {
+          std::string restored;
+          restorer({idx, -1}).feed(content->as_string(), restored);
+          *content = restored;
+        }
+        if (auto* tcs = dobj.if_contains("tool_calls"); tcs && tcs->is_array()) {
+          for (auto& tc : tcs->as_array()) {
+            if (!tc.is_object()) continue;
+            const std::int64_t k = intAt(tc.as_object(), "index") < 0 ? 0 : intAt(tc.as_object(), "index");
+            auto* fn = tc.as_object().if_contains("function");
+            if (!fn || !fn->is_object()) continue;
+            if (auto* args = fn->as_object().if_contains("arguments"); args && args->is_string()) {
+              std::string restored;
+              restorer({idx, k}).feed(args->as_string(), restored);
+              *args = restored;
+            }
+          }
+        }
+        // The choice ends here: whatever its restorers hold goes out with this chunk.
+        if (const auto* fr = co.if_contains("finish_reason"); fr && !fr->is_null()) flushInto(idx, dobj);
+      }
+    }
+    out.append("data: ").append(json::serialize(v)).append("\n\n");
+  }
+
+  void flushInto(std::int64_t idx, json::object& delta) {
+    for (auto& [k, r] : restorers_) {
+      if (k.first != idx || r->heldBytes() == 0) continue;
+      std::string rest;
+      r->finish(rest);
+      if (k.second < 0) {
+        std::string content = delta.contains("content") && delta["content"].is_string()
+                                  ? std::string(delta["content"].as_string()) : std::string();
+        delta["content"] = content + rest;
+      } else {
+        auto& tcs = delta["tool_calls"];
+        if (!tcs.is_array()) tcs = json::array{};
+        tcs.as_array().push_back(json::object{{"index", k.second}, {"function", json::object{{"arguments", rest}}}});
+      }
+    }
+  }
+
+  void flushAll(std::string& out) {
+    if (!holding()) return;
+    std::map<std::int64_t, json::object> deltas;
+    for (const auto& [k, r] : restorers_)
+      if (r->heldBytes() > 0) flushInto(k.first, deltas[k.first]);
+    json::array choices;
+    for (auto& [idx, delta] : deltas)
+      choices.push_back(json::object{{"index", idx}, {"delta", std::move(delta)}, {"finish_reason", nullptr}});
+    json::object chunk{{"id", id_}, {"object", "chat.completion.chunk"}, {"created", created_}, {"model", model_},
+                       {"choices", std::move(choices)}};
+    out.append("data: ").append(json::serialize(chunk)).append("\n\n");
+  }
+
+  void rememberMeta(const json::object& o) {
+    if (const auto* v = o.if_contains("id"); v && v->is_string()) id_ = v->as_string();
+    if (const auto* v = o.if_contains("model"); v && v->is_string()) model_ = v->as_string();
+    if (const auto c = intAt(o, "created"); c >= 0) created_ = c;
+  }
+
+  providers::openai::StreamFilter f_;
+  std::shared_ptr<const redact::TokenCipher> cipher_;
+  std::shared_ptr<redact::RestoreStats> stats_;
+  std::map<Key, std::unique_ptr<redact::Restorer>> restorers_;
+  std::string tmp_;
+  std::string id_, model_;
+  std::int64_t created_ = 0;
+};
+
 }  // namespace
 
 Usage fromCanonical(const providers::Usage& u) {
@@ -130,6 +302,11 @@ Usage fromCanonical(const providers::Usage& u) {
 
 std::unique_ptr<StreamTap> makeTranslatingTap(std::unique_ptr<providers::StreamTranslator> t) {
   return std::make_unique<TranslatingTap>(std::move(t));
+}
+
+std::unique_ptr<StreamTap> makeRestoringChatTap(bool strip_usage, std::shared_ptr<const redact::TokenCipher> cipher,
+                                                std::shared_ptr<redact::RestoreStats> stats) {
+  return std::make_unique<RestoringChatTap>(strip_usage, std::move(cipher), std::move(stats));
 }
 
 std::unique_ptr<StreamTap> makeStreamTap(Wire w, bool strip_usage) {

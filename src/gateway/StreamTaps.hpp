@@ -11,6 +11,11 @@
 #include "providers/Translate.hpp"
 #include "providers/openai/StreamFilter.hpp"
 
+namespace sluice::redact {
+class TokenCipher;
+struct RestoreStats;
+}  // namespace sluice::redact
+
 namespace sluice::gateway {
 
 using Usage = providers::openai::Usage;
@@ -28,6 +33,10 @@ class StreamTap {
 
 // strip_usage: OpenAI only; the gateway added stream_options.include_usage itself.
 std::unique_ptr<StreamTap> makeStreamTap(Wire w, bool strip_usage);
+// A same-format OpenAI Chat tap that also restores redaction tokens (content and tool-call
+// arguments, split across events at any byte), parsing only the events that may hold one.
+std::unique_ptr<StreamTap> makeRestoringChatTap(bool strip_usage, std::shared_ptr<const redact::TokenCipher> cipher,
+                                                std::shared_ptr<redact::RestoreStats> stats);
 // A tap that translates an upstream stream of another format into the client's.
 std::unique_ptr<StreamTap> makeTranslatingTap(std::unique_ptr<providers::StreamTranslator> t);
 Usage fromCanonical(const providers::Usage& u);

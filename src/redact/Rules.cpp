@@ -387,9 +387,12 @@ const Rule* RuleSet::find(std::string_view name) const {
 std::vector<Match> RuleSet::scan(std::string_view text, FieldMask field) const {
   std::vector<Match> out;
   if (rules_.empty() || text.empty()) return out;
-  std::vector<int> hits;
   const re2::StringPiece sp(text.data(), text.size());
   RE2::Set::ErrorInfo info{};
+  // Without a hit vector the set allocates nothing and may stop at the first match: the common
+  // no-hit case costs one DFA pass and no allocation. Only texts with a hit pay a second pass.
+  if (!set_->set.Match(sp, nullptr, &info) && info.kind == RE2::Set::kNoError) return out;
+  std::vector<int> hits;
   if (!set_->set.Match(sp, &hits, &info)) {
     if (info.kind == RE2::Set::kNoError) return out;  // the common case: nothing to redact
     // The set's DFA ran out of memory on this input: fall back to every rule (still linear).

@@ -150,6 +150,24 @@ test('a streamed tool call carries the restored value in its concatenated argume
   }
 });
 
+// The OpenAI-to-OpenAI stream restores on the raw events (only those that may hold a token are
+// parsed): every way of cutting the answer into chunks must still give back the values, in the
+// text and in streamed tool-call arguments, with nothing lost or duplicated.
+test('an OpenAI stream restores tokens however the answer is cut into chunks', async () => {
+  const failures = [];
+  const toolUser = `Use the lookup_contact tool for ${EMAIL} please`;
+  for (let chunks = 1; chunks <= 48; chunks++) {
+    const headers = { 'x-mock-echo': '1', 'x-mock-chunks': String(chunks) };
+    const r = await ask(gw, 'openai', { model: 'gpt-4o-mini', user: USER, headers, stream: true });
+    if (r.text !== USER) failures.push(`text, ${chunks} chunks: ${JSON.stringify(r.text)}`);
+    const res = await sendChat(gw, 'openai', { model: 'gpt-4o-mini', user: toolUser, tools: LOOKUP, stream: true, headers });
+    const calls = toolCallsOf('openai', { events: await sseEvents(res) });
+    const args = calls.length === 1 ? calls[0].arguments : JSON.stringify(calls);
+    if (args !== JSON.stringify({ query: toolUser })) failures.push(`tool, ${chunks} chunks: ${args}`);
+  }
+  assert.deepEqual(failures, []);
+});
+
 test('the request log holds the redacted request (tokens), never the raw values', async () => {
   const ids = [];
   for (const stream of [false, true]) {
