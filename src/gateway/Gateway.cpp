@@ -696,7 +696,19 @@ class Gateway {
             co_return adminError(400, "unknown setting \"" + sec + "\"; valid: cache, redaction, screening, guardrail", sec.c_str());
           if (!v.is_object()) co_return adminError(400, sec + " must be an object such as {\"" + field + "\": ...}", sec.c_str());
           for (const auto& [k, val] : v.as_object()) {
-            const std::string name = sec + "." + std::string(k);
+            std::string name = sec + "." + std::string(k);
+            if (sec == "screening" && std::string_view(k) == "enabled") {
+              // A switch's view of screening: on is the config's action (block when that is off).
+              if (!val.is_bool() && !val.is_null())
+                co_return adminError(400, "screening.enabled must be true, false or null", name.c_str());
+              const auto configured = snap.safety->screenDefault();
+              const char* action = val.is_null() ? nullptr
+                                   : !val.as_bool() ? "off"
+                                   : configured == config::ScreenAction::Off ? "block"
+                                                                             : config::screenActionName(configured);
+              writes.emplace_back("screening.action", action ? std::optional<std::string>(action) : std::nullopt);
+              continue;
+            }
             if (std::string_view(k) != field)
               co_return adminError(400, "unknown setting \"" + name + "\"; " + sec + " takes \"" + field + "\"", name.c_str());
             if (val.is_null()) {

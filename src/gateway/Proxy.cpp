@@ -123,6 +123,7 @@ struct Attempt {
   bool timeout = false;
   std::int64_t retry_after_ms = 0;
   bool delivered = false;   // the client got a response (or left): stop trying
+  double duration_ms = 0;   // from the pick to the end of the attempt (for the log)
   std::string why;          // one line for the per-attempt summary
 };
 
@@ -880,6 +881,7 @@ void appendAttempt(std::string& json_array, const routing::Pick& p, const Attemp
   json_array.append(",\"key\":");
   appendJsonString(json_array, p.key->id);
   json_array.append(",\"status\":").append(std::to_string(a.status));
+  json_array.append(",\"duration_ms\":").append(fmt::format("{:.3f}", a.duration_ms));
   json_array.append(",\"error\":");
   if (a.why.empty()) json_array.append("null"); else appendJsonString(json_array, a.why);
   json_array.append("}]");
@@ -1089,7 +1091,9 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, cluster::Li
     rec.attempts = n;
     rec.channel = ch.cfg.name;
     rec.key_id = pick.key->id;
+    const auto attemptStart = Clock::now();
     auto a = co_await relay.attempt(pick, n);
+    a.duration_ms = msSince(attemptStart);
     snap.router->report(pick, a.outcome, a.status, a.retry_after_ms, a.why);
     appendAttempt(rec.attempts_json, pick, a);
     if (a.delivered) {

@@ -103,6 +103,36 @@ test('PATCH /admin/api/settings switches the stages at run time and null returns
   await open.text();
 });
 
+test('a switch view of screening: enabled true turns on the configured action (block when off)', async () => {
+  let s = await (await admin(gw, '/settings', { method: 'PATCH', body: { screening: { enabled: true } } })).json();
+  assert.equal(s.screening.enabled, true);
+  assert.equal(s.screening.action, 'block');
+  const blocked = await ask(INJECTION);
+  assert.equal(blocked.status, 400);
+  await blocked.text();
+  s = await (await admin(gw, '/settings', { method: 'PATCH', body: { screening: { enabled: false } } })).json();
+  assert.equal(s.screening.action, 'off');
+  assert.equal(s.screening.source, 'admin');
+  s = await (await admin(gw, '/settings', { method: 'PATCH', body: { screening: { enabled: null } } })).json();
+  assert.equal(s.screening.source, 'config');
+});
+
+test('every attempt in the log detail has its own duration', async () => {
+  const res = await ask('timing please');
+  const id = res.headers.get('x-request-id');
+  await res.text();
+  let row;
+  for (let i = 0; i < 50 && !row; i++) {
+    const logs = await (await admin(gw, '/logs?limit=50')).json();
+    row = logs.data.find((r) => r.request_id === id);
+    if (!row) await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.ok(row);
+  assert.equal(row.attempts.length, 1);
+  assert.equal(typeof row.attempts[0].duration_ms, 'number');
+  assert.ok(row.attempts[0].duration_ms >= 0);
+});
+
 test('bad settings are refused with what to fix', async () => {
   for (const [body, re] of [
     [{ cache: { enabled: 'yes' } }, /cache.enabled must be true, false or null/],
