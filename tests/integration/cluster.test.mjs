@@ -116,6 +116,33 @@ test('the request logs of both instances land in PostgreSQL', async () => {
   assert.deepEqual(new Set(found), new Set(ids));
 });
 
+test('a cache switched on through one instance is on for both, and shared through Redis', async () => {
+  const on = await admin(gw1, '/settings', { method: 'PATCH', body: { cache: { enabled: true } } });
+  assert.equal(on.status, 200);
+  const s1 = await on.json();
+  assert.equal(s1.cache.enabled, true);
+  assert.equal(s1.cache.backend, 'redis');
+  // The other instance reads the switch from the store on its next refresh.
+  let s2;
+  for (let i = 0; i < 50; i++) {
+    s2 = await (await admin(gw2, '/settings')).json();
+    if (s2.cache.enabled) break;
+    await sleep(100);
+  }
+  assert.equal(s2.cache.enabled, true);
+  assert.equal(s2.cache.source, 'admin');
+  const body = { model: 'mock-1', messages: [{ role: 'user', content: `shared cache ${Date.now()}` }] };
+  const first = await chat(gw1, body);
+  assert.equal(first.headers.get('x-sluice-cache'), 'miss');
+  const text = await first.text();
+  const second = await chat(gw2, body);
+  assert.equal(second.headers.get('x-sluice-cache'), 'hit', 'the entry gw1 stored is found by gw2');
+  assert.equal(second.headers.get('x-sluice-channel'), 'cache');
+  assert.equal(JSON.parse(await second.text()).choices[0].message.content, JSON.parse(text).choices[0].message.content);
+  const off = await admin(gw1, '/settings', { method: 'PATCH', body: { cache: { enabled: null } } });
+  assert.equal((await off.json()).cache.enabled, false);
+});
+
 test('with Redis gone, both instances keep serving on local limits and say so', async () => {
   const { secret } = await (await admin(gw1, '/keys', { method: 'POST', body: { name: 'fallback', rpm: 1000 } })).json();
   for (let i = 0; i < 60; i++) {
