@@ -123,6 +123,14 @@ class TranslatingTap final : public StreamTap {
 };
 
 
+// string_view::find for a multi-byte needle calls memchr for every occurrence of its first
+// character; JSON is full of quotes and the same letters, so the tap uses memmem (one pass).
+std::size_t findIn(std::string_view hay, std::string_view needle, std::size_t from = 0) {
+  if (from > hay.size()) return std::string_view::npos;
+  const void* p = memmem(hay.data() + from, hay.size() - from, needle.data(), needle.size());
+  return p ? static_cast<std::size_t>(static_cast<const char*>(p) - hay.data()) : std::string_view::npos;
+}
+
 // A same-format OpenAI Chat stream whose answer may carry redaction tokens: events are passed on
 // as they came unless one could hold (part of) a token or a restorer still holds bytes; only
 // those are parsed and rewritten (content through a depth-0 Restorer per choice, tool-call
@@ -169,23 +177,29 @@ class RestoringChatTap final : public StreamTap {
   void process(std::string_view s, std::string& out) {
     std::size_t pos = 0;
     while (pos < s.size()) {
-      std::size_t end = s.find("\n\n", pos);
-      std::size_t sep = 2;
-      if (const std::size_t crlf = s.find("\r\n\r\n", pos); crlf != std::string_view::npos && crlf < end) {
-        end = crlf;
-        sep = 4;
+      // The event ends at a blank line: "\n\n" or "\n\r\n" (one scan, '\n' by '\n').
+      std::size_t next = std::string_view::npos;
+      for (std::size_t nl = s.find('\n', pos); nl != std::string_view::npos; nl = s.find('\n', nl + 1)) {
+        if (nl + 1 < s.size() && s[nl + 1] == '\n') {
+          next = nl + 2;
+          break;
+        }
+        if (nl + 2 < s.size() && s[nl + 1] == '\r' && s[nl + 2] == '\n') {
+          next = nl + 3;
+          break;
+        }
       }
-      if (end == std::string_view::npos) {
+      if (next == std::string_view::npos) {
         out.append(s.substr(pos));  // an unfinished event at the end of the stream
         return;
       }
-      event(s.substr(pos, end + sep - pos), out);
-      pos = end + sep;
+      event(s.substr(pos, next - pos), out);
+      pos = next;
     }
   }
 
   void event(std::string_view ev, std::string& out) {
-    const std::size_t d = ev.find("data:");
+    const std::size_t d = findIn(ev, "data:");
     if (d == std::string_view::npos) {
       out.append(ev);
       return;
@@ -197,9 +211,10 @@ class RestoringChatTap final : public StreamTap {
       out.append(ev);
       return;
     }
+    if (spliceContent(ev, out)) return;
     // A token starts "[[": an event can only hold a piece of one if it has "[[" or a '[' that
     // ends a string ('[' then '"'), or if a restorer still holds the start of one.
-    if (data.find("[[") == std::string_view::npos && data.find("[\"") == std::string_view::npos && !holding()) {
+    if (findIn(data, "[[") == std::string_view::npos && findIn(data, "[\"") == std::string_view::npos && !holding()) {
       out.append(ev);
       return;
     }
@@ -244,6 +259,76 @@ class RestoringChatTap final : public StreamTap {
     out.append("data: ").append(json::serialize(v)).append("\n\n");
   }
 
+  // The usual chunk, one choice with a text delta and no finish, is rewritten in place: only
+  // the content string is decoded, restored and spliced back (no parse of the whole event).
+  // False: not that shape; the caller parses the event.
+  bool spliceContent(std::string_view ev, std::string& out) {
+    static constexpr std::string_view kContent = "content\":\"";
+    const std::size_t at = findIn(ev, kContent);
+    if (at == std::string_view::npos || at == 0 || ev[at - 1] != '"') return false;
+    const std::size_t begin = at + kContent.size();
+    std::size_t end = begin;
+    bool escaped = false;
+    for (; end < ev.size(); ++end) {
+      const char c = ev[end];
+      if (c == '"') break;
+      if (c == '\\') {
+        escaped = true;
+        ++end;  // skip the escaped character
+      }
+    }
+    if (end >= ev.size()) return false;
+    std::string_view raw = ev.substr(begin, end - begin);
+    std::string decoded;
+    if (escaped) {
+      boost::system::error_code ec;
+      json::value lit = json::parse(ev.substr(begin - 1, end - begin + 2), ec);
+      if (ec || !lit.is_string()) return false;
+      decoded = lit.as_string();
+      raw = decoded;
+    }
+    // Nothing to restore in this text and nothing held anywhere: the event goes out as it came.
+    if (!escaped && raw.find('[') == std::string_view::npos && !holding() &&
+        findIn(ev, "tool_calls", end) == std::string_view::npos) {
+      out.append(ev);
+      return true;
+    }
+    // Rewritten in place only in the usual shape: one content delta of choice 0, no tool calls,
+    // no finish (a finish flushes what is held, which the parsing path does).
+    if (findIn(ev, kContent, end) != std::string_view::npos || findIn(ev, "tool_calls") != std::string_view::npos ||
+        findIn(ev, "\"finish_reason\":null") == std::string_view::npos)
+      return false;
+    const std::size_t idx = findIn(ev, "\"index\":");
+    if (idx == std::string_view::npos || findIn(ev, "\"index\":", idx + 1) != std::string_view::npos) return false;
+    if (ev.compare(idx + 8, 2, "0,") != 0 && ev.compare(idx + 8, 2, "0}") != 0) return false;
+    auto& r = restorer({0, -1});
+    splice_.clear();
+    r.feed(raw, splice_);
+    if (r.heldBytes() > 0) rememberMetaRaw(ev);  // a closing chunk may have to carry them
+    out.append(ev.substr(0, begin));
+    redact::appendJsonEscaped(out, splice_);
+    out.append(ev.substr(end));
+    return true;
+  }
+
+  // id / created / model of a chunk without parsing it (for a closing chunk of held bytes).
+  void rememberMetaRaw(std::string_view ev) {
+    auto str = [&](std::string_view key, std::string& to) {
+      const auto k = findIn(ev, key);
+      if (k == std::string_view::npos) return;
+      const auto b = k + key.size();
+      const auto e = ev.find('"', b);
+      if (e != std::string_view::npos) to.assign(ev.substr(b, e - b));
+    };
+    str("\"id\":\"", id_);
+    str("\"model\":\"", model_);
+    if (const auto k = findIn(ev, "\"created\":"); k != std::string_view::npos) {
+      std::int64_t v = 0;
+      for (std::size_t i = k + 10; i < ev.size() && ev[i] >= '0' && ev[i] <= '9'; ++i) v = v * 10 + (ev[i] - '0');
+      if (v > 0) created_ = v;
+    }
+  }
+
   void flushInto(std::int64_t idx, json::object& delta) {
     for (auto& [k, r] : restorers_) {
       if (k.first != idx || r->heldBytes() == 0) continue;
@@ -285,6 +370,7 @@ class RestoringChatTap final : public StreamTap {
   std::shared_ptr<redact::RestoreStats> stats_;
   std::map<Key, std::unique_ptr<redact::Restorer>> restorers_;
   std::string tmp_;
+  std::string splice_;
   std::string id_, model_;
   std::int64_t created_ = 0;
 };

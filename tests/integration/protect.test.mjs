@@ -158,8 +158,10 @@ test('an OpenAI stream restores tokens however the answer is cut into chunks', a
   const toolUser = `Use the lookup_contact tool for ${EMAIL} please`;
   for (let chunks = 1; chunks <= 48; chunks++) {
     const headers = { 'x-mock-echo': '1', 'x-mock-chunks': String(chunks) };
-    const r = await ask(gw, 'openai', { model: 'gpt-4o-mini', user: USER, headers, stream: true });
-    if (r.text !== USER) failures.push(`text, ${chunks} chunks: ${JSON.stringify(r.text)}`);
+    for (const text of [USER, `Mail ${EMAIL}`, `${EMAIL}`]) {  // the last two end on a token
+      const r = await ask(gw, 'openai', { model: 'gpt-4o-mini', user: text, headers, stream: true });
+      if (r.text !== text) failures.push(`text, ${chunks} chunks: ${JSON.stringify(r.text)}`);
+    }
     const res = await sendChat(gw, 'openai', { model: 'gpt-4o-mini', user: toolUser, tools: LOOKUP, stream: true, headers });
     const calls = toolCallsOf('openai', { events: await sseEvents(res) });
     const args = calls.length === 1 ? calls[0].arguments : JSON.stringify(calls);
