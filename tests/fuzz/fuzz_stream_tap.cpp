@@ -1,11 +1,16 @@
 // Same-format stream taps (gateway/StreamTaps.hpp): makeStreamTap for every Wire, arbitrary
 // upstream bytes in fuzzer-chosen splits, then finish() and usage(). Input: [wire/flags]
 // [split] [payload]. Checks: no crash; events and usage do not depend on the split; the
-// Anthropic and Gemini taps pass every byte on unchanged. Also usageFromBody on the payload.
+// Anthropic and Gemini taps pass every byte on unchanged. Also usageFromBody on the payload, and
+// the OpenAI tap that restores redaction tokens (makeRestoringChatTap): no crash, and its
+// events do not depend on the split either.
+#include <memory>
 #include <string>
 
 #include "FuzzUtil.hpp"
 #include "gateway/StreamTaps.hpp"
+#include "redact/Restorer.hpp"
+#include "redact/TokenCipher.hpp"
 
 using namespace sluice;
 
@@ -16,8 +21,10 @@ struct Run {
   gateway::Usage usage;
 };
 
-Run run(gateway::Wire w, bool strip, std::string_view payload, std::uint8_t split) {
-  auto tap = gateway::makeStreamTap(w, strip);
+Run run(gateway::Wire w, bool strip, std::string_view payload, std::uint8_t split, bool restoring = false) {
+  static const auto cipher = std::make_shared<const redact::TokenCipher>("fuzz-stream-tap-key-0123456789", "vk:1");
+  auto tap = restoring ? gateway::makeRestoringChatTap(strip, cipher, std::make_shared<redact::RestoreStats>())
+                       : gateway::makeStreamTap(w, strip);
   Run r;
   bool ok = fuzz::feedSplit(payload, split, [&](std::string_view chunk) { return tap->feed(chunk, r.out); });
   if (ok) tap->finish(r.out);
@@ -43,6 +50,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       split.usage.cached_tokens != whole.usage.cached_tokens)
     fuzz::fail("stream tap usage depends on how the stream is split");
   if (w != gateway::Wire::OpenAI && whole.out != payload) fuzz::fail("pass-through tap changed the bytes");
+
+  if (w == gateway::Wire::OpenAI) {
+    Run rs = run(w, strip, payload, data[1], true);
+    Run rw = run(w, strip, payload, 0xFF, true);
+    if (fuzz::sseEvents(rs.out) != fuzz::sseEvents(rw.out))
+      fuzz::fail("restoring tap output depends on how the stream is split", "split:\n" + rs.out + "\nwhole:\n" + rw.out);
+  }
 
   gateway::Usage u;
   gateway::usageFromBody(w, payload, u);
