@@ -182,7 +182,7 @@ json::object keyJson(const store::VirtualKey& key, const store::KeySpend& spend,
   auto opt = [](const auto& o) { return o ? json::value(*o) : json::value(nullptr); };
   // The store checks these columns are valid JSON; a value edited by hand into another shape
   // is shown as it is rather than failing the whole listing.
-  auto parsed = [](const std::string& text, json::value fallback) {
+  auto parsed = [](const std::string& text, const json::value& fallback) {
     boost::system::error_code ec;
     json::value v = json::parse(text, ec);
     return ec ? fallback : v;

@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 #include <yaml-cpp/eventhandler.h>
+#include <fmt/format.h>
 #include <re2/re2.h>
 
 #include <sstream>
@@ -440,12 +441,16 @@ class Loader {
           const std::string name = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
           if (!builtinNames.contains(name)) {
             std::string all;
-            for (const auto& n : builtinNames) all += (all.empty() ? "" : ", ") + n;
-            fail(kv.first, path + ": " + quote(name) + " is not a built-in rule; built-in rules: " + all);
+            for (const auto& n : builtinNames) {
+              if (!all.empty()) all += ", ";
+              all += n;
+            }
+            fail(kv.first, fmt::format("{}: {} is not a built-in rule; built-in rules: {}", path, quote(name), all));
           }
-          std::string action = str(kv.second, path + "." + name);
+          const std::string apath = fmt::format("{}.{}", path, name);
+          std::string action = str(kv.second, apath);
           if (action != "off" && !redact::parseAction(action))
-            fail(kv.second, path + "." + name + ": expected mask, encrypt, block or off, got " + quote(action));
+            fail(kv.second, fmt::format("{}: expected mask, encrypt, block or off, got {}", apath, quote(action)));
           if (!r.actions.emplace(name, action).second) fail(kv.first, path + ": duplicate rule " + quote(name));
         }
       } else if (key == "rules") {
@@ -459,7 +464,7 @@ class Loader {
           std::set<std::string> present;
           walk(item, rpath, kRuleKeys, [&](const std::string& rk, const YAML::Node& rv) {
             present.insert(rk);
-            const std::string kp = rpath + "." + rk;
+            const std::string kp = fmt::format("{}.{}", rpath, rk);
             if (rk == "name") rule.name = str(rv, kp);
             else if (rk == "pattern") rule.pattern = str(rv, kp);
             else if (rk == "action") rule.action = str(rv, kp);
@@ -747,7 +752,7 @@ class Loader {
       ch.line = item.Mark().line + 1;
       std::set<std::string> present;
       walk(item, path, kChannelKeys, [&](const std::string& key, const YAML::Node& v) {
-        const std::string kpath = path + "." + key;
+        const std::string kpath = fmt::format("{}.{}", path, key);
         present.insert(key);
         if (key == "name") {
           ch.name = str(v, kpath);

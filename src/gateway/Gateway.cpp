@@ -710,7 +710,7 @@ class Gateway {
               continue;
             }
             if (std::string_view(k) != field)
-              co_return adminError(400, "unknown setting \"" + name + "\"; " + sec + " takes \"" + field + "\"", name.c_str());
+              co_return adminError(400, fmt::format("unknown setting \"{}\"; {} takes \"{}\"", name, sec, field), name.c_str());
             if (val.is_null()) {
               writes.emplace_back(name, std::nullopt);
             } else if (sec == "screening") {

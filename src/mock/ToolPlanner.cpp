@@ -68,6 +68,7 @@ std::vector<const ToolSpec*> namedTools(const std::vector<const ToolSpec*>& tool
   }
   std::stable_sort(hits.begin(), hits.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<const ToolSpec*> out;
+  out.reserve(hits.size());
   for (const auto& h : hits) out.push_back(h.second);
   return out;
 }

@@ -14,6 +14,10 @@
 #include <string_view>
 
 #include "core/JsonText.hpp"
+
+namespace boost::json {
+class parser;  // held by pointer below; its header is heavy and only CodecUtil.cpp needs it
+}  // namespace boost::json
 #include "providers/Canonical.hpp"
 
 // Returns the error of an std::optional<ApiError>-returning call, if any.
