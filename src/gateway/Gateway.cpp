@@ -474,6 +474,20 @@ class Gateway {
       res.body() = metrics::registry().render([&](std::string& out) {
         renderKeyStates(snap, out);
         limiter_.renderMetrics(out);
+        if (cache_) {
+          // The backend counts its own lookups and writes (Redis errors count as misses).
+          const auto cs = cache_->stats();
+          out += "# HELP sluice_cache_requests_total Cache lookups by result.\n";
+          out += "# TYPE sluice_cache_requests_total counter\n";
+          out += fmt::format("sluice_cache_requests_total{{result=\"hit\"}} {}\n", cs.hits);
+          out += fmt::format("sluice_cache_requests_total{{result=\"miss\"}} {}\n", cs.misses);
+          out += "# HELP sluice_cache_stores_total Answers written to the cache.\n";
+          out += "# TYPE sluice_cache_stores_total counter\n";
+          out += fmt::format("sluice_cache_stores_total {}\n", cs.writes);
+          out += "# HELP sluice_cache_entries Answers held by the in-memory cache.\n";
+          out += "# TYPE sluice_cache_entries gauge\n";
+          out += fmt::format("sluice_cache_entries {}\n", cs.entries);
+        }
         out += "# HELP sluice_access_log_dropped_total Access-log lines dropped because the writer fell behind.\n";
         out += "# TYPE sluice_access_log_dropped_total counter\n";
         out += fmt::format("sluice_access_log_dropped_total {}\n", access_.dropped());

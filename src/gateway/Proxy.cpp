@@ -419,8 +419,7 @@ struct Relay {
       }
     }
     if (out) {
-      for (const auto& [k, val] : rate_headers) out->set(k, val);
-      for (const auto& [k, val] : extra_headers) out->set(k, val);
+      setOwnHeaders(*out);
     }
     co_return out;
   }
@@ -432,7 +431,6 @@ struct Relay {
     const std::shared_ptr<const cache::Entry> entry = std::move(recorded);
     const std::chrono::milliseconds ttl = cache_ttl;
     co_await cache->put(key, entry, ttl);
-    metrics::registry().safety.cache_stores.fetch_add(1, std::memory_order_relaxed);
   }
 
   void countRestored(const redact::RestoreStats& st) {
@@ -552,8 +550,7 @@ struct Relay {
     out.append("x-request-id: ").append(ctx.id).append("\r\n");
     out.append("x-sluice-channel: ").append(p.channel->cfg.name).append("\r\n");
     out.append("x-sluice-attempts: ").append(std::to_string(attempts)).append("\r\n");
-    for (const auto& [k, v] : rate_headers) out.append(k).append(": ").append(v).append("\r\n");
-    for (const auto& [k, v] : extra_headers) out.append(k).append(": ").append(v).append("\r\n");
+    appendOwnHeaderLines(out);
     return out;
   }
 
@@ -566,8 +563,17 @@ struct Relay {
     to.set("x-request-id", ctx.id);
     to.set("x-sluice-channel", p.channel->cfg.name);
     to.set("x-sluice-attempts", std::to_string(attempts));
+    setOwnHeaders(to);
+  }
+
+  // The caller's x-ratelimit-* figures and the protect stages' headers, on any answer.
+  void setOwnHeaders(bhttp::fields& to) const {
     for (const auto& [k, v] : rate_headers) to.set(k, v);
     for (const auto& [k, v] : extra_headers) to.set(k, v);
+  }
+  void appendOwnHeaderLines(std::string& out) const {
+    for (const auto& [k, v] : rate_headers) out.append(k).append(": ").append(v).append("\r\n");
+    for (const auto& [k, v] : extra_headers) out.append(k).append(": ").append(v).append("\r\n");
   }
 
   // One attempt on one (channel, key). Never throws.
@@ -1253,8 +1259,7 @@ boost::asio::awaitable<void> replayHit(Relay& relay, const cache::Entry& e, cons
     lines.append("x-request-id: ").append(ctx.id).append("\r\n");
     lines.append("x-sluice-channel: cache\r\nx-sluice-attempts: 0\r\n");
     lines.append("age: ").append(std::to_string(age)).append("\r\n");
-    for (const auto& [k, v] : relay.rate_headers) lines.append(k).append(": ").append(v).append("\r\n");
-    for (const auto& [k, v] : relay.extra_headers) lines.append(k).append(": ").append(v).append("\r\n");
+    relay.appendOwnHeaderLines(lines);
     co_await r.beginStream(e.status, "OK", lines);
     rec.ttfb_ms = msSince(ctx.start);
     for (std::size_t i = 0; i < chunks.size(); ++i) {
@@ -1276,8 +1281,7 @@ boost::asio::awaitable<void> replayHit(Relay& relay, const cache::Entry& e, cons
   res.set("x-sluice-channel", "cache");
   res.set("x-sluice-attempts", "0");
   res.set(bhttp::field::age, std::to_string(age));
-  for (const auto& [k, v] : relay.rate_headers) res.set(k, v);
-  for (const auto& [k, v] : relay.extra_headers) res.set(k, v);
+  relay.setOwnHeaders(res);
   res.body() = cache::replayWhole(fmt, e, ro);
   if (!logSealed) relay.keepBody(res.body());
   rec.ttfb_ms = msSince(ctx.start);
@@ -1302,8 +1306,7 @@ boost::asio::awaitable<void> protectAndRelay(const Snapshot& snap, upstream::Poo
   auto& counters = metrics::registry().safety;
   auto fail = [&](int status, std::string_view type, std::string_view code, const std::string& msg) {
     auto res = failure(call.wire, ctx, rec, status, type, code, msg);
-    for (const auto& [k, v] : relay.rate_headers) res.set(k, v);
-    for (const auto& [k, v] : relay.extra_headers) res.set(k, v);
+    relay.setOwnHeaders(res);
     return res;
   };
   const bool translatable = relay.translatable;
@@ -1321,7 +1324,9 @@ boost::asio::awaitable<void> protectAndRelay(const Snapshot& snap, upstream::Poo
   const auto* webhook = translatable && snap.guardrailOn() ? sf.webhook() : nullptr;
   std::vector<pipeline::OutgoingText> outgoing;
   if (screening || redacting || webhook) {
-    const std::string scope = vk ? "vk:" + std::to_string(vk->id) : std::string("master");
+    // Tokens are sealed per caller: the key's limiter subject id ("vk:ID") names it already.
+    static const std::string kMasterScope = "master";
+    const std::string& scope = vk ? vk->subject.id : kMasterScope;
     std::shared_ptr<const redact::TokenCipher> cipher = redacting ? sf.cipherFor(scope) : nullptr;
     std::optional<redact::Redactor> redactor;
     if (redacting) redactor.emplace(sf.rules(), cipher.get());
@@ -1441,7 +1446,6 @@ boost::asio::awaitable<void> protectAndRelay(const Snapshot& snap, upstream::Poo
           const cache::CacheKey& key = *kr.key;
           std::shared_ptr<const cache::Entry> hit = co_await cache->get(key);
           if (hit) {
-            counters.cache_hits.fetch_add(1, std::memory_order_relaxed);
             std::shared_ptr<const cache::Entry> sealed = hit;
             if (relay.restore_cipher) hit = restoredEntry(hit, *relay.restore_cipher, *relay.restore_stats);
             relay.extra_headers.emplace_back("x-sluice-cache", "hit");
@@ -1460,7 +1464,6 @@ boost::asio::awaitable<void> protectAndRelay(const Snapshot& snap, upstream::Poo
             if (relay.restore_stats) relay.countRestored(*relay.restore_stats);
             co_return;
           }
-          counters.cache_misses.fetch_add(1, std::memory_order_relaxed);
           relay.extra_headers.emplace_back("x-sluice-cache", "miss");
         } else {
           relay.extra_headers.emplace_back("x-sluice-cache", "refresh");

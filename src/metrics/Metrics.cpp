@@ -94,13 +94,6 @@ void SafetyCounters::render(std::string& out) const {
   out += "# HELP sluice_guardrail_reviews_total Guardrail webhook reviews, by verdict (failed and timeout are failures).\n";
   out += "# TYPE sluice_guardrail_reviews_total counter\n";
   for (const auto& [k, v] : guardrail_) out += fmt::format("sluice_guardrail_reviews_total{{verdict=\"{}\"}} {}\n", k, v);
-  out += "# HELP sluice_cache_requests_total Cache lookups by result.\n";
-  out += "# TYPE sluice_cache_requests_total counter\n";
-  out += fmt::format("sluice_cache_requests_total{{result=\"hit\"}} {}\n", cache_hits.load(std::memory_order_relaxed));
-  out += fmt::format("sluice_cache_requests_total{{result=\"miss\"}} {}\n", cache_misses.load(std::memory_order_relaxed));
-  out += "# HELP sluice_cache_stores_total Answers written to the cache.\n";
-  out += "# TYPE sluice_cache_stores_total counter\n";
-  out += fmt::format("sluice_cache_stores_total {}\n", cache_stores.load(std::memory_order_relaxed));
   out += "# HELP sluice_cache_saved_usd_total What cache hits would have cost upstream.\n";
   out += "# TYPE sluice_cache_saved_usd_total counter\n";
   out += fmt::format("sluice_cache_saved_usd_total {:.6f}\n", static_cast<double>(cache_saved_micro_usd.load(std::memory_order_relaxed)) / 1e6);

@@ -44,9 +44,6 @@ class SafetyCounters {
   std::atomic<std::uint64_t> restored{0};
   std::atomic<std::uint64_t> tampered{0};
   std::atomic<std::uint64_t> screened_total{0};
-  std::atomic<std::uint64_t> cache_hits{0};
-  std::atomic<std::uint64_t> cache_misses{0};
-  std::atomic<std::uint64_t> cache_stores{0};
   std::atomic<std::uint64_t> cache_saved_micro_usd{0};
   void render(std::string& out) const;
 
