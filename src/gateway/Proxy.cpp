@@ -268,6 +268,7 @@ struct Relay {
   // Redaction issued tokens for this request: answers are restored with this cipher.
   std::shared_ptr<const redact::TokenCipher> restore_cipher;
   std::shared_ptr<redact::RestoreStats> restore_stats;
+  std::shared_ptr<const redact::SealMemo> restore_memo;  // the tokens this request sealed
   // The response cache records this answer under cache_key (set when a write is decided).
   cache::ResponseCache* cache = nullptr;
   std::optional<cache::CacheKey> cache_key;
@@ -329,8 +330,9 @@ struct Relay {
     if (restore_cipher) {
       auto cipher = restore_cipher;
       auto stats = restore_stats;
-      tc.wrap_encoder = [cipher, stats](std::unique_ptr<providers::StreamEncoder> inner) {
-        return pipeline::makeRestoringEncoder(std::move(inner), cipher, stats);
+      auto memo = restore_memo;
+      tc.wrap_encoder = [cipher, stats, memo](std::unique_ptr<providers::StreamEncoder> inner) {
+        return pipeline::makeRestoringEncoder(std::move(inner), cipher, stats, memo);
       };
     }
     return tc;
@@ -740,7 +742,7 @@ struct Relay {
     keepBody(whole);  // the log keeps the answer as it came, tokens sealed
     if (restore_cipher) {
       redact::RestoreStats st;
-      pipeline::restoreWholeBody(whole, *restore_cipher, st);
+      pipeline::restoreWholeBody(whole, *restore_cipher, st, restore_memo.get());
       countRestored(st);
     }
     http::Response res{head.result(), 11};
@@ -770,7 +772,7 @@ struct Relay {
     // OpenAI Chat to OpenAI Chat with tokens to restore: a tap that parses only the events
     // that may hold one (the common case by far; the others decode and re-encode every event).
     const bool rawRestore = restore_cipher && !translating(p) && clientFormat() == providers::Format::OpenAIChat;
-    auto tap = rawRestore        ? makeRestoringChatTap(strip_usage, restore_cipher, restore_stats)
+    auto tap = rawRestore        ? makeRestoringChatTap(strip_usage, restore_cipher, restore_stats, restore_memo)
                : decodeStream(p) ? makeTranslatingTap(providers::makeStreamTranslator(clientFormat(), upFormat,
                                                                                       translateContext(p)))
                                  : makeStreamTap(call.wire, strip_usage);
@@ -1209,14 +1211,15 @@ std::string reviewPayloadOf(const Relay& relay, std::string_view phase, std::str
 
 // A cached entry with the tokens of this request's scope opened (the entry keeps them sealed).
 std::shared_ptr<const cache::Entry> restoredEntry(const std::shared_ptr<const cache::Entry>& e,
-                                                  const redact::TokenCipher& cipher, redact::RestoreStats& st) {
+                                                  const redact::TokenCipher& cipher, redact::RestoreStats& st,
+                                                  const redact::SealMemo* memo) {
   std::shared_ptr<cache::Entry> copy;
   for (std::size_t i = 0; i < e->response.content.size(); ++i) {
     const auto& part = e->response.content[i];
     const bool args = part.kind == providers::Part::Kind::ToolCall;
     const std::string& text = args ? part.arguments : part.text;
     if (text.find(redact::kTokenPrefix) == std::string::npos) continue;
-    std::string restored = redact::restoreAll(text, cipher, args ? 1 : 0, &st);
+    std::string restored = redact::restoreAll(text, cipher, args ? 1 : 0, &st, memo);
     if (restored == text) continue;
     if (!copy) copy = std::make_shared<cache::Entry>(*e);
     auto& dst = copy->response.content[i];
@@ -1329,7 +1332,11 @@ boost::asio::awaitable<void> protectAndRelay(const Snapshot& snap, upstream::Poo
     const std::string& scope = vk ? vk->subject.id : kMasterScope;
     std::shared_ptr<const redact::TokenCipher> cipher = redacting ? sf.cipherFor(scope) : nullptr;
     std::optional<redact::Redactor> redactor;
-    if (redacting) redactor.emplace(sf.rules(), cipher.get());
+    std::shared_ptr<redact::SealMemo> memo;
+    if (redacting) {
+      memo = std::make_shared<redact::SealMemo>();
+      redactor.emplace(sf.rules(), cipher.get(), memo.get());
+    }
     pipeline::ScanOptions so;
     so.collect_user_text = screening;
     so.collect_outgoing = webhook != nullptr;
@@ -1379,6 +1386,7 @@ boost::asio::awaitable<void> protectAndRelay(const Snapshot& snap, upstream::Poo
       if (scan.encrypted > 0 && cipher) {
         relay.restore_cipher = cipher;
         relay.restore_stats = std::make_shared<redact::RestoreStats>();
+        relay.restore_memo = std::move(memo);
         relay.force_translate = true;
       }
     }
@@ -1447,7 +1455,7 @@ boost::asio::awaitable<void> protectAndRelay(const Snapshot& snap, upstream::Poo
           std::shared_ptr<const cache::Entry> hit = co_await cache->get(key);
           if (hit) {
             std::shared_ptr<const cache::Entry> sealed = hit;
-            if (relay.restore_cipher) hit = restoredEntry(hit, *relay.restore_cipher, *relay.restore_stats);
+            if (relay.restore_cipher) hit = restoredEntry(hit, *relay.restore_cipher, *relay.restore_stats, relay.restore_memo.get());
             relay.extra_headers.emplace_back("x-sluice-cache", "hit");
             // A hit costs nothing upstream: the limits get their reservations back, and the
             // metrics count what it would have cost.

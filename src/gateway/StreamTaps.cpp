@@ -131,6 +131,22 @@ std::size_t findIn(std::string_view hay, std::string_view needle, std::size_t fr
   return p ? static_cast<std::size_t>(static_cast<const char*>(p) - hay.data()) : std::string_view::npos;
 }
 
+// Could these raw SSE bytes hold (a piece of) a redaction token? A token starts "[[" and is made
+// of characters JSON never escapes, so inside a JSON string a piece of one shows as "[[" or as a
+// '[' that ends the string ('[' then '"'; the rest of that token follows in a later event, which
+// a restorer then holds for); only a \u escape could spell a '[' otherwise. "choices":[{ and the
+// like fail both tests with one memchr step each.
+bool mayCarryToken(std::string_view s) {
+  const char* const end = s.data() + s.size();
+  for (const char* p = s.data(); (p = static_cast<const char*>(std::memchr(p, '[', static_cast<std::size_t>(end - p))));
+       ++p)
+    if (p + 1 == end || p[1] == '[' || p[1] == '"') return true;
+  for (const char* p = s.data(); (p = static_cast<const char*>(std::memchr(p, '\\', static_cast<std::size_t>(end - p))));
+       p += 2)
+    if (p + 1 == end || p[1] == 'u') return true;
+  return false;
+}
+
 // A same-format OpenAI Chat stream whose answer may carry redaction tokens: events are passed on
 // as they came unless one could hold (part of) a token or a restorer still holds bytes; only
 // those are parsed and rewritten (content through a depth-0 Restorer per choice, tool-call
@@ -139,12 +155,17 @@ std::size_t findIn(std::string_view hay, std::string_view needle, std::size_t fr
 class RestoringChatTap final : public StreamTap {
  public:
   RestoringChatTap(bool strip, std::shared_ptr<const redact::TokenCipher> cipher,
-                   std::shared_ptr<redact::RestoreStats> stats)
-      : f_(strip), cipher_(std::move(cipher)), stats_(std::move(stats)) {}
+                   std::shared_ptr<redact::RestoreStats> stats, std::shared_ptr<const redact::SealMemo> memo)
+      : f_(strip), cipher_(std::move(cipher)), stats_(std::move(stats)), memo_(std::move(memo)) {}
 
   bool feed(std::string_view in, std::string& out) override {
-    tmp_.clear();
-    if (!f_.feed(in, tmp_)) return false;
+    // The filter writes straight into `out`; only a read that may carry a piece of a token is
+    // taken back out and rewritten event by event (the usual read is not copied at all).
+    const std::size_t at = out.size();
+    if (!f_.feed(in, out)) return false;
+    if (!holding() && !mayCarryToken(std::string_view(out).substr(at))) return true;
+    tmp_.assign(out, at, std::string::npos);
+    out.resize(at);
     process(tmp_, out);
     return true;
   }
@@ -165,7 +186,7 @@ class RestoringChatTap final : public StreamTap {
 
   redact::Restorer& restorer(Key k) {
     auto& r = restorers_[k];
-    if (!r) r = std::make_unique<redact::Restorer>(*cipher_, k.second < 0 ? 0 : 1);
+    if (!r) r = std::make_unique<redact::Restorer>(*cipher_, k.second < 0 ? 0 : 1, memo_.get());
     return *r;
   }
   bool holding() const {
@@ -199,7 +220,11 @@ class RestoringChatTap final : public StreamTap {
   }
 
   void event(std::string_view ev, std::string& out) {
-    const std::size_t d = findIn(ev, "data:");
+    if (!holding() && !mayCarryToken(ev)) {
+      out.append(ev);
+      return;
+    }
+    const std::size_t d = ev.starts_with("data:") ? 0 : findIn(ev, "data:");
     if (d == std::string_view::npos) {
       out.append(ev);
       return;
@@ -264,29 +289,21 @@ class RestoringChatTap final : public StreamTap {
   // False: not that shape; the caller parses the event.
   bool spliceContent(std::string_view ev, std::string& out) {
     static constexpr std::string_view kContent = "content\":\"";
+    // A stream's content chunks differ only in their text: once one passed the checks below,
+    // an event with the very same bytes before and after its content string is that shape too.
+    bool escaped = false;
+    if (!shapePrefix_.empty() && ev.starts_with(shapePrefix_)) {
+      const std::size_t begin = shapePrefix_.size();
+      const std::size_t end = stringEnd(ev, begin, escaped);
+      if (end != std::string_view::npos && ev.substr(end) == shapeSuffix_) return splice(ev, begin, end, escaped, out);
+      escaped = false;
+    }
     const std::size_t at = findIn(ev, kContent);
     if (at == std::string_view::npos || at == 0 || ev[at - 1] != '"') return false;
     const std::size_t begin = at + kContent.size();
-    std::size_t end = begin;
-    bool escaped = false;
-    for (; end < ev.size(); ++end) {
-      const char c = ev[end];
-      if (c == '"') break;
-      if (c == '\\') {
-        escaped = true;
-        ++end;  // skip the escaped character
-      }
-    }
-    if (end >= ev.size()) return false;
-    std::string_view raw = ev.substr(begin, end - begin);
-    std::string decoded;
-    if (escaped) {
-      boost::system::error_code ec;
-      json::value lit = json::parse(ev.substr(begin - 1, end - begin + 2), ec);
-      if (ec || !lit.is_string()) return false;
-      decoded = lit.as_string();
-      raw = decoded;
-    }
+    const std::size_t end = stringEnd(ev, begin, escaped);
+    if (end == std::string_view::npos) return false;
+    const std::string_view raw = ev.substr(begin, end - begin);  // decoded by splice() when escaped
     // Nothing to restore in this text and nothing held anywhere: the event goes out as it came.
     if (!escaped && raw.find('[') == std::string_view::npos && !holding() &&
         findIn(ev, "tool_calls", end) == std::string_view::npos) {
@@ -301,10 +318,38 @@ class RestoringChatTap final : public StreamTap {
     const std::size_t idx = findIn(ev, "\"index\":");
     if (idx == std::string_view::npos || findIn(ev, "\"index\":", idx + 1) != std::string_view::npos) return false;
     if (ev.compare(idx + 8, 2, "0,") != 0 && ev.compare(idx + 8, 2, "0}") != 0) return false;
+    shapePrefix_.assign(ev.substr(0, begin));
+    shapeSuffix_.assign(ev.substr(end));
+    return splice(ev, begin, end, escaped, out);
+  }
+
+  // End of the JSON string whose text starts at `begin` (its closing quote), or npos.
+  static std::size_t stringEnd(std::string_view ev, std::size_t begin, bool& escaped) {
+    for (std::size_t end = begin; end < ev.size(); ++end) {
+      const char c = ev[end];
+      if (c == '"') return end;
+      if (c == '\\') {
+        escaped = true;
+        ++end;  // skip the escaped character
+      }
+    }
+    return std::string_view::npos;
+  }
+
+  // The event with its content string [begin, end) restored through choice 0's restorer.
+  bool splice(std::string_view ev, std::size_t begin, std::size_t end, bool escaped, std::string& out) {
+    std::string_view raw = ev.substr(begin, end - begin);
+    if (escaped) {
+      boost::system::error_code ec;
+      json::value lit = json::parse(ev.substr(begin - 1, end - begin + 2), ec);
+      if (ec || !lit.is_string()) return false;
+      decoded_.assign(lit.as_string().data(), lit.as_string().size());
+      raw = decoded_;
+    }
     auto& r = restorer({0, -1});
     splice_.clear();
     r.feed(raw, splice_);
-    if (r.heldBytes() > 0) rememberMetaRaw(ev);  // a closing chunk may have to carry them
+    if (r.heldBytes() > 0 && id_.empty()) rememberMetaRaw(ev);  // a closing chunk may have to carry them
     out.append(ev.substr(0, begin));
     redact::appendJsonEscaped(out, splice_);
     out.append(ev.substr(end));
@@ -368,9 +413,12 @@ class RestoringChatTap final : public StreamTap {
   providers::openai::StreamFilter f_;
   std::shared_ptr<const redact::TokenCipher> cipher_;
   std::shared_ptr<redact::RestoreStats> stats_;
+  std::shared_ptr<const redact::SealMemo> memo_;
   std::map<Key, std::unique_ptr<redact::Restorer>> restorers_;
   std::string tmp_;
   std::string splice_;
+  std::string decoded_;
+  std::string shapePrefix_, shapeSuffix_;  // around the content string of a checked chunk
   std::string id_, model_;
   std::int64_t created_ = 0;
 };
@@ -391,8 +439,9 @@ std::unique_ptr<StreamTap> makeTranslatingTap(std::unique_ptr<providers::StreamT
 }
 
 std::unique_ptr<StreamTap> makeRestoringChatTap(bool strip_usage, std::shared_ptr<const redact::TokenCipher> cipher,
-                                                std::shared_ptr<redact::RestoreStats> stats) {
-  return std::make_unique<RestoringChatTap>(strip_usage, std::move(cipher), std::move(stats));
+                                                std::shared_ptr<redact::RestoreStats> stats,
+                                                std::shared_ptr<const redact::SealMemo> memo) {
+  return std::make_unique<RestoringChatTap>(strip_usage, std::move(cipher), std::move(stats), std::move(memo));
 }
 
 std::unique_ptr<StreamTap> makeStreamTap(Wire w, bool strip_usage) {

@@ -13,6 +13,7 @@
 
 namespace sluice::redact {
 class TokenCipher;
+class SealMemo;
 struct RestoreStats;
 }  // namespace sluice::redact
 
@@ -35,8 +36,10 @@ class StreamTap {
 std::unique_ptr<StreamTap> makeStreamTap(Wire w, bool strip_usage);
 // A same-format OpenAI Chat tap that also restores redaction tokens (content and tool-call
 // arguments, split across events at any byte), parsing only the events that may hold one.
+// memo (optional): the tokens the request sealed, put back without decrypting (Restorer.hpp).
 std::unique_ptr<StreamTap> makeRestoringChatTap(bool strip_usage, std::shared_ptr<const redact::TokenCipher> cipher,
-                                                std::shared_ptr<redact::RestoreStats> stats);
+                                                std::shared_ptr<redact::RestoreStats> stats,
+                                                std::shared_ptr<const redact::SealMemo> memo = nullptr);
 // A tap that translates an upstream stream of another format into the client's.
 std::unique_ptr<StreamTap> makeTranslatingTap(std::unique_ptr<providers::StreamTranslator> t);
 Usage fromCanonical(const providers::Usage& u);

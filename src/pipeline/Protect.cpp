@@ -638,7 +638,8 @@ namespace {
 
 class BodyRestorer {
  public:
-  BodyRestorer(const redact::TokenCipher& cipher, redact::RestoreStats& stats) : cipher_(cipher), stats_(stats) {}
+  BodyRestorer(const redact::TokenCipher& cipher, redact::RestoreStats& stats, const redact::SealMemo* memo)
+      : cipher_(cipher), stats_(stats), memo_(memo) {}
 
   std::size_t restored() const { return restored_; }
 
@@ -661,8 +662,8 @@ class BodyRestorer {
   // A Gemini stream as one JSON array: candidate 0's text parts are one text run (thought parts
   // another), so a token the model split across chunks is restored.
   void geminiArray(json::array& chunks) {
-    redact::Restorer text(cipher_, 0);
-    redact::Restorer thought(cipher_, 0);
+    redact::Restorer text(cipher_, 0, memo_);
+    redact::Restorer thought(cipher_, 0, memo_);
     json::string* lastText = nullptr;
     json::string* lastThought = nullptr;
     for (auto& chunk : chunks) {
@@ -717,7 +718,7 @@ class BodyRestorer {
     const std::string_view sv(s.data(), s.size());
     if (sv.find(redact::kTokenPrefix) == std::string_view::npos) return;
     redact::RestoreStats st;
-    std::string out = redact::restoreAll(sv, cipher_, isJsonContainer(sv) ? 1 : 0, &st);
+    std::string out = redact::restoreAll(sv, cipher_, isJsonContainer(sv) ? 1 : 0, &st, memo_);
     stats_.tampered += st.tampered;
     if (st.restored == 0) return;
     stats_.restored += st.restored;
@@ -758,13 +759,15 @@ class BodyRestorer {
 
   const redact::TokenCipher& cipher_;
   redact::RestoreStats& stats_;
+  const redact::SealMemo* memo_;
   std::size_t restored_ = 0;
   std::string buf_;
 };
 
 }  // namespace
 
-bool restoreWholeBody(std::string& body, const redact::TokenCipher& cipher, redact::RestoreStats& stats) {
+bool restoreWholeBody(std::string& body, const redact::TokenCipher& cipher, redact::RestoreStats& stats,
+                      const redact::SealMemo* memo) {
   // An object holds a token only whole; a Gemini array may split one across its chunks, so
   // any "[[" (or a "[" ending one chunk's text) is reason enough to look.
   const auto first = body.find_first_not_of(" \t\r\n");
@@ -775,7 +778,7 @@ bool restoreWholeBody(std::string& body, const redact::TokenCipher& cipher, reda
   boost::system::error_code ec;
   json::value doc = json::parse(body, ec, json::storage_ptr(&mr));
   if (ec || !(doc.is_object() || doc.is_array())) return false;
-  BodyRestorer r(cipher, stats);
+  BodyRestorer r(cipher, stats, memo);
   if (doc.is_array()) {
     r.geminiArray(doc.get_array());
   } else {
@@ -795,12 +798,13 @@ namespace {
 class RestoringEncoder final : public StreamEncoder {
  public:
   RestoringEncoder(std::unique_ptr<StreamEncoder> inner, std::shared_ptr<const redact::TokenCipher> cipher,
-                   std::shared_ptr<redact::RestoreStats> stats)
+                   std::shared_ptr<redact::RestoreStats> stats, std::shared_ptr<const redact::SealMemo> memo)
       : inner_(std::move(inner)),
         cipher_(std::move(cipher)),
+        memo_(std::move(memo)),
         stats_(std::move(stats)),
-        text_(*cipher_, 0),
-        reasoning_(*cipher_, 0) {}
+        text_(*cipher_, 0, memo_.get()),
+        reasoning_(*cipher_, 0, memo_.get()) {}
 
   void encode(const StreamEvent& ev, std::string& out) override {
     using K = StreamEvent::Kind;
@@ -860,7 +864,7 @@ class RestoringEncoder final : public StreamEncoder {
   redact::Restorer& tool(int index) {
     for (auto& t : tools_)
       if (t.index == index) return t.restorer;
-    tools_.push_back(ToolRun{index, redact::Restorer(*cipher_, 1)});
+    tools_.push_back(ToolRun{index, redact::Restorer(*cipher_, 1, memo_.get())});
     return tools_.back().restorer;
   }
 
@@ -908,6 +912,7 @@ class RestoringEncoder final : public StreamEncoder {
 
   std::unique_ptr<StreamEncoder> inner_;
   std::shared_ptr<const redact::TokenCipher> cipher_;
+  std::shared_ptr<const redact::SealMemo> memo_;
   std::shared_ptr<redact::RestoreStats> stats_;
   redact::Restorer text_;
   redact::Restorer reasoning_;
@@ -919,8 +924,9 @@ class RestoringEncoder final : public StreamEncoder {
 
 std::unique_ptr<StreamEncoder> makeRestoringEncoder(std::unique_ptr<StreamEncoder> inner,
                                                     std::shared_ptr<const redact::TokenCipher> cipher,
-                                                    std::shared_ptr<redact::RestoreStats> stats) {
-  return std::make_unique<RestoringEncoder>(std::move(inner), std::move(cipher), std::move(stats));
+                                                    std::shared_ptr<redact::RestoreStats> stats,
+                                                    std::shared_ptr<const redact::SealMemo> memo) {
+  return std::make_unique<RestoringEncoder>(std::move(inner), std::move(cipher), std::move(stats), std::move(memo));
 }
 
 }  // namespace sluice::pipeline

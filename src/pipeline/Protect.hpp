@@ -20,6 +20,7 @@
 namespace sluice::redact {
 class Redactor;
 class TokenCipher;
+class SealMemo;
 struct RestoreStats;
 }  // namespace sluice::redact
 
@@ -85,8 +86,10 @@ RequestScan scanRequest(providers::Format client, std::string_view body, const r
 // plain value. In a Gemini array the text parts of candidate 0 are one stream (a token split
 // across chunks is restored; bytes may move to a later part). The body is re-serialized only
 // when a token was restored; returns true then. Non-JSON bodies are left alone. Counts into
-// `stats` (tampered tokens stay as they are).
-bool restoreWholeBody(std::string& body, const redact::TokenCipher& cipher, redact::RestoreStats& stats);
+// `stats` (tampered tokens stay as they are). memo (optional): the tokens the request sealed, put
+// back without decrypting (Restorer.hpp).
+bool restoreWholeBody(std::string& body, const redact::TokenCipher& cipher, redact::RestoreStats& stats,
+                      const redact::SealMemo* memo = nullptr);
 
 // Wraps a client-format encoder so the events it encodes carry restored text: Text and
 // Reasoning runs each through one Restorer (depth 0), ToolCallArgs through one Restorer (depth 1)
@@ -103,6 +106,7 @@ bool restoreWholeBody(std::string& body, const redact::TokenCipher& cipher, reda
 // Use through providers::TranslateContext::wrap_encoder.
 std::unique_ptr<providers::StreamEncoder> makeRestoringEncoder(std::unique_ptr<providers::StreamEncoder> inner,
                                                                std::shared_ptr<const redact::TokenCipher> cipher,
-                                                               std::shared_ptr<redact::RestoreStats> stats);
+                                                               std::shared_ptr<redact::RestoreStats> stats,
+                                                               std::shared_ptr<const redact::SealMemo> memo = nullptr);
 
 }  // namespace sluice::pipeline

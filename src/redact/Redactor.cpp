@@ -1,5 +1,6 @@
 #include "redact/Redactor.hpp"
 
+#include "redact/Restorer.hpp"
 #include "redact/TokenCipher.hpp"
 
 namespace sluice::redact {
@@ -28,8 +29,10 @@ Redaction Redactor::redact(std::string_view text, FieldMask field, std::string& 
     const Rule& rule = rules[m.rule];
     next.append(text.data() + at, m.start - at);
     const std::string_view value = text.substr(m.start, m.end - m.start);
+    const std::size_t tokenAt = next.size();
     if (rule.action == Action::Encrypt && cipher_ && cipher_->appendToken(next, rule.name, value)) {
       ++res.encrypted;
+      if (memo_ != nullptr) memo_->add(std::string_view(next).substr(tokenAt), value);
     } else {
       appendMask(next, rule.name);
       ++res.masked;

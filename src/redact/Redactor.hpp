@@ -20,6 +20,7 @@
 namespace sluice::redact {
 
 class TokenCipher;
+class SealMemo;
 
 struct Redaction {
   bool changed = false;           // `out` holds the redacted text
@@ -33,8 +34,10 @@ class Redactor {
  public:
   // cipher may be null (no redaction key configured): `encrypt` rules then mask. Values longer
   // than kMaxSealedValue are masked too. Both pointers must outlive the Redactor.
-  Redactor(std::shared_ptr<const RuleSet> rules, const TokenCipher* cipher)
-      : rules_(std::move(rules)), cipher_(cipher) {}
+  // memo (optional, per request): every token sealed is added to it with its value, for the
+  // Restorers of the answer (Restorer.hpp).
+  Redactor(std::shared_ptr<const RuleSet> rules, const TokenCipher* cipher, SealMemo* memo = nullptr)
+      : rules_(std::move(rules)), cipher_(cipher), memo_(memo) {}
 
   // Scans `text` as found in `field`. When the result is `changed`, `out` is replaced by the
   // redacted text; otherwise `out` is left alone (nothing allocated on the common no-hit path).
@@ -45,6 +48,7 @@ class Redactor {
  private:
   std::shared_ptr<const RuleSet> rules_;
   const TokenCipher* cipher_;
+  SealMemo* memo_;
 };
 
 // The placeholder a `mask` hit leaves: "[REDACTED:" NAME "]".

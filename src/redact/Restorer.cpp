@@ -45,18 +45,47 @@ void appendJsonEscaped(std::string& out, std::string_view s) {
   out.append(s.data() + run, s.size() - run);
 }
 
-Restorer::Restorer(const TokenCipher& cipher, int jsonDepth)
-    : cipher_(cipher), depth_(jsonDepth < 0 ? 0 : (jsonDepth > 2 ? 2 : jsonDepth)) {}
+void SealMemo::add(std::string_view token, std::string_view value) {
+  if (entries_.size() >= kMaxEntries || find(token)) return;
+  if (entries_.empty()) {
+    entries_.reserve(4);
+    bytes_.reserve(2 * (token.size() + value.size()));
+  }
+  entries_.push_back(Entry{bytes_.size(), token.size(), value.size()});
+  bytes_.append(token).append(value);
+}
+
+std::optional<std::string_view> SealMemo::find(std::string_view token) const {
+  const std::string_view all(bytes_);
+  for (const auto& e : entries_)
+    if (e.tokenLen == token.size() && all.substr(e.at, e.tokenLen) == token)
+      return all.substr(e.at + e.tokenLen, e.valueLen);
+  return std::nullopt;
+}
+
+Restorer::Restorer(const TokenCipher& cipher, int jsonDepth, const SealMemo* memo)
+    : cipher_(cipher), memo_(memo), depth_(jsonDepth < 0 ? 0 : (jsonDepth > 2 ? 2 : jsonDepth)) {}
+
+bool Restorer::open(std::string& out, std::string_view token, std::string_view label, std::string_view payload) const {
+  if (memo_ != nullptr)
+    if (const auto v = memo_->find(token)) {
+      out += *v;
+      return true;
+    }
+  return cipher_.openInto(out, label, payload);
+}
 
 void Restorer::feed(std::string_view chunk, std::string& out) {
   if (held_.empty()) {
     process(chunk, out);
     return;
   }
-  std::string buf = std::move(held_);
+  // Both buffers keep their capacity: a token held across many small deltas costs no allocation
+  // per delta.
+  pending_.assign(held_);
+  pending_.append(chunk);
   held_.clear();
-  buf.append(chunk);
-  process(buf, out);
+  process(pending_, out);
 }
 
 void Restorer::finish(std::string& out) {
@@ -81,12 +110,13 @@ void Restorer::process(std::string_view s, std::string& out) {
       held_.assign(s.data() + j, s.size() - j);  // bounded by the token grammar: <= kMaxTokenLen
       return;
     }
+    const std::string_view token = s.substr(j, syn.length);
     bool ok;
     if (depth_ == 0) {
-      ok = cipher_.openInto(out, syn.label, syn.payload);
+      ok = open(out, token, syn.label, syn.payload);
     } else {
       scratch_.clear();
-      ok = cipher_.openInto(scratch_, syn.label, syn.payload);
+      ok = open(scratch_, token, syn.label, syn.payload);
       if (ok) {
         if (depth_ == 1) {
           appendJsonEscaped(out, scratch_);
@@ -108,8 +138,9 @@ void Restorer::process(std::string_view s, std::string& out) {
   out.append(s.data() + emitted, s.size() - emitted);
 }
 
-std::string restoreAll(std::string_view text, const TokenCipher& cipher, int jsonDepth, RestoreStats* stats) {
-  Restorer r(cipher, jsonDepth);
+std::string restoreAll(std::string_view text, const TokenCipher& cipher, int jsonDepth, RestoreStats* stats,
+                       const SealMemo* memo) {
+  Restorer r(cipher, jsonDepth, memo);
   std::string out;
   out.reserve(text.size());
   r.feed(text, out);

@@ -392,7 +392,13 @@ std::vector<Match> RuleSet::scan(std::string_view text, FieldMask field) const {
   // Without a hit vector the set allocates nothing and may stop at the first match: the common
   // no-hit case costs one DFA pass and no allocation. Only texts with a hit pay a second pass.
   if (!set_->set.Match(sp, nullptr, &info) && info.kind == RE2::Set::kNoError) return out;
-  std::vector<int> hits;
+  // Per-thread scratch vectors: a text with hits allocates only the result.
+  thread_local std::vector<int> hits;
+  thread_local std::vector<Match> cands;
+  thread_local std::vector<std::pair<std::size_t, std::size_t>> tokens;
+  hits.clear();
+  cands.clear();
+  tokens.clear();
   if (!set_->set.Match(sp, &hits, &info)) {
     if (info.kind == RE2::Set::kNoError) return out;  // the common case: nothing to redact
     // The set's DFA ran out of memory on this input: fall back to every rule (still linear).
@@ -400,7 +406,6 @@ std::vector<Match> RuleSet::scan(std::string_view text, FieldMask field) const {
     for (std::size_t i = 0; i < rules_.size(); ++i) hits.push_back(static_cast<int>(i));
   }
   std::sort(hits.begin(), hits.end());
-  std::vector<Match> cands;
   for (int h : hits) {
     const Rule& rule = rules_[h];
     if ((rule.fields & field) == 0) continue;
@@ -433,12 +438,12 @@ std::vector<Match> RuleSet::scan(std::string_view text, FieldMask field) const {
     return a.rule < b.rule;
   });
   // Existing tokens are never redacted again (a history turn may carry one verbatim).
-  std::vector<std::pair<std::size_t, std::size_t>> tokens;
   for (std::size_t at = text.find(kTokenPrefix); at != std::string_view::npos; at = text.find(kTokenPrefix, at + 1)) {
     const auto syn = parseToken(text.substr(at));
     if (syn.state == TokenSyntax::Complete) tokens.emplace_back(at, at + syn.length);
   }
   std::size_t lastEnd = 0;
+  out.reserve(cands.size());
   for (const auto& c : cands) {
     if (c.start < lastEnd) continue;
     const bool inToken =

@@ -1,9 +1,13 @@
 #include "redact/TokenCipher.hpp"
 
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -21,15 +25,15 @@ bool isLabelChar(unsigned char c) {
 }
 
 // Fetched once: a provider fetch costs far more than a seal.
-const EVP_CIPHER* sivCipher() {
-  static EVP_CIPHER* cipher = EVP_CIPHER_fetch(nullptr, "AES-256-SIV", nullptr);
-  return cipher;
+EVP_MAC* cmacAlgorithm() {
+  static EVP_MAC* mac = EVP_MAC_fetch(nullptr, "CMAC", nullptr);
+  return mac;
 }
 
-struct CtxFree {
-  void operator()(EVP_CIPHER_CTX* c) const { EVP_CIPHER_CTX_free(c); }
-};
-using CtxPtr = std::unique_ptr<EVP_CIPHER_CTX, CtxFree>;
+const EVP_CIPHER* ctrCipher() {
+  static EVP_CIPHER* cipher = EVP_CIPHER_fetch(nullptr, "AES-256-CTR", nullptr);
+  return cipher;
+}
 
 void hmacSha256(const unsigned char* key, std::size_t keyLen, const unsigned char* data, std::size_t n,
                 unsigned char out[32]) {
@@ -91,7 +95,8 @@ TokenSyntax parseToken(std::string_view s) {
 TokenCipher::TokenCipher(std::string_view keyMaterial, std::string_view scope) {
   if (keyMaterial.size() < 16)
     throw std::invalid_argument("redaction key must be at least 16 bytes (32 random bytes recommended)");
-  if (sivCipher() == nullptr) throw std::runtime_error("OpenSSL does not provide AES-256-SIV");
+  if (cmacAlgorithm() == nullptr || ctrCipher() == nullptr)
+    throw std::runtime_error("OpenSSL does not provide CMAC and AES-256-CTR");
   // HKDF-SHA256 (RFC 5869): extract with a fixed salt, expand with the scope as info.
   static constexpr std::string_view kSalt = "sluice/redact/token/v1";
   unsigned char prk[32];
@@ -114,41 +119,116 @@ TokenCipher::TokenCipher(std::string_view keyMaterial, std::string_view scope) {
   OPENSSL_cleanse(t, sizeof t);
 }
 
-void TokenCipher::buildTemplates() const {
-  std::call_once(templatesOnce_, [this] {
-    CtxPtr enc(EVP_CIPHER_CTX_new()), dec(EVP_CIPHER_CTX_new());
-    if (!enc || !dec || EVP_EncryptInit_ex2(enc.get(), sivCipher(), key_.data(), nullptr, nullptr) != 1 ||
-        EVP_DecryptInit_ex2(dec.get(), sivCipher(), key_.data(), nullptr, nullptr) != 1)
-      return;  // left null: seal/open then fail closed (nothing sealed, nothing opened)
-    encTemplate_ = enc.release();
-    decTemplate_ = dec.release();
+struct TokenCipher::Engine {
+  EVP_MAC_CTX* mac = nullptr;
+  EVP_CIPHER_CTX* ctr = nullptr;
+  ~Engine() {
+    EVP_MAC_CTX_free(mac);
+    EVP_CIPHER_CTX_free(ctr);
+  }
+};
+
+namespace {
+
+using Block = std::array<unsigned char, 16>;
+
+// Doubling in GF(2^128) with the big-endian convention of RFC 5297 (x^128 + x^7 + x^2 + x + 1).
+void dbl(Block& b) {
+  const unsigned char carry = b[0] >> 7;
+  for (std::size_t i = 0; i + 1 < b.size(); ++i) b[i] = static_cast<unsigned char>((b[i] << 1) | (b[i + 1] >> 7));
+  b[15] = static_cast<unsigned char>((b[15] << 1) ^ (carry ? 0x87 : 0));
+}
+
+void xorInto(Block& b, const unsigned char* x) {
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] ^= x[i];
+}
+
+// CMAC of the concatenation of parts, restarting the keyed context (same key).
+bool cmac(EVP_MAC_CTX* mac, std::initializer_list<std::pair<const unsigned char*, std::size_t>> parts,
+          unsigned char out[16]) {
+  if (EVP_MAC_init(mac, nullptr, 0, nullptr) != 1) return false;
+  for (const auto& [p, n] : parts)
+    if (n > 0 && EVP_MAC_update(mac, p, n) != 1) return false;
+  std::size_t len = 0;
+  return EVP_MAC_final(mac, out, &len, 16) == 1 && len == 16;
+}
+
+}  // namespace
+
+TokenCipher::Engine* TokenCipher::acquire() const {
+  {
+    std::lock_guard lock(poolMu_);
+    if (!pool_.empty()) {
+      Engine* e = pool_.back();
+      pool_.pop_back();
+      return e;
+    }
+  }
+  auto e = std::make_unique<Engine>();
+  char cbc[] = "AES-256-CBC";
+  const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER, cbc, 0), OSSL_PARAM_construct_end()};
+  if (cmacAlgorithm() == nullptr || ctrCipher() == nullptr || (e->mac = EVP_MAC_CTX_new(cmacAlgorithm())) == nullptr ||
+      EVP_MAC_init(e->mac, key_.data(), 32, params) != 1 || (e->ctr = EVP_CIPHER_CTX_new()) == nullptr ||
+      EVP_EncryptInit_ex2(e->ctr, ctrCipher(), key_.data() + 32, nullptr, nullptr) != 1)
+    return nullptr;  // seal/open then fail closed (nothing sealed, nothing opened)
+  std::call_once(d0Once_, [&] {
+    const unsigned char zero[16] = {};
+    d0Ok_ = cmac(e->mac, {{zero, sizeof zero}}, d0_.data());
   });
+  if (!d0Ok_) return nullptr;
+  return e.release();
+}
+
+void TokenCipher::release(Engine* e) const {
+  if (e == nullptr) return;
+  std::lock_guard lock(poolMu_);
+  pool_.push_back(e);
+}
+
+bool TokenCipher::s2v(Engine& e, std::string_view label, const unsigned char* value, std::size_t n,
+                      unsigned char v[16]) const {
+  Block d = d0_;
+  Block m;
+  dbl(d);
+  if (!cmac(e.mac, {{reinterpret_cast<const unsigned char*>(label.data()), label.size()}}, m.data())) return false;
+  xorInto(d, m.data());
+  Block t{};
+  if (n >= 16) {  // the last block xor-ended with D
+    std::memcpy(t.data(), value + n - 16, 16);
+    xorInto(t, d.data());
+    return cmac(e.mac, {{value, n - 16}, {t.data(), 16}}, v);
+  }
+  dbl(d);  // short: padded with 10*, xored with dbl(D)
+  std::memcpy(t.data(), value, n);
+  t[n] = 0x80;
+  xorInto(t, d.data());
+  return cmac(e.mac, {{t.data(), 16}}, v);
+}
+
+bool TokenCipher::ctr(Engine& e, const unsigned char v[16], const unsigned char* in, std::size_t n, unsigned char* out) {
+  unsigned char q[16];
+  std::memcpy(q, v, 16);
+  q[8] &= 0x7f;
+  q[12] &= 0x7f;
+  int len = 0;
+  return EVP_EncryptInit_ex2(e.ctr, nullptr, nullptr, q, nullptr) == 1 &&
+         EVP_EncryptUpdate(e.ctr, out, &len, in, static_cast<int>(n)) == 1 && static_cast<std::size_t>(len) == n;
 }
 
 TokenCipher::~TokenCipher() {
-  EVP_CIPHER_CTX_free(encTemplate_);
-  EVP_CIPHER_CTX_free(decTemplate_);
+  for (Engine* e : pool_) delete e;
   OPENSSL_cleanse(key_.data(), key_.size());
 }
 
 bool TokenCipher::appendToken(std::string& out, std::string_view label, std::string_view value) const {
   if (value.empty() || value.size() > kMaxSealedValue || !validLabel(label)) return false;
-  buildTemplates();
-  if (encTemplate_ == nullptr) return false;
-  CtxPtr ctx(EVP_CIPHER_CTX_new());
+  Engine* e = acquire();
+  if (e == nullptr) return false;
   unsigned char buf[kSivTagLen + kMaxSealedValue];
-  int n = 0;
-  if (!ctx || EVP_CIPHER_CTX_copy(ctx.get(), encTemplate_) != 1 ||
-      EVP_EncryptUpdate(ctx.get(), nullptr, &n, reinterpret_cast<const unsigned char*>(label.data()),
-                        static_cast<int>(label.size())) != 1 ||
-      EVP_EncryptUpdate(ctx.get(), buf + kSivTagLen, &n, reinterpret_cast<const unsigned char*>(value.data()),
-                        static_cast<int>(value.size())) != 1 ||
-      static_cast<std::size_t>(n) != value.size())
-    return false;
-  int fin = 0;
-  if (EVP_EncryptFinal_ex(ctx.get(), buf + kSivTagLen + n, &fin) != 1 ||
-      EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_GET_TAG, kSivTagLen, buf) != 1)
-    return false;
+  const auto* in = reinterpret_cast<const unsigned char*>(value.data());
+  const bool ok = s2v(*e, label, in, value.size(), buf) && ctr(*e, buf, in, value.size(), buf + kSivTagLen);
+  release(e);
+  if (!ok) return false;
   out.reserve(out.size() + kTokenPrefix.size() + label.size() + 1 +
               detail::b64UrlEncodedLen(kSivTagLen + value.size()) + kTokenSuffix.size());
   out += kTokenPrefix;
@@ -171,28 +251,16 @@ bool TokenCipher::openInto(std::string& out, std::string_view label, std::string
   if (!raw || raw->size() <= kSivTagLen) return false;
   const auto* bytes = reinterpret_cast<const unsigned char*>(raw->data());
   const std::size_t ctLen = raw->size() - kSivTagLen;
-  buildTemplates();
-  if (decTemplate_ == nullptr) return false;
-  CtxPtr ctx(EVP_CIPHER_CTX_new());
+  Engine* e = acquire();
+  if (e == nullptr) return false;
   unsigned char plain[kMaxSealedValue + 16];
-  int n = 0;
-  if (!ctx || EVP_CIPHER_CTX_copy(ctx.get(), decTemplate_) != 1 ||
-      EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_TAG, kSivTagLen, const_cast<unsigned char*>(bytes)) != 1 ||
-      EVP_DecryptUpdate(ctx.get(), nullptr, &n, reinterpret_cast<const unsigned char*>(label.data()),
-                        static_cast<int>(label.size())) != 1 ||
-      EVP_DecryptUpdate(ctx.get(), plain, &n, bytes + kSivTagLen, static_cast<int>(ctLen)) != 1 ||
-      static_cast<std::size_t>(n) != ctLen) {
-    OPENSSL_cleanse(plain, sizeof plain);
-    return false;
-  }
-  int fin = 0;
-  if (EVP_DecryptFinal_ex(ctx.get(), plain + n, &fin) != 1) {
-    OPENSSL_cleanse(plain, sizeof plain);
-    return false;
-  }
-  out.append(reinterpret_cast<const char*>(plain), ctLen);
-  OPENSSL_cleanse(plain, sizeof plain);
-  return true;
+  unsigned char v[16];
+  const bool ok = ctr(*e, bytes, bytes + kSivTagLen, ctLen, plain) && s2v(*e, label, plain, ctLen, v) &&
+                  CRYPTO_memcmp(v, bytes, kSivTagLen) == 0;
+  release(e);
+  if (ok) out.append(reinterpret_cast<const char*>(plain), ctLen);
+  OPENSSL_cleanse(plain, ctLen);
+  return ok;
 }
 
 std::optional<std::string> TokenCipher::open(std::string_view token) const {

@@ -36,6 +36,20 @@ TEST(Redactor, EncryptsAndTheRestorerPutsValuesBack) {
   EXPECT_FALSE(r.redact(out, kUser, twice).changed);
 }
 
+TEST(Redactor, RemembersEverySealedTokenInTheRequestsMemo) {
+  const TokenCipher cipher(kKey, "vk_1");
+  SealMemo memo;
+  const Redactor r(RuleSet::compile(builtinRules()), &cipher, &memo);
+  std::string out;
+  const auto res = r.redact("mail jane@example.com, call +1 415 555 0100, card 4111 1111 1111 1111", kUser, out);
+  ASSERT_TRUE(res.changed);
+  EXPECT_EQ(memo.size(), res.encrypted);
+  const auto mail = cipher.seal("EMAIL", "jane@example.com");
+  ASSERT_TRUE(memo.find(*mail));
+  EXPECT_EQ(*memo.find(*mail), "jane@example.com");
+  EXPECT_NE(out.find(*mail), std::string::npos);
+}
+
 TEST(Redactor, NoHitLeavesOutputAlone) {
   const Redactor r(RuleSet::compile(builtinRules()), nullptr);
   std::string out = "untouched";

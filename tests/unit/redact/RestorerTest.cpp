@@ -149,6 +149,40 @@ TEST(Restorer, HoldBackNeverExceedsOneToken) {
   EXPECT_EQ(out.size(), std::string("[[sluice:EMAIL:").size() + kMaxTokenLen + 100);
 }
 
+// The request's sealed tokens (SealMemo, filled by the Redactor) restore without decrypting: the
+// same text at every split, a token the request did not seal still opens, a tampered one is
+// still left and counted, and the memo's value is the one sealed (not merely any value).
+TEST(Restorer, SealMemoGivesTheSameResultAsOpening) {
+  SealMemo memo;
+  const std::string mail = tok("EMAIL", "jane@example.com");
+  const std::string phone = tok("PHONE", "+1 415 555 0100");
+  memo.add(mail, "jane@example.com");
+  memo.add(mail, "ignored: already there");
+  EXPECT_EQ(memo.size(), 1u);
+  ASSERT_TRUE(memo.find(mail));
+  EXPECT_EQ(*memo.find(mail), "jane@example.com");
+  EXPECT_FALSE(memo.find(phone));
+  std::string tampered = mail;
+  tampered[20] = tampered[20] == 'A' ? 'B' : 'A';
+  const std::string text = "a " + mail + " b " + phone + " c " + tampered + " d";
+  const std::string want = "a jane@example.com b +1 415 555 0100 c " + tampered + " d";
+  for (std::size_t cut = 0; cut <= text.size(); ++cut) {
+    Restorer r(cipher(), 0, &memo);
+    std::string out;
+    r.feed(std::string_view(text).substr(0, cut), out);
+    r.feed(std::string_view(text).substr(cut), out);
+    r.finish(out);
+    ASSERT_EQ(out, want) << cut;
+    EXPECT_EQ(r.stats().restored, 2u);
+    EXPECT_EQ(r.stats().tampered, 1u);
+  }
+  // Depth 1: a memo value is JSON-escaped like an opened one.
+  SealMemo pem;
+  const std::string key = tok("PRIVATE_KEY", "line1\nline\"2\"");
+  pem.add(key, "line1\nline\"2\"");
+  EXPECT_EQ(restoreAll("{\"k\":\"" + key + "\"}", cipher(), 1, nullptr, &pem), restoreAll("{\"k\":\"" + key + "\"}", cipher(), 1));
+}
+
 TEST(Restorer, RandomChunkingMatchesOneShot) {
   std::mt19937 rng(42);
   const std::vector<std::string> parts = {"[", "[[", "]]", "[[sluice:", "EMAIL:", "text ", "é", tok("EMAIL", "a@b.io"),
