@@ -157,7 +157,9 @@ struct BodyFacts {
   std::string error_code;
 };
 
-BodyFacts inspectBody(std::string_view text, const ClientCall& call) {
+// keep (optional): the parsed body is moved there (parsed in keep's own storage), for the
+// protect stages (pipeline::scanRequest) to use rather than parse the body again.
+BodyFacts inspectBody(std::string_view text, const ClientCall& call, json::value* keep = nullptr) {
   BodyFacts f;
   auto bad = [&](std::string code, std::string msg) {
     f.error_code = std::move(code);
@@ -169,11 +171,12 @@ BodyFacts inspectBody(std::string_view text, const ClientCall& call) {
   thread_local unsigned char scratch[4 * 1024];
   json::monotonic_resource mr(arena, sizeof arena);  // overflows to the heap for big bodies
   json::parser jp(json::storage_ptr(), json::parse_options(), scratch, sizeof scratch);
-  jp.reset(json::storage_ptr(&mr));
+  jp.reset(keep != nullptr ? keep->storage() : json::storage_ptr(&mr));
   boost::system::error_code ec;
   std::size_t used = jp.write(text.data(), text.size(), ec);
   if (ec) return bad("invalid_json", fmt::format("request body is not valid JSON at {}: {}", positionOf(text, used), ec.message()));
-  json::value body = jp.release();
+  json::value parsed = jp.release();
+  json::value& body = keep != nullptr ? (*keep = std::move(parsed)) : parsed;
   if (!body.is_object()) return bad("invalid_json", "request body must be a JSON object");
   const auto& obj = body.as_object();
   auto cap = [&](const json::value* v) {
@@ -239,6 +242,16 @@ struct Held {
   const routing::UpstreamKey* key = nullptr;
 };
 
+// A request body parsed once, in storage of its own, kept from inspectBody until the protect
+// stages have scanned it (the per-thread parse arena does not outlive a suspension).
+struct ParsedBody {
+  explicit ParsedBody(std::size_t bodyBytes) : mr(bodyBytes * 2 + 1024), doc(json::storage_ptr(&mr)) {}
+  ParsedBody(const ParsedBody&) = delete;
+  ParsedBody& operator=(const ParsedBody&) = delete;
+  json::monotonic_resource mr;
+  json::value doc;  // declared after mr: destroyed first
+};
+
 struct Relay;
 std::string reviewPayloadOf(const Relay& relay, std::string_view phase, std::string_view answer);
 // Defined below (needs RequestContext/Caller only).
@@ -269,6 +282,7 @@ struct Relay {
   std::shared_ptr<const redact::TokenCipher> restore_cipher;
   std::shared_ptr<redact::RestoreStats> restore_stats;
   std::shared_ptr<const redact::SealMemo> restore_memo;  // the tokens this request sealed
+  std::unique_ptr<ParsedBody> parsed_body;  // req.body() as inspectBody parsed it, for scanRequest
   // The response cache records this answer under cache_key (set when a write is decided).
   cache::ResponseCache* cache = nullptr;
   std::optional<cache::CacheKey> cache_key;
@@ -1340,7 +1354,9 @@ boost::asio::awaitable<void> protectAndRelay(const Snapshot& snap, upstream::Poo
     pipeline::ScanOptions so;
     so.collect_user_text = screening;
     so.collect_outgoing = webhook != nullptr;
-    pipeline::RequestScan scan = pipeline::scanRequest(relay.clientFormat(), req.body(), redactor ? &*redactor : nullptr, so);
+    const auto parsed = std::move(relay.parsed_body);  // freed once scanned
+    pipeline::RequestScan scan = pipeline::scanRequest(relay.clientFormat(), req.body(), redactor ? &*redactor : nullptr,
+                                                       so, parsed ? &parsed->doc : nullptr);
     if (scan.ok && screening && !scan.user_text.empty()) {
       counters.screened_total.fetch_add(1, std::memory_order_relaxed);
       const pipeline::ScreenResult verdict = sf.screen(scan.user_text);
@@ -1392,6 +1408,7 @@ boost::asio::awaitable<void> protectAndRelay(const Snapshot& snap, upstream::Poo
     }
     outgoing = std::move(scan.outgoing);
   }
+  relay.parsed_body.reset();  // not needed past here (when no stage scanned it)
   relay.caller = &caller;
   if (cfg.store.log_bodies && redacting) rec.request_body = req.body().substr(0, cfg.store.log_body_max_bytes);
 
@@ -1506,7 +1523,12 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, c
   // With redaction on, bodies are logged once redacted (in protectAndRelay); a request refused
   // before that logs none, so the log never holds what redaction keeps from leaving.
   if (cfg.store.log_bodies && !snap.redactionOn()) rec.request_body = text.substr(0, cfg.store.log_body_max_bytes);
-  BodyFacts facts = inspectBody(text, call);
+  // When protect stages will read the body too, the parse is kept for them (in storage of this
+  // request's own: the per-thread arena does not outlive a suspension).
+  const bool keepParse = snap.redactionOn() || snap.guardrailOn() || snap.screeningDefault() != config::ScreenAction::Off ||
+                         (caller.vk && caller.vk->screening);
+  auto kept = keepParse ? std::make_unique<ParsedBody>(text.size()) : nullptr;
+  BodyFacts facts = inspectBody(text, call, kept ? &kept->doc : nullptr);
   if (!facts.error.empty()) {
     http::Response reply = fail(400, "invalid_request_error", facts.error_code, facts.error);
     co_await r.send(std::move(reply));
@@ -1575,6 +1597,7 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, c
               Deadline{ctx.start + cfg.routing.timeouts.total}};
   relay.client_asked_usage = facts.asked_usage;
   relay.translatable = translatable;
+  relay.parsed_body = std::move(kept);
   if (cfg.store.log_bodies) relay.body_cap = cfg.store.log_body_max_bytes;
 
   const std::int64_t estTokens = estimateTokens(text, facts.max_tokens);

@@ -349,7 +349,6 @@ class RestoringChatTap final : public StreamTap {
     auto& r = restorer({0, -1});
     splice_.clear();
     r.feed(raw, splice_);
-    if (r.heldBytes() > 0 && id_.empty()) rememberMetaRaw(ev);  // a closing chunk may have to carry them
     out.append(ev.substr(0, begin));
     redact::appendJsonEscaped(out, splice_);
     out.append(ev.substr(end));
@@ -393,6 +392,11 @@ class RestoringChatTap final : public StreamTap {
 
   void flushAll(std::string& out) {
     if (!holding()) return;
+    // A closing chunk of its own: id, created and model as in the stream's content chunks.
+    if (id_.empty() && !shapePrefix_.empty()) {
+      rememberMetaRaw(shapeSuffix_);
+      rememberMetaRaw(shapePrefix_);
+    }
     std::map<std::int64_t, json::object> deltas;
     for (const auto& [k, r] : restorers_)
       if (r->heldBytes() > 0) flushInto(k.first, deltas[k.first]);

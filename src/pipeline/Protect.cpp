@@ -590,20 +590,27 @@ void scanGemini(Scanner& s, json::object& root) {
 
 }  // namespace
 
-RequestScan scanRequest(Format client, std::string_view body, const redact::Redactor* redactor, const ScanOptions& opts) {
+RequestScan scanRequest(Format client, std::string_view body, const redact::Redactor* redactor, const ScanOptions& opts,
+                        json::value* parsed) {
   RequestScan res;
   // One parse per request into an arena that overflows to the heap for big bodies; the parser's
-  // own stack comes from a per-thread buffer (no allocation for ordinary nesting).
+  // own stack comes from a per-thread buffer (no allocation for ordinary nesting). The same
+  // parser parses tool-call arguments given as JSON text. A caller that parsed the body already
+  // hands its document over instead.
   thread_local unsigned char arena[16 * 1024];
   thread_local unsigned char scratch[4 * 1024];
   json::monotonic_resource mr(arena, sizeof arena);
   json::storage_ptr sp(&mr);
   json::parser parser(json::storage_ptr(), json::parse_options(), scratch, sizeof scratch);
-  parser.reset(sp);
-  boost::system::error_code ec;
-  parser.write(body.data(), body.size(), ec);
-  if (ec) return res;
-  json::value doc = parser.release();
+  json::value own;
+  if (parsed == nullptr) {
+    parser.reset(sp);
+    boost::system::error_code ec;
+    parser.write(body.data(), body.size(), ec);
+    if (ec) return res;
+    own = parser.release();
+  }
+  json::value& doc = parsed != nullptr ? *parsed : own;
   if (!doc.is_object()) return res;
   res.ok = true;
   Scanner s(redactor, opts, res, parser, sp);

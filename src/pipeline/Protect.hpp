@@ -17,6 +17,10 @@
 #include "providers/Canonical.hpp"
 #include "redact/Rules.hpp"
 
+namespace boost::json {
+class value;
+}
+
 namespace sluice::redact {
 class Redactor;
 class TokenCipher;
@@ -77,8 +81,10 @@ struct RequestScan {
 // not user text, so an Anthropic/Gemini message of tool results only is skipped) together with
 // the user-role messages right before it; its text parts joined with '\n'.
 // Unexpected shapes are left alone. Never throws except std::bad_alloc.
+// parsed (optional): `body` already parsed (its document is edited in place and left in an
+// unspecified state), to save a second parse.
 RequestScan scanRequest(providers::Format client, std::string_view body, const redact::Redactor* redactor,
-                        const ScanOptions& opts = {});
+                        const ScanOptions& opts = {}, boost::json::value* parsed = nullptr);
 
 // Restores tokens in a whole answer body of any client format (a JSON object, or the JSON array
 // of a Gemini stream without alt=sse). A string that is itself JSON object/array text (tool-call

@@ -122,6 +122,10 @@ TokenCipher::TokenCipher(std::string_view keyMaterial, std::string_view scope) {
 struct TokenCipher::Engine {
   EVP_MAC_CTX* mac = nullptr;
   EVP_CIPHER_CTX* ctr = nullptr;
+  // S2V's state after the label, dbl(D0) xor CMAC(label), per label seen: labels are the few
+  // rule names, so every token after a label's first costs one CMAC less.
+  static constexpr std::size_t kMaxLabels = 64;
+  std::vector<std::pair<std::string, std::array<unsigned char, 16>>> afterLabel;
   ~Engine() {
     EVP_MAC_CTX_free(mac);
     EVP_CIPHER_CTX_free(ctr);
@@ -187,11 +191,22 @@ void TokenCipher::release(Engine* e) const {
 
 bool TokenCipher::s2v(Engine& e, std::string_view label, const unsigned char* value, std::size_t n,
                       unsigned char v[16]) const {
-  Block d = d0_;
-  Block m;
-  dbl(d);
-  if (!cmac(e.mac, {{reinterpret_cast<const unsigned char*>(label.data()), label.size()}}, m.data())) return false;
-  xorInto(d, m.data());
+  Block d{};
+  bool cached = false;
+  for (const auto& [l, state] : e.afterLabel)
+    if (l == label) {
+      d = state;
+      cached = true;
+      break;
+    }
+  if (!cached) {
+    d = d0_;
+    Block m;
+    dbl(d);
+    if (!cmac(e.mac, {{reinterpret_cast<const unsigned char*>(label.data()), label.size()}}, m.data())) return false;
+    xorInto(d, m.data());
+    if (e.afterLabel.size() < Engine::kMaxLabels) e.afterLabel.emplace_back(std::string(label), d);
+  }
   Block t{};
   if (n >= 16) {  // the last block xor-ended with D
     std::memcpy(t.data(), value + n - 16, 16);

@@ -135,5 +135,27 @@ TEST(RestoringChatTap, AToolCallChunkAfterContentChunksIsNotTakenForTheirShape) 
   EXPECT_NE(out.find(token), std::string::npos) << "the unfinished token goes out as it came";
 }
 
+// The stream ends ([DONE], no finish chunk) while the start of a token is held: the held bytes go
+// out in a chunk of their own, with the stream's id, created and model.
+TEST(RestoringChatTap, BytesHeldAtTheEndGoOutInAChunkOfTheirOwn) {
+  const Fixture f;
+  std::string in = chunk(json::object{{"content", "hello "}}, nullptr);
+  in += chunk(json::object{{"content", "there [[slu"}}, nullptr);
+  in += "data: [DONE]\n\n";
+  auto tap = makeRestoringChatTap(false, f.cipher, std::make_shared<redact::RestoreStats>(), f.memo);
+  std::string out;
+  ASSERT_TRUE(tap->feed(in, out));
+  tap->finish(out);
+  const auto last = out.rfind("data: {");
+  ASSERT_NE(last, std::string::npos) << out;
+  const auto end = out.find("\n\n", last);
+  const json::value v = json::parse(std::string_view(out).substr(last + 6, end - last - 6));
+  EXPECT_EQ(v.at("id").as_string(), "chatcmpl-1");
+  EXPECT_EQ(v.at("model").as_string(), "gpt-4o-mini");
+  EXPECT_EQ(v.at("created").as_int64(), 1796000000);
+  EXPECT_EQ(v.at("choices").at(0).at("delta").at("content").as_string(), "[[slu");
+  EXPECT_LT(last, out.find("data: [DONE]"));
+}
+
 }  // namespace
 }  // namespace sluice::gateway
