@@ -11,7 +11,11 @@
 #      screened, has two values encrypted before it leaves, and gets them restored in the echoed
 #      answer. Reported: req/s, the ratio on / off (target >= 0.9x), TTFB / close / tail, CPU per
 #      request, peak RSS, and the protecting Sluice's own counters (redactions, restored tokens,
-#      screened, flagged).
+#      screened, flagged). In the same segments, the same two Sluices with
+#      bench/data/protect_chat_clean.json (the same prose, the two values replaced by words): every
+#      request screened and scanned, nothing to seal or restore (scenario protect_clean, reported).
+#   1b. where the time goes: build/sluice_protect_bench (Google Benchmark) times each stage on its
+#      own (seal, open, rule scan, the request scan, screen, the restoring stream tap).
 #   2. cache hit latency: a Sluice with `cache: {enabled: true, ttl: 1h}`; one request fills the
 #      entry, then sequential `--mode ping` requests, non-streamed and streamed, that are all hits
 #      (checked per run with the gateway's sluice_cache_requests_total{result="hit"|"miss"});
@@ -25,8 +29,9 @@
 # BENCH_STRICT=1 (exit 1 when the 0.9x target is missed), BENCH_KEEP_WORK=1, MOCK_CMD,
 # SLUICE_WORKERS (0 = one per core), MOCK_WORKERS (1), NGINX_WORKERS (auto), SLUICE_REQUEST_LOGS
 # (false, as in bench/run.sh), CONCURRENCY (50), CHUNKS (20), PROTECT_SECONDS (THROUGHPUT_SECONDS
-# or 15: per configuration), PROTECT_SEGMENTS (10: short and many, as the ratio sought is within
-# what other load on the machine moves), PROTECT_BODY (bench/data/protect_chat.json),
+# or 15: per configuration and body), PROTECT_SEGMENTS (10: short and many, as the ratio sought is
+# within what other load on the machine moves), PROTECT_BODY (bench/data/protect_chat.json),
+# PROTECT_CLEAN_BODY (bench/data/protect_chat_clean.json), PROTECT_MICRO_MIN_TIME (0.5 s),
 # CACHE_PING_ROUNDS (3), CACHE_PING_WARMUP (3), CACHE_PING_COUNT (300: per round, target and mode).
 set -euo pipefail
 
@@ -48,6 +53,9 @@ CHUNKS=${CHUNKS:-20}
 PROTECT_SECONDS=${PROTECT_SECONDS:-${THROUGHPUT_SECONDS:-15}}
 PROTECT_SEGMENTS=${PROTECT_SEGMENTS:-10}
 PROTECT_BODY=${PROTECT_BODY:-$ROOT/bench/data/protect_chat.json}
+PROTECT_CLEAN_BODY=${PROTECT_CLEAN_BODY:-$ROOT/bench/data/protect_chat_clean.json}
+PROTECT_MICRO_MIN_TIME=${PROTECT_MICRO_MIN_TIME:-0.5}
+PROTECT_MICRO=${PROTECT_MICRO:-$BUILD_DIR/sluice_protect_bench}
 CACHE_PING_ROUNDS=${CACHE_PING_ROUNDS:-3}
 CACHE_PING_WARMUP=${CACHE_PING_WARMUP:-3}
 CACHE_PING_COUNT=${CACHE_PING_COUNT:-300}
@@ -64,13 +72,16 @@ if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
     gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
     cmake -S "$ROOT" -B "$BUILD_DIR" "${gen[@]}" >&2 || die "cmake configure failed"
   fi
-  log "building sluice and sluice_loadgen"
-  cmake --build "$BUILD_DIR" --target sluice sluice_loadgen -j"$(nproc)" >&2 || die "building sluice / sluice_loadgen failed"
+  log "building sluice, sluice_loadgen and sluice_protect_bench"
+  cmake --build "$BUILD_DIR" --target sluice sluice_loadgen sluice_protect_bench -j"$(nproc)" >&2 ||
+    die "building sluice / sluice_loadgen / sluice_protect_bench failed (Google Benchmark: SLUICE_BENCH_DEPS=1 bash scripts/install-deps.sh)"
 fi
 [[ -x $SLUICE ]] || die "sluice binary not found at $SLUICE"
 [[ -x $LOADGEN ]] || die "load generator not found at $LOADGEN"
 [[ -x $NGINX ]] || die "nginx not found at $NGINX (SLUICE_BENCH_DEPS=1 bash scripts/install-deps.sh)"
 [[ -r $PROTECT_BODY ]] || die "request body $PROTECT_BODY not found"
+[[ -r $PROTECT_CLEAN_BODY ]] || die "request body $PROTECT_CLEAN_BODY not found"
+[[ -x $PROTECT_MICRO ]] || die "$PROTECT_MICRO not found (Google Benchmark: SLUICE_BENCH_DEPS=1 bash scripts/install-deps.sh)"
 MOCK_CMD=${MOCK_CMD:-"$SLUICE mock"}
 read -r -a MOCK <<<"$MOCK_CMD"
 
@@ -275,13 +286,16 @@ PROXY_ROOT[sluice_hit]=$CACHE_PID
 PROXY_ROOT[sluice_no_store]=$CACHE_PID
 
 # The non-streamed variant of the request body (the cache scenario pings both ways).
-"$PYTHON" - "$PROTECT_BODY" "$WORK/body_stream.json" "$WORK/body_whole.json" <<'PY'
+"$PYTHON" - "$PROTECT_BODY" "$WORK/body_stream.json" "$WORK/body_whole.json" "$PROTECT_CLEAN_BODY" "$WORK/body_clean.json" <<'PY'
 import json, sys
 b = json.load(open(sys.argv[1]))
 b["stream"] = True
 open(sys.argv[2], "w").write(json.dumps(b, separators=(",", ":")))
 b["stream"] = False
 open(sys.argv[3], "w").write(json.dumps(b, separators=(",", ":")))
+c = json.load(open(sys.argv[4]))
+c["stream"] = True
+open(sys.argv[5], "w").write(json.dumps(c, separators=(",", ":")))
 PY
 
 # ---------------------------------------------------------------- sanity
@@ -290,10 +304,12 @@ PY
 # each request was screened (not flagged), redacted twice and restored twice.
 log "sanity: echoed answers through protect_off / protect_on equal the user text; the counters move"
 "$PYTHON" - "$WORK/body_stream.json" "$WORK/body_whole.json" "$MASTER_KEY" "$CHUNKS" \
-  "http://127.0.0.1:$P_MOCK" "http://127.0.0.1:$P_OFF" "http://127.0.0.1:$P_ON" >"$WORK/protect_sanity.json" <<'PY' ||
+  "http://127.0.0.1:$P_MOCK" "http://127.0.0.1:$P_OFF" "http://127.0.0.1:$P_ON" "$WORK/body_clean.json" \
+  >"$WORK/protect_sanity.json" <<'PY' ||
 import json, sys, urllib.request
-sbody, wbody, key, chunks, mock, off, on = sys.argv[1:8]
+sbody, wbody, key, chunks, mock, off, on, cbody = sys.argv[1:9]
 text = json.load(open(sbody))["messages"][-1]["content"]
+clean = json.load(open(cbody))["messages"][-1]["content"]
 
 def post(base, path, body):
     req = urllib.request.Request(base + path, data=open(body, "rb").read(), method="POST", headers={
@@ -350,6 +366,25 @@ for name, base in (("direct", mock), ("protect_off", off), ("protect_on", on)):
         if any(k.startswith("sluice_screen_flagged_total") and v for k, v in d.items()):
             ok = False
             print("sanity: protect_on: the screen flagged the benchmark request", file=sys.stderr)
+# The clean body: echoed as sent through both; on protect_on screened, nothing redacted or restored.
+before = counters(on)
+for name, base in (("protect_off", off), ("protect_on", on)):
+    status, raw = post(base, "/v1/chat/completions", cbody)
+    got = answer(raw, True)
+    good = status == 200 and got == clean
+    ok &= good
+    res["checks"].append({"target": name, "body": "clean", "stream": True, "status": status, "echo_equal": got == clean})
+    if not good:
+        print(f"sanity: {name} clean body: status {status}, answer {got[:200]!r}", file=sys.stderr)
+after = counters(on)
+d = {k: after.get(k, 0) - before.get(k, 0) for k in set(after) | set(before)}
+res["clean_counters_for_1_request"] = {k: v for k, v in sorted(d.items()) if v}
+if d.get("sluice_screened_requests_total", 0) != 1 or any(
+        v for k, v in d.items() if k.startswith(("sluice_redactions_total", "sluice_restored_tokens_total",
+                                                 "sluice_screen_flagged_total"))):
+    ok = False
+    print(f"sanity: protect_on, clean body: counters moved {d}, expected one screened request only", file=sys.stderr)
+res["clean_text_bytes"] = len(clean.encode())
 res["ok"] = ok
 print(json.dumps(res))
 sys.exit(0 if ok else 1)
@@ -361,12 +396,15 @@ HDRS=(-H "Authorization: Bearer $MASTER_KEY" -H "x-mock-chunks: $CHUNKS" -H "x-m
 declare -A URL=([protect_off]="http://127.0.0.1:$P_OFF" [protect_on]="http://127.0.0.1:$P_ON")
 seg=$(awk -v a="$PROTECT_SECONDS" -v b="$PROTECT_SEGMENTS" 'BEGIN { printf "%g", a / b }')
 log "protect 1/2 throughput: $CONCURRENCY streams x $CHUNKS chunks, ${PROTECT_SECONDS}s per configuration ($PROTECT_SEGMENTS interleaved segments of ${seg}s), body $(basename "$PROTECT_BODY")"
+declare -A BODY=([protect]="$WORK/body_stream.json" [protect_clean]="$WORK/body_clean.json")
 for ((r = 0; r < PROTECT_SEGMENTS; r++)); do
   if ((r % 2 == 0)); then order=(protect_off protect_on); else order=(protect_on protect_off); fi
-  for t in "${order[@]}"; do
-    measure protect "$t" "$((r + 1))" "$(awk -v s="$seg" 'BEGIN { printf "%d", s + 60 }')" \
-      --url "${URL[$t]}/v1/chat/completions" "${HDRS[@]}" --body-file "$WORK/body_stream.json" \
-      --mode load --warmup 10 --concurrency "$CONCURRENCY" --duration "$seg" --timeout "$REQ_TIMEOUT" --samples
+  for scen in protect protect_clean; do
+    for t in "${order[@]}"; do
+      measure "$scen" "$t" "$((r + 1))" "$(awk -v s="$seg" 'BEGIN { printf "%d", s + 60 }')" \
+        --url "${URL[$t]}/v1/chat/completions" "${HDRS[@]}" --body-file "${BODY[$scen]}" \
+        --mode load --warmup 10 --concurrency "$CONCURRENCY" --duration "$seg" --timeout "$REQ_TIMEOUT" --samples
+    done
   done
 done
 # The protecting Sluice's own account of everything it did (sanity requests included).
@@ -383,6 +421,12 @@ for line in urllib.request.urlopen(req, timeout=10).read().decode().splitlines()
 print(json.dumps(out))
 PY
   log "warning: could not read the protecting Sluice's counters"
+
+# ---------------------------------------------------------------- 1b. each stage on its own
+log "protect 1b: $(basename "$PROTECT_MICRO") (each stage on its own, min time ${PROTECT_MICRO_MIN_TIME}s per benchmark)"
+SLUICE_SOURCE_DIR=$ROOT "$PROTECT_MICRO" --benchmark_min_time="$PROTECT_MICRO_MIN_TIME" \
+  --benchmark_out="$WORK/protect_micro.json" --benchmark_out_format=json >"$WORK/protect_micro.txt" 2>&1 ||
+  { tail -n 20 "$WORK/protect_micro.txt" >&2; die "$PROTECT_MICRO failed"; }
 
 # ---------------------------------------------------------------- 2. cache hit latency
 log "protect 2/2 cache: filling the entry, saving a hit's bytes for nginx"
@@ -491,7 +535,7 @@ done
 
 # ---------------------------------------------------------------- report
 LOADAVG_END=$(cut -d' ' -f1-3 /proc/loadavg)
-overrides=$(env | grep -E '^(PROTECT_SECONDS|PROTECT_SEGMENTS|PROTECT_BODY|CACHE_PING_ROUNDS|CACHE_PING_WARMUP|CACHE_PING_COUNT)=' | tr '\n' ' ' || true)
+overrides=$(env | grep -E '^(PROTECT_SECONDS|PROTECT_SEGMENTS|PROTECT_BODY|PROTECT_CLEAN_BODY|PROTECT_MICRO_MIN_TIME|CACHE_PING_ROUNDS|CACHE_PING_WARMUP|CACHE_PING_COUNT)=' | tr '\n' ' ' || true)
 if [[ -n ${PROTECT_COMMAND:-} ]]; then
   CMD="$overrides$PROTECT_COMMAND"
 else
@@ -506,6 +550,8 @@ report_args=(--work "$WORK" --out "$BENCH_OUT" --set "command=$CMD"
   --set "mock_cmd=${MOCK[*]##*/} ${MOCK_ARGS[*]}" --set "concurrency=$CONCURRENCY" --set "chunks=$CHUNKS"
   --set "protect_seconds=$PROTECT_SECONDS" --set "protect_segments=$PROTECT_SEGMENTS"
   --set "protect_body=${PROTECT_BODY#"$ROOT"/}" --set "protect_body_bytes=$(wc -c <"$WORK/body_stream.json")"
+  --set "protect_clean_body=${PROTECT_CLEAN_BODY#"$ROOT"/}" --set "protect_clean_body_bytes=$(wc -c <"$WORK/body_clean.json")"
+  --set "protect_micro_min_time=$PROTECT_MICRO_MIN_TIME"
   --set "cache_ping_rounds=$CACHE_PING_ROUNDS" --set "cache_ping_warmup=$CACHE_PING_WARMUP"
   --set "cache_ping_count=$CACHE_PING_COUNT"
   --set "loadavg_protect_start=$LOADAVG_START" --set "loadavg_protect_end=$LOADAVG_END")

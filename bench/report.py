@@ -18,9 +18,10 @@ scenario "logs", and the store benchmark) likewise goes between LOGS_BEGIN/LOGS_
 The prompt-injection detector's figures (bench/screen.sh: DIR/screen_eval.json from
 build/sluice_train_screen --eval, DIR/screen_cli_eval.json from `sluice screen` on the same texts,
 DIR/screen_bench.json from build/sluice_screen_bench) go between SCREEN_BEGIN/SCREEN_END.
-The protect-and-save figures (bench/protect.sh: records with scenario "protect" and
-"protect_cache_*", DIR/protect_sanity.json, DIR/protect_counters.json, DIR/cache_fill.json,
-DIR/cache_checks.jsonl) go between PROTECT_BEGIN/PROTECT_END.
+The protect-and-save figures (bench/protect.sh: records with scenario "protect", "protect_clean"
+and "protect_cache_*", DIR/protect_sanity.json, DIR/protect_counters.json, DIR/protect_micro.json
+from build/sluice_protect_bench, DIR/cache_fill.json, DIR/cache_checks.jsonl) go between
+PROTECT_BEGIN/PROTECT_END.
 """
 import argparse
 import datetime
@@ -644,9 +645,9 @@ def build_logs(runs, store_runs, counters, meta):
         if not a:
             continue
         rows.append([
-            name, label, a.requests, a.failed, fmt(a.rps, 0), ratio(a.rps, off.rps) if off else "n/a",
+            name, label, a.requests, a.failed, fmt(a.rps, 0), ratio(a.rps, base.rps) if base else "n/a",
             fmt(a.p("ttfb", 50)), fmt(a.p("close", 50)), fmt(a.p("close", 99)),
-            fmt(a.proxy_cpu, 2), fmt(a.cpu_per_10k, 3), ratio(a.cpu_per_10k, off.cpu_per_10k) if off else "n/a",
+            fmt(a.proxy_cpu, 2), fmt(a.cpu_per_10k, 3), ratio(a.cpu_per_10k, base.cpu_per_10k) if base else "n/a",
             fmt(a.mock_cpu, 2), fmt(a.client_cpu, 2), fmt(a.other_cpu, 2),
         ])
     if rows:
@@ -811,7 +812,49 @@ def load_jsonl(work, name):
     return out
 
 
-def build_protect(runs, sanity, counters, fill, cache_checks, meta):
+PROTECT_MICRO_ROWS = [
+    ("seal", "seal one e-mail address into a token (AES-256-SIV: CMAC + CTR)"),
+    ("open", "open that token"),
+    ("scan", "the built-in rules over the ~300-byte prose with the two values"),
+    ("scan/no_hit", "the same over the clean prose"),
+    ("scan_request", "the whole request scan: its JSON walked, scanned, two values sealed, the body written"),
+    ("screen", "the prompt-injection detector on the prose"),
+    ("stream/plain", "the echoed answer (20 chunks, one event per read) through the plain OpenAI tap"),
+    ("stream/restoring/0", "the same answer with its two tokens through the restoring tap, opening them"),
+    ("stream/restoring/1", "the same with the request's sealed tokens at hand (what the gateway does)"),
+]
+
+
+def micro_protect(micro, m, on, off):
+    """The per-stage table from build/sluice_protect_bench's JSON."""
+    ns = {}
+    for b in micro.get("benchmarks", []):
+        if b.get("run_type", "iteration") != "iteration":
+            continue
+        unit = {"ns": 1.0, "us": 1e3, "ms": 1e6}.get(b.get("time_unit", "ns"), 1.0)
+        ns[b["name"]] = b["cpu_time"] * unit
+    rows = [[f"`{n}`", what, fmt(ns[n] / 1000, 2)] for n, what in PROTECT_MICRO_ROWS if n in ns]
+    out = ["#### Where the time goes: each stage on its own\n",
+           f"`build/sluice_protect_bench --benchmark_min_time={m('protect_micro_min_time', '0.5')}` (Google "
+           "Benchmark, bench/protect_bench.cpp; one thread, warm caches, the same request body):\n",
+           table(["benchmark", "what", "CPU us / call"], rows), ""]
+    need = ("scan_request", "screen", "stream/restoring/1", "stream/plain")
+    if all(k in ns for k in need):
+        stages = (ns["scan_request"] + ns["screen"] + ns["stream/restoring/1"] - ns["stream/plain"]) / 1000
+        measured = ""
+        if on and off and on.cpu_per_10k and off.cpu_per_10k:
+            extra = (on.cpu_per_10k - off.cpu_per_10k) / 10000 * 1e6
+            measured = f"; the gateway under load spent {extra:+.1f} us per request more with them on"
+            if extra > stages + 1:
+                measured += (" (the rest: the allocations, bytes and locking around a redacted request, which a warm "
+                             "single-threaded loop does not see)")
+        out.append(f"Per request the stages add up to {stages:.1f} us (scan_request + screen + the restoring tap "
+                   f"over the plain one){measured}.")
+        out.append("")
+    return "\n".join(out)
+
+
+def build_protect(runs, sanity, counters, fill, cache_checks, meta, micro=None):
     m = meta.get
     by = {}
     for r in runs:
@@ -822,6 +865,7 @@ def build_protect(runs, sanity, counters, fill, cache_checks, meta):
         return Agg(rs) if rs else None
 
     off, on = agg("protect", "protect_off"), agg("protect", "protect_on")
+    offc, onc = agg("protect_clean", "protect_off"), agg("protect_clean", "protect_on")
     chunks = int(m("chunks", "20") or 20)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     L = ["### 7. Protect and save: redaction + screening on vs off, and a cache hit vs nginx\n"]
@@ -842,6 +886,13 @@ def build_protect(runs, sanity, counters, fill, cache_checks, meta):
         checks.append(("protect: throughput with redaction + screening / all off", f">= {PROTECT_TARGET:.2f}x",
                        "n/a", "n/a (not run)"))
         verdict = "not measured (the protect throughput runs are missing)."
+    clean_row = None
+    if offc and onc and offc.rps and onc.rps:
+        rc = onc.rps / offc.rps
+        clean_row = ("protect: the same, prose without personal data (nothing sealed or restored)", "(reported)",
+                     f"{rc:.2f}x ({onc.rps:.0f} vs {offc.rps:.0f} req/s)", "-")
+        verdict += (f" With the same prose but no personal data in it (screened and scanned, nothing to seal or "
+                    f"restore): {rc:.2f}x.")
     L.append(f"- **Verdict:** {verdict}")
     L.append("")
 
@@ -859,10 +910,12 @@ def build_protect(runs, sanity, counters, fill, cache_checks, meta):
              "holding one e-mail address and one phone number, sent with `x-mock-echo: 1` so that the mock's answer "
              "streams the user text back. On `protect_on` every request is therefore screened (and passes), has two "
              "values encrypted into tokens before it leaves, and gets both tokens restored in the streamed answer; "
-             "the answer text the client receives is the same as through `protect_off` (checked below). The framing is "
-             "not: with tokens to restore, Sluice re-renders the stream from its canonical form (chunks re-cut around "
-             "the tokens, and without the upstream's `service_tier`, `system_fingerprint`, `refusal` and `logprobs` "
-             "fields), hence fewer body bytes per stream.")
+             "the answer text the client receives is the same as through `protect_off` (checked below), and so is the "
+             "framing: the OpenAI-to-OpenAI restoring tap passes the upstream's events on and rewrites only the content "
+             "strings that hold a piece of a token. In the same segments both Sluices are also loaded with "
+             f"`{m('protect_clean_body', 'bench/data/protect_chat_clean.json')}` "
+             f"({m('protect_clean_body_bytes', '?')} bytes): the same prose with the two values replaced by words, so "
+             "`protect_on` screens and scans every request but has nothing to seal or restore (rows marked clean).")
     L.append("")
     if off and on and off.cpu_per_10k and on.cpu_per_10k:
         extra_us = (on.cpu_per_10k - off.cpu_per_10k) / 10000 * 1e6
@@ -871,19 +924,22 @@ def build_protect(runs, sanity, counters, fill, cache_checks, meta):
     else:
         cpu = "n/a"
     L.append(table(["target", "limit", "measured", "result"],
-                   checks + [("protect: Sluice CPU per request, on / off", "(reported)", cpu, "-")]))
+                   checks + ([clean_row] if clean_row else [])
+                   + [("protect: Sluice CPU per request, on / off", "(reported)", cpu, "-")]))
     L.append("")
     rows = []
-    for name, label, a in (("protect_off", "no protect sections", off),
-                           ("protect_on", "`redaction` + `screening: block`", on)):
+    for name, label, a, base in (("protect_off", "no protect sections", off, off),
+                                 ("protect_on", "`redaction` + `screening: block`", on, off),
+                                 ("protect_off (clean)", "no protect sections", offc, offc),
+                                 ("protect_on (clean)", "`redaction` + `screening: block`", onc, offc)):
         if not a:
             continue
         t50, t99 = a.p("tail", 50), a.p("tail", 99)
         rows.append([
-            name, label, a.requests, a.failed, fmt(a.rps, 0), ratio(a.rps, off.rps) if off else "n/a",
+            name, label, a.requests, a.failed, fmt(a.rps, 0), ratio(a.rps, base.rps) if base else "n/a",
             fmt(a.p("ttfb", 50)), fmt(a.p("ttfb", 99)), fmt(a.p("close", 50)), fmt(a.p("close", 99)),
             fmt(t50), fmt(t99), fmt(t50 * 1000 / chunks if t50 is not None else None, 1),
-            fmt(a.proxy_cpu, 2), fmt(a.cpu_per_10k, 3), ratio(a.cpu_per_10k, off.cpu_per_10k) if off else "n/a",
+            fmt(a.proxy_cpu, 2), fmt(a.cpu_per_10k, 3), ratio(a.cpu_per_10k, base.cpu_per_10k) if base else "n/a",
             fmt(a.hwm_kb / 1024 if a.hwm_kb else None, 1),
             fmt(a.mock_cpu, 2), fmt(a.client_cpu, 2), fmt(a.other_cpu, 2), fmt(a.bytes_per_req, 0),
         ])
@@ -911,17 +967,21 @@ def build_protect(runs, sanity, counters, fill, cache_checks, meta):
         L.append("")
     if counters and on:
         sent = on.requests + 10 * len(on.runs) + 2  # + each segment's warm-up + the 2 sanity requests
+        sentc = (onc.requests + 10 * len(onc.runs) + 1) if onc else 0
         red = {k: v for k, v in counters.items() if k.startswith("sluice_redactions_total")}
         flagged = sum(v for k, v in counters.items() if k.startswith("sluice_screen_flagged_total"))
-        L.append(f"`protect_on`'s own count afterwards (`/metrics`), for {sent} requests sent to it ({on.requests} "
-                 f"measured, 10 warm-up per segment, 2 sanity): "
+        L.append(f"`protect_on`'s own count afterwards (`/metrics`), for {sent} requests with the personal data sent "
+                 f"to it ({on.requests} measured, 10 warm-up per segment, 2 sanity) and {sentc} clean ones: "
                  f"{counters.get('sluice_screened_requests_total', '?')} screened, {flagged} flagged; "
                  + ", ".join(f"`{k[len('sluice_redactions_total'):]}` {v}" for k, v in sorted(red.items()))
                  + f" redacted; {counters.get('sluice_restored_tokens_total', '?')} tokens restored, "
                  f"{counters.get('sluice_tampered_tokens_total', '?')} tampered. (A request cut off by the end of a "
                  "segment is counted by the gateway but not by the load generator.)")
         L.append("")
-    errs = {k: a.errors for k, a in (("protect_off", off), ("protect_on", on)) if a and a.errors}
+    if micro and micro.get("benchmarks"):
+        L.append(micro_protect(micro, m, on, off))
+    errs = {k: a.errors for k, a in (("protect_off", off), ("protect_on", on), ("protect_off (clean)", offc),
+                                     ("protect_on (clean)", onc)) if a and a.errors}
     if errs:
         L.append("Errors seen: " + "; ".join(f"{k}: " + ", ".join(f"{e} x{c}" for e, c in v.items())
                                               for k, v in errs.items()))
@@ -1095,7 +1155,8 @@ def main():
     if protect_runs:
         protect_section, protect_checks = build_protect(
             protect_runs, load_json(a.work, "protect_sanity.json"), load_json(a.work, "protect_counters.json"),
-            load_json(a.work, "cache_fill.json"), load_jsonl(a.work, "cache_checks.jsonl"), meta)
+            load_json(a.work, "cache_fill.json"), load_jsonl(a.work, "cache_checks.jsonl"), meta,
+            load_json(a.work, "protect_micro.json"))
         write_block(a.out, protect_section, PROTECT_BEGIN, PROTECT_END, after=SCREEN_END)
         checks += protect_checks
     parts = [n for n, present in (("main", main_runs), ("5", tr_runs or micro), ("6", logs_runs or store_runs),
