@@ -242,14 +242,47 @@ struct Held {
   const routing::UpstreamKey* key = nullptr;
 };
 
-// A request body parsed once, in storage of its own, kept from inspectBody until the protect
-// stages have scanned it (the per-thread parse arena does not outlive a suspension).
+// 16 KB parse arenas, recycled per thread: a request may keep one from inspectBody until its
+// protect scan, across a suspension and possibly ending on another thread; in the steady state
+// none is allocated (an allocation this large would also make glibc consolidate its fast bins).
+class ParseArena {
+ public:
+  static constexpr std::size_t kBytes = 16 * 1024;
+  ParseArena() {
+    auto& spare = spares();
+    if (spare.empty()) {
+      buf_.reset(new unsigned char[kBytes]);
+    } else {
+      buf_ = std::move(spare.back());
+      spare.pop_back();
+    }
+  }
+  ~ParseArena() {
+    if (auto& spare = spares(); buf_ && spare.size() < kMaxSpares) spare.push_back(std::move(buf_));
+  }
+  ParseArena(const ParseArena&) = delete;
+  ParseArena& operator=(const ParseArena&) = delete;
+  unsigned char* data() const { return buf_.get(); }
+
+ private:
+  static constexpr std::size_t kMaxSpares = 8;
+  static std::vector<std::unique_ptr<unsigned char[]>>& spares() {
+    thread_local std::vector<std::unique_ptr<unsigned char[]>> s;
+    return s;
+  }
+  std::unique_ptr<unsigned char[]> buf_;
+};
+
+// A request body parsed once, kept from inspectBody until the protect stages have scanned it (the
+// per-thread parse arena inspectBody otherwise uses does not outlive a suspension). A body that
+// does not fit the arena overflows to the heap.
 struct ParsedBody {
-  explicit ParsedBody(std::size_t bodyBytes) : mr(bodyBytes * 2 + 1024), doc(json::storage_ptr(&mr)) {}
+  ParsedBody() : mr(arena.data(), ParseArena::kBytes), doc(json::storage_ptr(&mr)) {}
   ParsedBody(const ParsedBody&) = delete;
   ParsedBody& operator=(const ParsedBody&) = delete;
+  ParseArena arena;
   json::monotonic_resource mr;
-  json::value doc;  // declared after mr: destroyed first
+  json::value doc;  // declared last: destroyed first
 };
 
 struct Relay;
@@ -1527,7 +1560,7 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, c
   // request's own: the per-thread arena does not outlive a suspension).
   const bool keepParse = snap.redactionOn() || snap.guardrailOn() || snap.screeningDefault() != config::ScreenAction::Off ||
                          (caller.vk && caller.vk->screening);
-  auto kept = keepParse ? std::make_unique<ParsedBody>(text.size()) : nullptr;
+  auto kept = keepParse ? std::make_unique<ParsedBody>() : nullptr;
   BodyFacts facts = inspectBody(text, call, kept ? &kept->doc : nullptr);
   if (!facts.error.empty()) {
     http::Response reply = fail(400, "invalid_request_error", facts.error_code, facts.error);

@@ -7,6 +7,8 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
+#include <vector>
 
 #include "providers/CodecUtil.hpp"
 #include "redact/Restorer.hpp"
@@ -174,22 +176,35 @@ class RestoringChatTap final : public StreamTap {
     process(tmp_, out);
     flushAll(out);
     if (stats_)
-      for (const auto& [k, r] : restorers_) {
-        stats_->restored += r->stats().restored;
-        stats_->tampered += r->stats().tampered;
-      }
+      forEach([&](Key, redact::Restorer& r) {
+        stats_->restored += r.stats().restored;
+        stats_->tampered += r.stats().tampered;
+      });
   }
   Usage usage() const override { return f_.usage(); }
 
  private:
   using Key = std::pair<std::int64_t, std::int64_t>;  // (choice, tool index; -1: content)
 
+  static constexpr Key kContent0{0, -1};  // choice 0's text: the one restorer nearly every stream needs
+
   redact::Restorer& restorer(Key k) {
+    if (k == kContent0) {
+      if (!content0_) content0_.emplace(*cipher_, 0, memo_.get());
+      return *content0_;
+    }
     auto& r = restorers_[k];
     if (!r) r = std::make_unique<redact::Restorer>(*cipher_, k.second < 0 ? 0 : 1, memo_.get());
     return *r;
   }
+  // fn(Key, Restorer&) for every restorer, in key order.
+  template <class Fn>
+  void forEach(Fn&& fn) {
+    if (content0_) fn(kContent0, *content0_);
+    for (auto& [k, r] : restorers_) fn(k, *r);
+  }
   bool holding() const {
+    if (content0_ && content0_->heldBytes() > 0) return true;
     for (const auto& [k, r] : restorers_)
       if (r->heldBytes() > 0) return true;
     return false;
@@ -374,10 +389,10 @@ class RestoringChatTap final : public StreamTap {
   }
 
   void flushInto(std::int64_t idx, json::object& delta) {
-    for (auto& [k, r] : restorers_) {
-      if (k.first != idx || r->heldBytes() == 0) continue;
+    forEach([&](Key k, redact::Restorer& r) {
+      if (k.first != idx || r.heldBytes() == 0) return;
       std::string rest;
-      r->finish(rest);
+      r.finish(rest);
       if (k.second < 0) {
         std::string content = delta.contains("content") && delta["content"].is_string()
                                   ? std::string(delta["content"].as_string()) : std::string();
@@ -387,7 +402,7 @@ class RestoringChatTap final : public StreamTap {
         if (!tcs.is_array()) tcs = json::array{};
         tcs.as_array().push_back(json::object{{"index", k.second}, {"function", json::object{{"arguments", rest}}}});
       }
-    }
+    });
   }
 
   void flushAll(std::string& out) {
@@ -398,8 +413,11 @@ class RestoringChatTap final : public StreamTap {
       rememberMetaRaw(shapePrefix_);
     }
     std::map<std::int64_t, json::object> deltas;
-    for (const auto& [k, r] : restorers_)
-      if (r->heldBytes() > 0) flushInto(k.first, deltas[k.first]);
+    std::vector<std::int64_t> held;
+    forEach([&](Key k, redact::Restorer& r) {
+      if (r.heldBytes() > 0) held.push_back(k.first);
+    });
+    for (const auto idx : held) flushInto(idx, deltas[idx]);
     json::array choices;
     for (auto& [idx, delta] : deltas)
       choices.push_back(json::object{{"index", idx}, {"delta", std::move(delta)}, {"finish_reason", nullptr}});
@@ -418,7 +436,8 @@ class RestoringChatTap final : public StreamTap {
   std::shared_ptr<const redact::TokenCipher> cipher_;
   std::shared_ptr<redact::RestoreStats> stats_;
   std::shared_ptr<const redact::SealMemo> memo_;
-  std::map<Key, std::unique_ptr<redact::Restorer>> restorers_;
+  std::optional<redact::Restorer> content0_;
+  std::map<Key, std::unique_ptr<redact::Restorer>> restorers_;  // the others
   std::string tmp_;
   std::string splice_;
   std::string decoded_;

@@ -205,7 +205,10 @@ class Scanner {
           seen = true;
           break;
         }
-      if (!seen) res_.rules_hit.push_back(name);
+      if (!seen) {
+        if (res_.rules_hit.empty()) res_.rules_hit.reserve(4);
+        res_.rules_hit.push_back(name);
+      }
     }
     if (r.blocked) {
       stop_ = true;

@@ -46,20 +46,19 @@ void appendJsonEscaped(std::string& out, std::string_view s) {
 }
 
 void SealMemo::add(std::string_view token, std::string_view value) {
-  if (entries_.size() >= kMaxEntries || find(token)) return;
-  if (entries_.empty()) {
-    entries_.reserve(4);
-    bytes_.reserve(2 * (token.size() + value.size()));
-  }
-  entries_.push_back(Entry{bytes_.size(), token.size(), value.size()});
+  if (count_ >= kMaxEntries || find(token)) return;
+  if (count_ == 0) bytes_.reserve(4 * (token.size() + value.size()));
+  entries_[count_++] = Entry{bytes_.size(), token.size(), value.size()};
   bytes_.append(token).append(value);
 }
 
 std::optional<std::string_view> SealMemo::find(std::string_view token) const {
   const std::string_view all(bytes_);
-  for (const auto& e : entries_)
+  for (std::size_t i = 0; i < count_; ++i) {
+    const Entry& e = entries_[i];
     if (e.tokenLen == token.size() && all.substr(e.at, e.tokenLen) == token)
       return all.substr(e.at + e.tokenLen, e.valueLen);
+  }
   return std::nullopt;
 }
 
@@ -81,7 +80,8 @@ void Restorer::feed(std::string_view chunk, std::string& out) {
     return;
   }
   // Both buffers keep their capacity: a token held across many small deltas costs no allocation
-  // per delta.
+  // per delta (and a typical token fits the first one).
+  if (pending_.capacity() < 256) pending_.reserve(256);
   pending_.assign(held_);
   pending_.append(chunk);
   held_.clear();
@@ -107,6 +107,7 @@ void Restorer::process(std::string_view s, std::string& out) {
     }
     out.append(s.data() + emitted, j - emitted);
     if (syn.state == TokenSyntax::Partial) {
+      if (held_.capacity() < 256) held_.reserve(256);
       held_.assign(s.data() + j, s.size() - j);  // bounded by the token grammar: <= kMaxTokenLen
       return;
     }

@@ -16,6 +16,7 @@
 // arguments); call finish() when that stream ends.
 // Thread-safety: none; a Restorer belongs to one response.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -40,16 +41,17 @@ struct RestoreStats {
 // Thread-safety: filled before the answer starts, then only read.
 class SealMemo {
  public:
-  static constexpr std::size_t kMaxEntries = 64;
+  static constexpr std::size_t kMaxEntries = 16;  // inline: the memo is one small allocation
   void add(std::string_view token, std::string_view value);
   std::optional<std::string_view> find(std::string_view token) const;  // the value
-  std::size_t size() const { return entries_.size(); }
+  std::size_t size() const { return count_; }
 
  private:
   struct Entry {
     std::size_t at, tokenLen, valueLen;  // token then value, in bytes_
   };
-  std::vector<Entry> entries_;
+  std::array<Entry, kMaxEntries> entries_{};
+  std::size_t count_ = 0;
   std::string bytes_;
 };
 

@@ -176,6 +176,18 @@ TEST(Restorer, SealMemoGivesTheSameResultAsOpening) {
     EXPECT_EQ(r.stats().restored, 2u);
     EXPECT_EQ(r.stats().tampered, 1u);
   }
+  // Past its bound the memo remembers no more; those tokens are opened instead.
+  SealMemo full;
+  std::string many, wantMany;
+  for (std::size_t i = 0; i < SealMemo::kMaxEntries + 4; ++i) {
+    const std::string v = "user" + std::to_string(i) + "@example.com";
+    const std::string t = tok("EMAIL", v);
+    full.add(t, v);
+    many += t + " ";
+    wantMany += v + " ";
+  }
+  EXPECT_EQ(full.size(), SealMemo::kMaxEntries);
+  EXPECT_EQ(restoreAll(many, cipher(), 0, nullptr, &full), wantMany);
   // Depth 1: a memo value is JSON-escaped like an opened one.
   SealMemo pem;
   const std::string key = tok("PRIVATE_KEY", "line1\nline\"2\"");
