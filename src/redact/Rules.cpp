@@ -354,8 +354,8 @@ std::shared_ptr<const RuleSet> RuleSet::compile(const std::vector<RuleSpec>& spe
     for (const auto& f : spec.fields) {
       const auto m = parseField(f);
       if (!m)
-        throw std::invalid_argument(where + "unknown field '" + f +
-                                    "' (use system, user, assistant, tool, tool_arguments or all)");
+        throw std::invalid_argument(std::string(where).append("unknown field '").append(f).append(
+            "' (use system, user, assistant, tool, tool_arguments or all)"));
       rule.fields |= *m;
     }
     if (spec.fields.empty()) rule.fields = kAllFields;
@@ -371,7 +371,7 @@ std::shared_ptr<const RuleSet> RuleSet::compile(const std::vector<RuleSpec>& spe
     if (RE2::FullMatch("", *rule.re))
       throw std::invalid_argument(where + "pattern matches the empty string, so it would match everywhere");
     std::string err;
-    if (rs->set_->set.Add(spec.pattern, &err) < 0) throw std::invalid_argument(where + "bad pattern: " + err);
+    if (rs->set_->set.Add(spec.pattern, &err) < 0) throw std::invalid_argument(std::string(where).append("bad pattern: ").append(err));
     rs->rules_.push_back(std::move(rule));
   }
   if (!rs->set_->set.Compile()) throw std::invalid_argument("redaction: the rules together are too large to compile");
