@@ -6,6 +6,9 @@
 #include <boost/json/serialize.hpp>
 
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <map>
 #include <optional>
 #include <vector>
@@ -137,15 +140,31 @@ std::size_t findIn(std::string_view hay, std::string_view needle, std::size_t fr
 // of characters JSON never escapes, so inside a JSON string a piece of one shows as "[[" or as a
 // '[' that ends the string ('[' then '"'; the rest of that token follows in a later event, which
 // a restorer then holds for); only a \u escape could spell a '[' otherwise. "choices":[{ and the
-// like fail both tests with one memchr step each.
+// like are neither. (A '\\' before 'u' may be an escaped backslash: taken as a maybe, which only
+// costs a closer look.)
+bool candidateAt(const char* p, const char* end) {
+  if (p + 1 == end) return true;  // the last byte: what follows is not known
+  return *p == '[' ? (p[1] == '[' || p[1] == '"') : p[1] == 'u';
+}
+
+// One pass for both bytes, 16 at a time where SSE2 is there (every read of every restoring
+// stream goes through this; two memchr passes cost ~0.5 us per request in the protect bench).
 bool mayCarryToken(std::string_view s) {
-  const char* const end = s.data() + s.size();
-  for (const char* p = s.data(); (p = static_cast<const char*>(std::memchr(p, '[', static_cast<std::size_t>(end - p))));
-       ++p)
-    if (p + 1 == end || p[1] == '[' || p[1] == '"') return true;
-  for (const char* p = s.data(); (p = static_cast<const char*>(std::memchr(p, '\\', static_cast<std::size_t>(end - p))));
-       p += 2)
-    if (p + 1 == end || p[1] == 'u') return true;
+  const char* p = s.data();
+  const char* const end = p + s.size();
+#if defined(__SSE2__)
+  const __m128i bracket = _mm_set1_epi8('[');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  for (; end - p >= 16; p += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    auto mask = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, bracket), _mm_cmpeq_epi8(v, backslash))));
+    for (; mask != 0; mask &= mask - 1)
+      if (candidateAt(p + __builtin_ctz(mask), end)) return true;
+  }
+#endif
+  for (; p < end; ++p)
+    if ((*p == '[' || *p == '\\') && candidateAt(p, end)) return true;
   return false;
 }
 

@@ -135,6 +135,27 @@ TEST(RestoringChatTap, AToolCallChunkAfterContentChunksIsNotTakenForTheirShape) 
   EXPECT_NE(out.find(token), std::string::npos) << "the unfinished token goes out as it came";
 }
 
+// A provider that escapes '[' as \u005b: the token is still found (the event is decoded).
+TEST(RestoringChatTap, ATokenSpelledWithUnicodeEscapesIsRestored) {
+  const Fixture f;
+  const auto at = f.redacted.find("[[sluice:EMAIL");
+  const auto end = f.redacted.find("]]", at) + 2;
+  std::string token = f.redacted.substr(at, end - at);
+  std::string escaped = "\\u005b\\u005b" + token.substr(2);  // JSON text: \u005b\u005bsluice:...
+  const std::string ev = "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1796000000,"
+                         "\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"mail " +
+                         escaped + " now\"},\"finish_reason\":null}]}\n\n";
+  for (std::size_t cut = 0; cut <= ev.size(); ++cut) {
+    auto tap = makeRestoringChatTap(false, f.cipher, std::make_shared<redact::RestoreStats>(), f.memo);
+    std::string out;
+    ASSERT_TRUE(tap->feed(std::string_view(ev).substr(0, cut), out));
+    ASSERT_TRUE(tap->feed(std::string_view(ev).substr(cut), out));
+    ASSERT_TRUE(tap->feed("data: [DONE]\n\n", out));
+    tap->finish(out);
+    ASSERT_NE(out.find("mail maria.santos@example.com now"), std::string::npos) << cut << "\n" << out;
+  }
+}
+
 // The stream ends ([DONE], no finish chunk) while the start of a token is held: the held bytes go
 // out in a chunk of their own, with the stream's id, created and model.
 TEST(RestoringChatTap, BytesHeldAtTheEndGoOutInAChunkOfTheirOwn) {
