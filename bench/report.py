@@ -873,12 +873,24 @@ def build_protect(runs, sanity, counters, fill, cache_checks, meta, micro=None):
              f"{machine()}")
     L.append(f"- Load average (1/5/15 min) at the start: {m('loadavg_protect_start', '?')}, at the end: "
              f"{m('loadavg_protect_end', '?')} (anything else running on the machine distorts the figures)")
+    def segments(scen):
+        """on / off req/s of each segment (the two ran back to back): median, min, max."""
+        ons = {x["round"]: x for x in by.get((scen, "protect_on"), []) if x.get("result")}
+        offs = {x["round"]: x for x in by.get((scen, "protect_off"), []) if x.get("result")}
+        rs = sorted(ons[k]["result"]["rps"] / offs[k]["result"]["rps"] for k in ons
+                    if k in offs and offs[k]["result"].get("rps"))
+        if not rs:
+            return ""
+        med = rs[len(rs) // 2] if len(rs) % 2 else (rs[len(rs) // 2 - 1] + rs[len(rs) // 2]) / 2
+        return f"; per segment: median {med:.2f}x, {rs[0]:.2f}x to {rs[-1]:.2f}x"
+
     checks = []
     if off and on and off.rps and on.rps:
         r = on.rps / off.rps
         ok = r >= PROTECT_TARGET
         checks.append(("protect: throughput with redaction + screening / all off", f">= {PROTECT_TARGET:.2f}x",
-                       f"{r:.2f}x ({on.rps:.0f} vs {off.rps:.0f} req/s)", "**met**" if ok else "**missed**"))
+                       f"{r:.2f}x ({on.rps:.0f} vs {off.rps:.0f} req/s{segments('protect')})",
+                       "**met**" if ok else "**missed**"))
         verdict = (f"redaction + screening on stream {r:.2f}x the requests per second of all off "
                    f"({on.rps:.0f} vs {off.rps:.0f} req/s): the >= {PROTECT_TARGET:.1f}x target is "
                    + ("**met**." if ok else "**missed**."))
@@ -890,7 +902,7 @@ def build_protect(runs, sanity, counters, fill, cache_checks, meta, micro=None):
     if offc and onc and offc.rps and onc.rps:
         rc = onc.rps / offc.rps
         clean_row = ("protect: the same, prose without personal data (nothing sealed or restored)", "(reported)",
-                     f"{rc:.2f}x ({onc.rps:.0f} vs {offc.rps:.0f} req/s)", "-")
+                     f"{rc:.2f}x ({onc.rps:.0f} vs {offc.rps:.0f} req/s{segments('protect_clean')})", "-")
         verdict += (f" With the same prose but no personal data in it (screened and scanned, nothing to seal or "
                     f"restore): {rc:.2f}x.")
     L.append(f"- **Verdict:** {verdict}")
