@@ -200,7 +200,8 @@ def machine():
 
 # ----------------------------------------------------------------- report
 
-def build(runs, meta):
+def group_runs(runs):
+    """The records by (scenario, target), and agg(scenario, target): their Agg, or None."""
     by = {}
     for r in runs:
         by.setdefault((r["scenario"], r["target"]), []).append(r)
@@ -208,6 +209,12 @@ def build(runs, meta):
     def agg(s, t):
         rs = by.get((s, t))
         return Agg(rs) if rs else None
+
+    return by, agg
+
+
+def build(runs, meta):
+    by, agg = group_runs(runs)
 
     targets = [t for t in ("direct", "nginx", "sluice") if ("ping", t) in by or ("throughput", t) in by]
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -645,9 +652,9 @@ def build_logs(runs, store_runs, counters, meta):
         if not a:
             continue
         rows.append([
-            name, label, a.requests, a.failed, fmt(a.rps, 0), ratio(a.rps, base.rps) if base else "n/a",
+            name, label, a.requests, a.failed, fmt(a.rps, 0), ratio(a.rps, off.rps) if off else "n/a",
             fmt(a.p("ttfb", 50)), fmt(a.p("close", 50)), fmt(a.p("close", 99)),
-            fmt(a.proxy_cpu, 2), fmt(a.cpu_per_10k, 3), ratio(a.cpu_per_10k, base.cpu_per_10k) if base else "n/a",
+            fmt(a.proxy_cpu, 2), fmt(a.cpu_per_10k, 3), ratio(a.cpu_per_10k, off.cpu_per_10k) if off else "n/a",
             fmt(a.mock_cpu, 2), fmt(a.client_cpu, 2), fmt(a.other_cpu, 2),
         ])
     if rows:
@@ -856,13 +863,7 @@ def micro_protect(micro, m, on, off):
 
 def build_protect(runs, sanity, counters, fill, cache_checks, meta, micro=None):
     m = meta.get
-    by = {}
-    for r in runs:
-        by.setdefault((r["scenario"], r["target"]), []).append(r)
-
-    def agg(s, t):
-        rs = by.get((s, t))
-        return Agg(rs) if rs else None
+    by, agg = group_runs(runs)
 
     off, on = agg("protect", "protect_off"), agg("protect", "protect_on")
     offc, onc = agg("protect_clean", "protect_off"), agg("protect_clean", "protect_on")
