@@ -63,8 +63,8 @@ MASTER_KEY=sk-bench-master
 REDACT_KEY=bench-redaction-key-0123456789abcdef
 REQ_TIMEOUT=10   # seconds per request in the load generator
 
-log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"  # log, die, bench_work, start, wait_port, free_ports, cpu_s, measure...
 
 # ---------------------------------------------------------------- build
 if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
@@ -86,134 +86,13 @@ MOCK_CMD=${MOCK_CMD:-"$SLUICE mock"}
 read -r -a MOCK <<<"$MOCK_CMD"
 
 # ---------------------------------------------------------------- processes
-WORK=$(mktemp -d /tmp/sluice-bench-protect.XXXXXX)
-mkdir -p "$WORK/runs"
-PIDS=()
-cleanup() {
-  local rc=$? pid
-  trap - EXIT INT TERM
-  [[ -n ${LOADGEN_PID:-} ]] && kill -TERM "$LOADGEN_PID" 2>/dev/null
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for _ in $(seq 1 40); do
-    local alive=0
-    for pid in "${PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    [[ $alive == 0 ]] && break
-    sleep 0.05
-  done
-  for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  if [[ ${BENCH_KEEP_WORK:-0} == 1 || $rc != 0 ]]; then
-    log "work dir kept: $WORK"
-  else
-    rm -rf "$WORK"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_work sluice-bench-protect
 
-# start NAME CMD...: starts CMD in the background, output to $WORK/NAME.log; sets PID
-start() {
-  local name=$1; shift
-  "$@" >"$WORK/$name.log" 2>&1 &
-  PID=$!
-  PIDS+=("$PID")
-}
-
-# wait_port NAME PID PORT [SECONDS]
-wait_port() {
-  local name=$1 pid=$2 port=$3 secs=${4:-20} i
-  for ((i = 0; i < secs * 20; i++)); do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      log "$name exited before listening on $port; its log:"
-      tail -n 20 "$WORK/$name.log" >&2 || true
-      return 1
-    fi
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-    sleep 0.05
-  done
-  log "$name did not listen on $port within ${secs}s; its log:"
-  tail -n 20 "$WORK/$name.log" >&2 || true
-  return 1
-}
-
-read -r -a PORTS <<<"$("$PYTHON" - <<'EOF'
-import socket
-socks = []
-for _ in range(5):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-EOF
-)"
+read -r -a PORTS <<<"$(free_ports 5)"
 P_MOCK=${PORTS[0]} P_OFF=${PORTS[1]} P_ON=${PORTS[2]} P_CACHE=${PORTS[3]} P_NGINX=${PORTS[4]}
 
-# ---------------------------------------------------------------- /proc sampling (as bench/run.sh)
-CLK_TCK=$(getconf CLK_TCK)
-proc_tree() { echo "$1"; ps --ppid "$1" -o pid= 2>/dev/null | tr -d ' ' || true; }
-cpu_s() {
-  local t=0 p v
-  for p in "$@"; do
-    [[ -r /proc/$p/stat ]] || continue
-    v=$(sed 's/^.*) //' "/proc/$p/stat" | awk '{print $12 + $13}') || v=0
-    t=$((t + ${v:-0}))
-  done
-  awk -v t="$t" -v hz="$CLK_TCK" 'BEGIN { printf "%.3f", t / hz }'
-}
-hwm_kb() {
-  local t=0 p v
-  for p in "$@"; do
-    v=$(awk '/^VmHWM:/ {print $2}' "/proc/$p/status" 2>/dev/null) || v=0
-    t=$((t + ${v:-0}))
-  done
-  echo "$t"
-}
-rss_kb() {
-  local t=0 p v
-  for p in "$@"; do
-    v=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null) || v=0
-    t=$((t + ${v:-0}))
-  done
-  echo "$t"
-}
-sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
-machine_cpu_s() {
-  awk -v hz="$CLK_TCK" '/^cpu / { printf "%.3f", ($2 + $3 + $4 + $7 + $8 + $9) / hz; exit }' /proc/stat
-}
-
-# measure SCENARIO TARGET ROUND TIMEOUT LOADGEN_ARGS...: one loadgen run with CPU/RSS deltas of
-# the proxy (PROXY_ROOT[TARGET] and its children) and the mock; one record in $WORK/runs in
-# bench/run.sh's format (bench/report.py reads both alike).
 declare -A PROXY_ROOT=()
-SEQ=0
-measure() {
-  local scenario=$1 target=$2 round=$3 limit=$4; shift 4
-  local ppids="" p0 m0 p1 m1 w0 w1 c0 c1 out
-  [[ -n ${PROXY_ROOT[$target]:-} ]] && ppids=$(proc_tree "${PROXY_ROOT[$target]}" | tr '\n' ' ')
-  # shellcheck disable=SC2086
-  p0=$(cpu_s $ppids); m0=$(cpu_s $MOCK_PID); w0=$(date +%s.%N); c0=$(machine_cpu_s)
-  timeout "$limit" "$LOADGEN" --label "$scenario/$target" "$@" >"$WORK/loadgen.out" &
-  LOADGEN_PID=$!
-  wait "$LOADGEN_PID" || true
-  LOADGEN_PID=""
-  out=$(<"$WORK/loadgen.out")
-  # shellcheck disable=SC2086
-  p1=$(cpu_s $ppids); m1=$(cpu_s $MOCK_PID); w1=$(date +%s.%N); c1=$(machine_cpu_s)
-  [[ -n $out ]] || out=null
-  if [[ -n ${PROXY_ROOT[$target]:-} ]] && ! kill -0 "${PROXY_ROOT[$target]}" 2>/dev/null; then
-    log "warning: $target exited during $scenario (see $WORK/*.log)"
-  fi
-  SEQ=$((SEQ + 1))
-  # shellcheck disable=SC2086
-  printf '{"scenario":"%s","target":"%s","round":%s,"wall_s":%s,"machine_cpu_s":%s,"proxy_cpu_s":%s,"mock_cpu_s":%s,"proxy_hwm_kb":%s,"proxy_rss_kb":%s,"result":%s}\n' \
-    "$scenario" "$target" "$round" "$(sub "$w1" "$w0")" "$(sub "$c1" "$c0")" \
-    "$([[ -n $ppids ]] && sub "$p1" "$p0" || echo null)" "$(sub "$m1" "$m0")" \
-    "$([[ -n $ppids ]] && hwm_kb $ppids || echo null)" "$([[ -n $ppids ]] && rss_kb $ppids || echo null)" \
-    "$out" >"$WORK/runs/$(printf %03d $SEQ).json"
-  if [[ $out == null ]]; then
-    log "  $scenario/$target: the load generator produced no output"
-  else
-    "$PYTHON" -c 'import json,sys; r=json.load(sys.stdin); print("  %-32s ok %5d/%-5d  %8.1f req/s  ttfb p50 %.3f ms  close p50 %.3f ms" % (r["label"], r["ok"], r["requests"], r["rps"], r["ttfb_ms"]["p50"], r["close_ms"]["p50"]))' <<<"$out" >&2 || true
-  fi
-}
+MODEL=gpt-4o-mini  # measure() passes --model; the request bodies name the model themselves
 
 # metric URL NAME: the value of one sample line of a Sluice's /metrics (0 when absent)
 metric() {

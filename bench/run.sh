@@ -87,8 +87,8 @@ STORE_BENCH_POSTGRES=${STORE_BENCH_POSTGRES:-1}
 MASTER_KEY=sk-bench-master
 REQ_TIMEOUT=10   # seconds per request in the load generator
 
-log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"  # log, die, bench_work, start, wait_port, free_ports, cpu_s, measure...
 
 case $BENCH_ONLY in
   "") FULL=1 RUN_TR=1 RUN_LOGS=1 ;;
@@ -127,106 +127,13 @@ fi
 read -r -a MOCK <<<"$MOCK_CMD"
 
 # ---------------------------------------------------------------- processes
-WORK=$(mktemp -d /tmp/sluice-bench.XXXXXX)
-mkdir -p "$WORK/runs"
-PIDS=()
-cleanup() {
-  local rc=$? pid
-  trap - EXIT INT TERM
-  [[ -n ${LOADGEN_PID:-} ]] && kill -TERM "$LOADGEN_PID" 2>/dev/null
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for _ in $(seq 1 40); do
-    local alive=0
-    for pid in "${PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    [[ $alive == 0 ]] && break
-    sleep 0.05
-  done
-  for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  if [[ ${BENCH_KEEP_WORK:-0} == 1 || $rc != 0 ]]; then
-    log "work dir kept: $WORK"
-  else
-    rm -rf "$WORK"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# start NAME CMD...: starts CMD in the background, output to $WORK/NAME.log; sets PID
-start() {
-  local name=$1; shift
-  "$@" >"$WORK/$name.log" 2>&1 &
-  PID=$!
-  PIDS+=("$PID")
-}
-
-# wait_port NAME PID PORT [SECONDS]
-wait_port() {
-  local name=$1 pid=$2 port=$3 secs=${4:-20} i
-  for ((i = 0; i < secs * 20; i++)); do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      log "$name exited before listening on $port; its log:"
-      tail -n 20 "$WORK/$name.log" >&2 || true
-      return 1
-    fi
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-    sleep 0.05
-  done
-  log "$name did not listen on $port within ${secs}s; its log:"
-  tail -n 20 "$WORK/$name.log" >&2 || true
-  return 1
-}
+bench_work sluice-bench
 
 # free loopback ports, all distinct
-read -r -a PORTS <<<"$("$PYTHON" - <<'EOF'
-import socket
-socks = []
-for _ in range(8):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-EOF
-)"
+read -r -a PORTS <<<"$(free_ports 8)"
 P_MOCK=${PORTS[0]} P_NGINX=${PORTS[1]} P_SLUICE=${PORTS[2]}
 P_MOCK_FAIL=${PORTS[3]} P_SLUICE_FO=${PORTS[4]} P_SLUICE_TR=${PORTS[5]}
 P_SLUICE_LOGS_OFF=${PORTS[6]} P_SLUICE_LOGS_ON=${PORTS[7]}
-
-# ---------------------------------------------------------------- /proc sampling
-CLK_TCK=$(getconf CLK_TCK)
-# tree PID: the pid and its direct children (nginx master + workers)
-proc_tree() { echo "$1"; ps --ppid "$1" -o pid= 2>/dev/null | tr -d ' ' || true; }
-# cpu_s PID...: utime+stime of the given processes (all threads), in seconds
-cpu_s() {
-  local t=0 p v
-  for p in "$@"; do
-    [[ -r /proc/$p/stat ]] || continue
-    v=$(sed 's/^.*) //' "/proc/$p/stat" | awk '{print $12 + $13}') || v=0
-    t=$((t + ${v:-0}))
-  done
-  awk -v t="$t" -v hz="$CLK_TCK" 'BEGIN { printf "%.3f", t / hz }'
-}
-# hwm_kb PID...: summed VmHWM (peak resident set) in kB
-hwm_kb() {
-  local t=0 p v
-  for p in "$@"; do
-    v=$(awk '/^VmHWM:/ {print $2}' "/proc/$p/status" 2>/dev/null) || v=0
-    t=$((t + ${v:-0}))
-  done
-  echo "$t"
-}
-rss_kb() {
-  local t=0 p v
-  for p in "$@"; do
-    v=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null) || v=0
-    t=$((t + ${v:-0}))
-  done
-  echo "$t"
-}
-sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
-# machine_cpu_s: CPU seconds the whole machine has spent busy (all cores, all processes,
-# the kernel's own threads included), from /proc/stat
-machine_cpu_s() {
-  awk -v hz="$CLK_TCK" '/^cpu / { printf "%.3f", ($2 + $3 + $4 + $7 + $8 + $9) / hz; exit }' /proc/stat
-}
 
 # ---------------------------------------------------------------- start the peers
 LOADAVG_START=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -317,46 +224,6 @@ for t in "${TARGETS[@]}"; do
     log "warning: a request through $t failed: $out"
   fi
 done
-
-# measure SCENARIO TARGET ROUND TIMEOUT LOADGEN_ARGS...: one loadgen run with
-# CPU/RSS deltas of the proxy and the mock(s); appends a record to $WORK/runs.
-# The request's model is $MEASURE_MODEL when set, else $MODEL. With $MEASURE_SETTLE (seconds)
-# the CPU is read that long after the load ends (work the proxy finishes afterwards, such as
-# the last request-log batch, then counts for the segment that caused it).
-SEQ=0
-measure() {
-  local scenario=$1 target=$2 round=$3 limit=$4; shift 4
-  local ppids="" mpids="$MOCK_PID ${EXTRA_MOCK_PIDS:-}"
-  local p0 m0 p1 m1 w0 w1 c0 c1 out
-  [[ -n ${PROXY_ROOT[$target]:-} ]] && ppids=$(proc_tree "${PROXY_ROOT[$target]}" | tr '\n' ' ')
-  # shellcheck disable=SC2086
-  p0=$(cpu_s $ppids); m0=$(cpu_s $mpids); w0=$(date +%s.%N); c0=$(machine_cpu_s)
-  # in the background + wait, so that a signal to this script is handled at once
-  timeout "$limit" "$LOADGEN" --label "$scenario/$target" --model "${MEASURE_MODEL:-$MODEL}" "$@" >"$WORK/loadgen.out" &
-  LOADGEN_PID=$!
-  wait "$LOADGEN_PID" || true
-  LOADGEN_PID=""
-  [[ -n ${MEASURE_SETTLE:-} ]] && sleep "$MEASURE_SETTLE"
-  out=$(<"$WORK/loadgen.out")
-  # shellcheck disable=SC2086
-  p1=$(cpu_s $ppids); m1=$(cpu_s $mpids); w1=$(date +%s.%N); c1=$(machine_cpu_s)
-  [[ -n $out ]] || out=null
-  if [[ -n ${PROXY_ROOT[$target]:-} ]] && ! kill -0 "${PROXY_ROOT[$target]}" 2>/dev/null; then
-    log "warning: $target exited during $scenario (see $WORK/*.log)"
-  fi
-  SEQ=$((SEQ + 1))
-  # shellcheck disable=SC2086
-  printf '{"scenario":"%s","target":"%s","round":%s,"wall_s":%s,"machine_cpu_s":%s,"proxy_cpu_s":%s,"mock_cpu_s":%s,"proxy_hwm_kb":%s,"proxy_rss_kb":%s,"result":%s}\n' \
-    "$scenario" "$target" "$round" "$(sub "$w1" "$w0")" "$(sub "$c1" "$c0")" \
-    "$([[ -n $ppids ]] && sub "$p1" "$p0" || echo null)" "$(sub "$m1" "$m0")" \
-    "$([[ -n $ppids ]] && hwm_kb $ppids || echo null)" "$([[ -n $ppids ]] && rss_kb $ppids || echo null)" \
-    "$out" >"$WORK/runs/$(printf %03d $SEQ).json"
-  if [[ $out == null ]]; then
-    log "  $scenario/$target: the load generator produced no output"
-  else
-    "$PYTHON" -c 'import json,sys; r=json.load(sys.stdin); print("  %-22s ok %5d/%-5d  %8.1f req/s  ttfb p50 %.3f ms  close p50 %.3f ms" % (r["label"], r["ok"], r["requests"], r["rps"], r["ttfb_ms"]["p50"], r["close_ms"]["p50"]))' <<<"$out" >&2 || true
-  fi
-}
 
 # rotate N: the targets rotated by N (fair interleaving across rounds)
 rotate() {

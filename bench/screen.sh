@@ -26,8 +26,8 @@ if [[ -z ${PYTHON:-} ]]; then
   if [[ -x /usr/bin/python3 ]]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
 fi
 
-log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"  # log, die, bench_work, start, wait_port, free_ports, cpu_s, measure...
 
 if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
   if [[ ! -f $BUILD_DIR/CMakeCache.txt ]]; then
