@@ -366,9 +366,13 @@ bool roleFields(std::string_view role, Field& f, std::string_view& name) {
   return true;
 }
 
-void scanChat(Scanner& s, json::object& root) {
+// The "messages" array of a Chat or Anthropic request: fn(message, field, role name, userTurn)
+// for every message object whose role roleFields() knows and accept(role) allows, visited under
+// its path segment. userTurn: part of the last user turn (lastUserTurn).
+template <class Accept, class Fn>
+void eachMessage(Scanner& s, json::object& root, Accept accept, Fn&& fn) {
   auto it = root.find("messages");
-  if (it == root.end() || !it->value().is_array()) return;
+  if (s.stopped() || it == root.end() || !it->value().is_array()) return;
   auto& msgs = it->value().get_array();
   auto isUser = [](const json::value& m) { return m.is_object() && strOf(m.get_object().if_contains("role")) == "user"; };
   auto hasText = [](const json::value& m) { return hasPartText(m.get_object().if_contains("content"), {"text"}); };
@@ -377,34 +381,41 @@ void scanChat(Scanner& s, json::object& root) {
   for (std::size_t i = 0; i < msgs.size() && !s.stopped(); ++i) {
     if (!msgs[i].is_object()) continue;
     auto& m = msgs[i].get_object();
+    const auto r = strOf(m.if_contains("role"));
     Field f;
     std::string_view role;
-    if (!roleFields(strOf(m.if_contains("role")), f, role)) continue;
+    if (!accept(r) || !roleFields(r, f, role)) continue;
     Seg gi(s, i);
-    const bool userTurn = i >= lo && i <= hi;
-    if (auto c = m.find("content"); c != m.end()) {
-      Seg gc(s, c->key());
-      contentText(s, c->value(), f, role, userTurn, {"text"});
-    }
-    if (f != redact::kAssistant) continue;
-    s.textMember(m, "reasoning_content", f, role);
-    auto tc = m.find("tool_calls");
-    if (tc == m.end() || !tc->value().is_array()) continue;
-    Seg gt(s, tc->key());
-    auto& calls = tc->value().get_array();
-    for (std::size_t k = 0; k < calls.size() && !s.stopped(); ++k) {
-      if (!calls[k].is_object()) continue;
-      Seg gk(s, k);
-      auto fn = calls[k].get_object().find("function");
-      if (fn == calls[k].get_object().end() || !fn->value().is_object()) continue;
-      Seg gf(s, fn->key());
-      auto& fo = fn->value().get_object();
-      if (auto a = fo.find("arguments"); a != fo.end()) {
-        Seg ga(s, a->key());
-        s.argumentsText(a->value(), kRoleAssistant);
-      }
-    }
+    fn(m, f, role, i >= lo && i <= hi);
   }
+}
+
+void scanChat(Scanner& s, json::object& root) {
+  eachMessage(s, root, [](std::string_view) { return true; },
+              [&](json::object& m, Field f, std::string_view role, bool userTurn) {
+                if (auto c = m.find("content"); c != m.end()) {
+                  Seg gc(s, c->key());
+                  contentText(s, c->value(), f, role, userTurn, {"text"});
+                }
+                if (f != redact::kAssistant) return;
+                s.textMember(m, "reasoning_content", f, role);
+                auto tc = m.find("tool_calls");
+                if (tc == m.end() || !tc->value().is_array()) return;
+                Seg gt(s, tc->key());
+                auto& calls = tc->value().get_array();
+                for (std::size_t k = 0; k < calls.size() && !s.stopped(); ++k) {
+                  if (!calls[k].is_object()) continue;
+                  Seg gk(s, k);
+                  auto fn = calls[k].get_object().find("function");
+                  if (fn == calls[k].get_object().end() || !fn->value().is_object()) continue;
+                  Seg gf(s, fn->key());
+                  auto& fo = fn->value().get_object();
+                  if (auto a = fo.find("arguments"); a != fo.end()) {
+                    Seg ga(s, a->key());
+                    s.argumentsText(a->value(), kRoleAssistant);
+                  }
+                }
+              });
 }
 
 void scanResponses(Scanner& s, json::object& root) {
@@ -464,31 +475,16 @@ void scanAnthropic(Scanner& s, json::object& root) {
     Seg g(s, sys->key());
     contentText(s, sys->value(), redact::kSystem, kRoleSystem, false, {"text"});
   }
-  auto it = root.find("messages");
-  if (s.stopped() || it == root.end() || !it->value().is_array()) return;
-  auto& msgs = it->value().get_array();
-  auto isUser = [](const json::value& m) { return m.is_object() && strOf(m.get_object().if_contains("role")) == "user"; };
-  auto hasText = [](const json::value& m) { return hasPartText(m.get_object().if_contains("content"), {"text"}); };
-  const auto [lo, hi] = lastUserTurn(msgs, isUser, hasText);
-  Seg g(s, it->key());
-  for (std::size_t i = 0; i < msgs.size() && !s.stopped(); ++i) {
-    if (!msgs[i].is_object()) continue;
-    auto& m = msgs[i].get_object();
-    Field f;
-    std::string_view role;
-    const auto r = strOf(m.if_contains("role"));
-    if (r != "user" && r != "assistant" && r != "system") continue;
-    roleFields(r, f, role);
-    Seg gi(s, i);
-    const bool userTurn = i >= lo && i <= hi;
+  auto anthropicRole = [](std::string_view r) { return r == "user" || r == "assistant" || r == "system"; };
+  eachMessage(s, root, anthropicRole, [&](json::object& m, Field f, std::string_view role, bool userTurn) {
     auto c = m.find("content");
-    if (c == m.end()) continue;
+    if (c == m.end()) return;
     Seg gc(s, c->key());
     if (c->value().is_string()) {
       s.text(c->value(), f, role, userTurn);
-      continue;
+      return;
     }
-    if (!c->value().is_array()) continue;
+    if (!c->value().is_array()) return;
     auto& blocks = c->value().get_array();
     for (std::size_t j = 0; j < blocks.size() && !s.stopped(); ++j) {
       if (!blocks[j].is_object()) continue;
@@ -510,7 +506,7 @@ void scanAnthropic(Scanner& s, json::object& root) {
       }
       // thinking / redacted_thinking are signed; images and documents carry no text.
     }
-  }
+  });
 }
 
 void scanGemini(Scanner& s, json::object& root) {
