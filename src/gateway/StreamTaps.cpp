@@ -128,13 +128,7 @@ class TranslatingTap final : public StreamTap {
 };
 
 
-// string_view::find for a multi-byte needle calls memchr for every occurrence of its first
-// character; JSON is full of quotes and the same letters, so the tap uses memmem (one pass).
-std::size_t findIn(std::string_view hay, std::string_view needle, std::size_t from = 0) {
-  if (from > hay.size()) return std::string_view::npos;
-  const void* p = memmem(hay.data() + from, hay.size() - from, needle.data(), needle.size());
-  return p ? static_cast<std::size_t>(static_cast<const char*>(p) - hay.data()) : std::string_view::npos;
-}
+using providers::detail::findBytes;
 
 // Could these raw SSE bytes hold (a piece of) a redaction token? A token starts "[[" and is made
 // of characters JSON never escapes, so inside a JSON string a piece of one shows as "[[" or as a
@@ -258,7 +252,7 @@ class RestoringChatTap final : public StreamTap {
       out.append(ev);
       return;
     }
-    const std::size_t d = ev.starts_with("data:") ? 0 : findIn(ev, "data:");
+    const std::size_t d = ev.starts_with("data:") ? 0 : findBytes(ev, "data:");
     if (d == std::string_view::npos) {
       out.append(ev);
       return;
@@ -273,7 +267,7 @@ class RestoringChatTap final : public StreamTap {
     if (spliceContent(ev, out)) return;
     // A token starts "[[": an event can only hold a piece of one if it has "[[" or a '[' that
     // ends a string ('[' then '"'), or if a restorer still holds the start of one.
-    if (findIn(data, "[[") == std::string_view::npos && findIn(data, "[\"") == std::string_view::npos && !holding()) {
+    if (findBytes(data, "[[") == std::string_view::npos && findBytes(data, "[\"") == std::string_view::npos && !holding()) {
       out.append(ev);
       return;
     }
@@ -332,7 +326,7 @@ class RestoringChatTap final : public StreamTap {
       if (end != std::string_view::npos && ev.substr(end) == shapeSuffix_) return splice(ev, begin, end, escaped, out);
       escaped = false;
     }
-    const std::size_t at = findIn(ev, kContent);
+    const std::size_t at = findBytes(ev, kContent);
     if (at == std::string_view::npos || at == 0 || ev[at - 1] != '"') return false;
     const std::size_t begin = at + kContent.size();
     const std::size_t end = stringEnd(ev, begin, escaped);
@@ -340,17 +334,17 @@ class RestoringChatTap final : public StreamTap {
     const std::string_view raw = ev.substr(begin, end - begin);  // decoded by splice() when escaped
     // Nothing to restore in this text and nothing held anywhere: the event goes out as it came.
     if (!escaped && raw.find('[') == std::string_view::npos && !holding() &&
-        findIn(ev, "tool_calls", end) == std::string_view::npos) {
+        findBytes(ev, "tool_calls", end) == std::string_view::npos) {
       out.append(ev);
       return true;
     }
     // Rewritten in place only in the usual shape: one content delta of choice 0, no tool calls,
     // no finish (a finish flushes what is held, which the parsing path does).
-    if (findIn(ev, kContent, end) != std::string_view::npos || findIn(ev, "tool_calls") != std::string_view::npos ||
-        findIn(ev, "\"finish_reason\":null") == std::string_view::npos)
+    if (findBytes(ev, kContent, end) != std::string_view::npos || findBytes(ev, "tool_calls") != std::string_view::npos ||
+        findBytes(ev, "\"finish_reason\":null") == std::string_view::npos)
       return false;
-    const std::size_t idx = findIn(ev, "\"index\":");
-    if (idx == std::string_view::npos || findIn(ev, "\"index\":", idx + 1) != std::string_view::npos) return false;
+    const std::size_t idx = findBytes(ev, "\"index\":");
+    if (idx == std::string_view::npos || findBytes(ev, "\"index\":", idx + 1) != std::string_view::npos) return false;
     if (ev.compare(idx + 8, 2, "0,") != 0 && ev.compare(idx + 8, 2, "0}") != 0) return false;
     shapePrefix_.assign(ev.substr(0, begin));
     shapeSuffix_.assign(ev.substr(end));
@@ -392,7 +386,7 @@ class RestoringChatTap final : public StreamTap {
   // id / created / model of a chunk without parsing it (for a closing chunk of held bytes).
   void rememberMetaRaw(std::string_view ev) {
     auto str = [&](std::string_view key, std::string& to) {
-      const auto k = findIn(ev, key);
+      const auto k = findBytes(ev, key);
       if (k == std::string_view::npos) return;
       const auto b = k + key.size();
       const auto e = ev.find('"', b);
@@ -400,7 +394,7 @@ class RestoringChatTap final : public StreamTap {
     };
     str("\"id\":\"", id_);
     str("\"model\":\"", model_);
-    if (const auto k = findIn(ev, "\"created\":"); k != std::string_view::npos) {
+    if (const auto k = findBytes(ev, "\"created\":"); k != std::string_view::npos) {
       std::int64_t v = 0;
       for (std::size_t i = k + 10; i < ev.size() && ev[i] >= '0' && ev[i] <= '9'; ++i) v = v * 10 + (ev[i] - '0');
       if (v > 0) created_ = v;

@@ -5,17 +5,13 @@
 
 #include <cstring>
 
+#include "providers/CodecUtil.hpp"
+
 namespace sluice::providers::openai {
 
 namespace {
 
-// glibc's memmem (two-way) instead of string_view::find, which calls memchr once per
-// occurrence of the needle's first character: '"' is everywhere in JSON.
-std::size_t findIn(std::string_view hay, std::string_view needle, std::size_t pos = 0) {
-  if (pos > hay.size()) return std::string_view::npos;
-  const void* p = ::memmem(hay.data() + pos, hay.size() - pos, needle.data(), needle.size());
-  return p ? static_cast<std::size_t>(static_cast<const char*>(p) - hay.data()) : std::string_view::npos;
-}
+using detail::findBytes;
 
 // End of the event starting at pos (just past its blank line), or the region's end.
 std::size_t nextEventEnd(std::string_view s, std::size_t pos) {
@@ -79,7 +75,7 @@ std::string stripNullUsage(std::string_view ev) {
   out.reserve(ev.size());
   std::size_t pos = 0;
   for (;;) {
-    auto at = findIn(ev, kNull, pos);
+    auto at = findBytes(ev, kNull, pos);
     if (at == std::string_view::npos) break;
     std::size_t from = at, to = at + kNull.size();
     if (from > 0 && ev[from - 1] == ',') {
@@ -147,7 +143,7 @@ void StreamFilter::processEvent(std::string_view ev, std::string& out) {
     }
     return;
   }
-  auto at = findIn(ev, "\"usage\"");
+  auto at = findBytes(ev, "\"usage\"");
   if (at == std::string_view::npos) {
     out.append(ev);
     return;
@@ -157,7 +153,7 @@ void StreamFilter::processEvent(std::string_view ev, std::string& out) {
   while (i < ev.size() && (ev[i] == ' ' || ev[i] == ':')) ++i;
   bool isObject = i < ev.size() && ev[i] == '{';
   if (isObject) {
-    auto dataAt = findIn(ev, "data:");
+    auto dataAt = findBytes(ev, "data:");
     if (dataAt != std::string_view::npos) {
       auto json = ev.substr(dataAt + 5);
       while (!json.empty() && json.front() == ' ') json.remove_prefix(1);
