@@ -1,13 +1,12 @@
 #include "redact/TokenCipher.hpp"
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <openssl/params.h>
 
+#include <atomic>
+#include <cstdint>
 #include <cstring>
-#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -25,14 +24,16 @@ bool isLabelChar(unsigned char c) {
 }
 
 // Fetched once: a provider fetch costs far more than a seal.
-EVP_MAC* cmacAlgorithm() {
-  static EVP_MAC* mac = EVP_MAC_fetch(nullptr, "CMAC", nullptr);
-  return mac;
+const EVP_CIPHER* ecbCipher() {
+  static EVP_CIPHER* cipher = EVP_CIPHER_fetch(nullptr, "AES-256-ECB", nullptr);
+  return cipher;
 }
 
-const EVP_CIPHER* ctrCipher() {
-  static EVP_CIPHER* cipher = EVP_CIPHER_fetch(nullptr, "AES-256-CTR", nullptr);
-  return cipher;
+// A small dense number per thread, for the per-thread engine slots.
+std::size_t threadIndex() {
+  static std::atomic<std::size_t> next{0};
+  thread_local const std::size_t index = next.fetch_add(1, std::memory_order_relaxed);
+  return index;
 }
 
 void hmacSha256(const unsigned char* key, std::size_t keyLen, const unsigned char* data, std::size_t n,
@@ -95,8 +96,7 @@ TokenSyntax parseToken(std::string_view s) {
 TokenCipher::TokenCipher(std::string_view keyMaterial, std::string_view scope) {
   if (keyMaterial.size() < 16)
     throw std::invalid_argument("redaction key must be at least 16 bytes (32 random bytes recommended)");
-  if (cmacAlgorithm() == nullptr || ctrCipher() == nullptr)
-    throw std::runtime_error("OpenSSL does not provide CMAC and AES-256-CTR");
+  if (ecbCipher() == nullptr) throw std::runtime_error("OpenSSL does not provide AES-256-ECB");
   // HKDF-SHA256 (RFC 5869): extract with a fixed salt, expand with the scope as info.
   static constexpr std::string_view kSalt = "sluice/redact/token/v1";
   unsigned char prk[32];
@@ -119,19 +119,6 @@ TokenCipher::TokenCipher(std::string_view keyMaterial, std::string_view scope) {
   OPENSSL_cleanse(t, sizeof t);
 }
 
-struct TokenCipher::Engine {
-  EVP_MAC_CTX* mac = nullptr;
-  EVP_CIPHER_CTX* ctr = nullptr;
-  // S2V's state after the label, dbl(D0) xor CMAC(label), per label seen: labels are the few
-  // rule names, so every token after a label's first costs one CMAC less.
-  static constexpr std::size_t kMaxLabels = 64;
-  std::vector<std::pair<std::string, std::array<unsigned char, 16>>> afterLabel;
-  ~Engine() {
-    EVP_MAC_CTX_free(mac);
-    EVP_CIPHER_CTX_free(ctr);
-  }
-};
-
 namespace {
 
 using Block = std::array<unsigned char, 16>;
@@ -143,23 +130,87 @@ void dbl(Block& b) {
   b[15] = static_cast<unsigned char>((b[15] << 1) ^ (carry ? 0x87 : 0));
 }
 
-void xorInto(Block& b, const unsigned char* x) {
-  for (std::size_t i = 0; i < b.size(); ++i) b[i] ^= x[i];
+void xorInto(unsigned char* b, const unsigned char* x, std::size_t n = 16) {
+  for (std::size_t i = 0; i < n; ++i) b[i] ^= x[i];
 }
 
-// CMAC of the concatenation of parts, restarting the keyed context (same key).
-bool cmac(EVP_MAC_CTX* mac, std::initializer_list<std::pair<const unsigned char*, std::size_t>> parts,
-          unsigned char out[16]) {
-  if (EVP_MAC_init(mac, nullptr, 0, nullptr) != 1) return false;
-  for (const auto& [p, n] : parts)
-    if (n > 0 && EVP_MAC_update(mac, p, n) != 1) return false;
-  std::size_t len = 0;
-  return EVP_MAC_final(mac, out, &len, 16) == 1 && len == 16;
+// AES-256 of n bytes (whole blocks) under the context's key; in and out may be the same buffer.
+bool aes(EVP_CIPHER_CTX* ctx, const unsigned char* in, unsigned char* out, std::size_t n) {
+  int len = 0;
+  return EVP_EncryptUpdate(ctx, out, &len, in, static_cast<int>(n)) == 1 && static_cast<std::size_t>(len) == n;
+}
+
+EVP_CIPHER_CTX* keyedEcb(const unsigned char* key) {
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  if (ctx != nullptr && EVP_EncryptInit_ex2(ctx, ecbCipher(), key, nullptr, nullptr) == 1 &&
+      EVP_CIPHER_CTX_set_padding(ctx, 0) == 1)
+    return ctx;
+  EVP_CIPHER_CTX_free(ctx);
+  return nullptr;
 }
 
 }  // namespace
 
+struct TokenCipher::Engine {
+  EVP_CIPHER_CTX* k1 = nullptr;  // AES-256-ECB under K1: CMAC
+  EVP_CIPHER_CTX* k2 = nullptr;  // AES-256-ECB under K2: the CTR keystream
+  Block sub1{}, sub2{};          // CMAC's subkeys (SP 800-38B 6.1)
+  Block d0{};                    // CMAC(K1, 0^128): S2V's first step, the same for every token
+  // S2V's state after the label, dbl(D0) xor CMAC(label), per label seen: labels are the few
+  // rule names, so every token after a label's first costs one CMAC less.
+  static constexpr std::size_t kMaxLabels = 64;
+  std::vector<std::pair<std::string, Block>> afterLabel;
+
+  ~Engine() {
+    EVP_CIPHER_CTX_free(k1);  // frees cleanse the key schedules
+    EVP_CIPHER_CTX_free(k2);
+    OPENSSL_cleanse(sub1.data(), sub1.size());
+    OPENSSL_cleanse(sub2.data(), sub2.size());
+  }
+
+  // CMAC (SP 800-38B) under K1 of m[0, n).
+  bool cmac(const unsigned char* m, std::size_t n, unsigned char out[16]) const {
+    Block x{};
+    const std::size_t before = n == 0 ? 0 : (n - 1) / 16;  // whole blocks before the last one
+    for (std::size_t i = 0; i < before; ++i) {
+      xorInto(x.data(), m + 16 * i);
+      if (!aes(k1, x.data(), x.data(), 16)) return false;
+    }
+    const std::size_t rest = n - 16 * before;  // 0..16 bytes in the last block
+    Block last{};
+    std::memcpy(last.data(), m + 16 * before, rest);
+    if (rest == 16) {
+      xorInto(last.data(), sub1.data());
+    } else {
+      last[rest] = 0x80;
+      xorInto(last.data(), sub2.data());
+    }
+    xorInto(x.data(), last.data());
+    return aes(k1, x.data(), out, 16);
+  }
+};
+
+TokenCipher::Engine* TokenCipher::newEngine() const {
+  auto e = std::make_unique<Engine>();
+  if ((e->k1 = keyedEcb(key_.data())) == nullptr || (e->k2 = keyedEcb(key_.data() + 32)) == nullptr) return nullptr;
+  Block l{};
+  if (!aes(e->k1, l.data(), l.data(), 16)) return nullptr;
+  dbl(l);
+  e->sub1 = l;
+  dbl(l);
+  e->sub2 = l;
+  OPENSSL_cleanse(l.data(), l.size());
+  const Block zero{};
+  if (!e->cmac(zero.data(), zero.size(), e->d0.data())) return nullptr;
+  return e.release();
+}
+
 TokenCipher::Engine* TokenCipher::acquire() const {
+  const std::size_t i = threadIndex();
+  if (i < kThreadSlots) {
+    if (slots_[i] == nullptr) slots_[i] = newEngine();  // nullptr (an OpenSSL failure): tried again next time
+    return slots_[i];
+  }
   {
     std::lock_guard lock(poolMu_);
     if (!pool_.empty()) {
@@ -168,23 +219,11 @@ TokenCipher::Engine* TokenCipher::acquire() const {
       return e;
     }
   }
-  auto e = std::make_unique<Engine>();
-  char cbc[] = "AES-256-CBC";
-  const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER, cbc, 0), OSSL_PARAM_construct_end()};
-  if (cmacAlgorithm() == nullptr || ctrCipher() == nullptr || (e->mac = EVP_MAC_CTX_new(cmacAlgorithm())) == nullptr ||
-      EVP_MAC_init(e->mac, key_.data(), 32, params) != 1 || (e->ctr = EVP_CIPHER_CTX_new()) == nullptr ||
-      EVP_EncryptInit_ex2(e->ctr, ctrCipher(), key_.data() + 32, nullptr, nullptr) != 1)
-    return nullptr;  // seal/open then fail closed (nothing sealed, nothing opened)
-  std::call_once(d0Once_, [&] {
-    const unsigned char zero[16] = {};
-    d0Ok_ = cmac(e->mac, {{zero, sizeof zero}}, d0_.data());
-  });
-  if (!d0Ok_) return nullptr;
-  return e.release();
+  return newEngine();  // seal/open fail closed on nullptr (nothing sealed, nothing opened)
 }
 
 void TokenCipher::release(Engine* e) const {
-  if (e == nullptr) return;
+  if (e == nullptr || threadIndex() < kThreadSlots) return;  // a thread's own engine stays in its slot
   std::lock_guard lock(poolMu_);
   pool_.push_back(e);
 }
@@ -200,37 +239,59 @@ bool TokenCipher::s2v(Engine& e, std::string_view label, const unsigned char* va
       break;
     }
   if (!cached) {
-    d = d0_;
+    d = e.d0;
     Block m;
     dbl(d);
-    if (!cmac(e.mac, {{reinterpret_cast<const unsigned char*>(label.data()), label.size()}}, m.data())) return false;
-    xorInto(d, m.data());
+    if (!e.cmac(reinterpret_cast<const unsigned char*>(label.data()), label.size(), m.data())) return false;
+    xorInto(d.data(), m.data());
     if (e.afterLabel.size() < Engine::kMaxLabels) e.afterLabel.emplace_back(std::string(label), d);
   }
-  Block t{};
   if (n >= 16) {  // the last block xor-ended with D
-    std::memcpy(t.data(), value + n - 16, 16);
-    xorInto(t, d.data());
-    return cmac(e.mac, {{value, n - 16}, {t.data(), 16}}, v);
+    unsigned char t[kMaxSealedValue];
+    std::memcpy(t, value, n);
+    xorInto(t + n - 16, d.data());
+    const bool ok = e.cmac(t, n, v);
+    OPENSSL_cleanse(t, n);
+    return ok;
   }
   dbl(d);  // short: padded with 10*, xored with dbl(D)
+  Block t{};
   std::memcpy(t.data(), value, n);
   t[n] = 0x80;
-  xorInto(t, d.data());
-  return cmac(e.mac, {{t.data(), 16}}, v);
+  xorInto(t.data(), d.data());
+  const bool ok = e.cmac(t.data(), t.size(), v);
+  OPENSSL_cleanse(t.data(), t.size());
+  return ok;
 }
 
 bool TokenCipher::ctr(Engine& e, const unsigned char v[16], const unsigned char* in, std::size_t n, unsigned char* out) {
+  // Counter blocks Q, Q+1, ... encrypted in one call. With bits 31 and 63 of Q cleared the low
+  // 32-bit word cannot carry for a value of at most kMaxSealedValue bytes.
+  static_assert(kMaxSealedValue / 16 + 1 < 0x80000000u);
+  unsigned char ks[kMaxSealedValue + 16];
+  const std::size_t blocks = (n + 15) / 16;
   unsigned char q[16];
   std::memcpy(q, v, 16);
   q[8] &= 0x7f;
   q[12] &= 0x7f;
-  int len = 0;
-  return EVP_EncryptInit_ex2(e.ctr, nullptr, nullptr, q, nullptr) == 1 &&
-         EVP_EncryptUpdate(e.ctr, out, &len, in, static_cast<int>(n)) == 1 && static_cast<std::size_t>(len) == n;
+  const std::uint32_t low = (std::uint32_t{q[12]} << 24) | (std::uint32_t{q[13]} << 16) | (std::uint32_t{q[14]} << 8) | q[15];
+  for (std::size_t b = 0; b < blocks; ++b) {
+    unsigned char* c = ks + 16 * b;
+    std::memcpy(c, q, 12);
+    const std::uint32_t w = low + static_cast<std::uint32_t>(b);
+    c[12] = static_cast<unsigned char>(w >> 24);
+    c[13] = static_cast<unsigned char>(w >> 16);
+    c[14] = static_cast<unsigned char>(w >> 8);
+    c[15] = static_cast<unsigned char>(w);
+  }
+  if (!aes(e.k2, ks, ks, 16 * blocks)) return false;
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<unsigned char>(in[i] ^ ks[i]);
+  OPENSSL_cleanse(ks, 16 * blocks);
+  return true;
 }
 
 TokenCipher::~TokenCipher() {
+  for (Engine* e : slots_) delete e;
   for (Engine* e : pool_) delete e;
   OPENSSL_cleanse(key_.data(), key_.size());
 }
