@@ -141,10 +141,12 @@ bool candidateAt(const char* p, const char* end) {
   return *p == '[' ? (p[1] == '[' || p[1] == '"') : p[1] == 'u';
 }
 
-// One pass for both bytes, 16 at a time where SSE2 is there (every read of every restoring
-// stream goes through this; two memchr passes cost ~0.5 us per request in the protect bench).
-bool mayCarryToken(std::string_view s) {
-  const char* p = s.data();
+// Where the first such piece may start in s, or npos. One pass for both bytes, 16 at a time
+// where SSE2 is there (every read of every restoring stream goes through this; two memchr passes
+// cost ~0.5 us per request in the protect bench).
+std::size_t firstCandidate(std::string_view s) {
+  const char* const begin = s.data();
+  const char* p = begin;
   const char* const end = p + s.size();
 #if defined(__SSE2__)
   const __m128i bracket = _mm_set1_epi8('[');
@@ -153,13 +155,33 @@ bool mayCarryToken(std::string_view s) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     auto mask = static_cast<unsigned>(
         _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, bracket), _mm_cmpeq_epi8(v, backslash))));
-    for (; mask != 0; mask &= mask - 1)
-      if (candidateAt(p + __builtin_ctz(mask), end)) return true;
+    for (; mask != 0; mask &= mask - 1) {
+      const char* c = p + __builtin_ctz(mask);
+      if (candidateAt(c, end)) return static_cast<std::size_t>(c - begin);
+    }
   }
 #endif
   for (; p < end; ++p)
-    if ((*p == '[' || *p == '\\') && candidateAt(p, end)) return true;
-  return false;
+    if ((*p == '[' || *p == '\\') && candidateAt(p, end)) return static_cast<std::size_t>(p - begin);
+  return std::string_view::npos;
+}
+
+bool mayCarryToken(std::string_view s) {
+  return firstCandidate(s) != std::string_view::npos;
+}
+
+// The start of the SSE event that holds s[pos]: just after the last blank line ("\n\n" or
+// "\n\r\n") before it, or 0.
+std::size_t eventStart(std::string_view s, std::size_t pos) {
+  while (pos > 0) {
+    const void* nl = memrchr(s.data(), '\n', pos);
+    if (nl == nullptr) return 0;
+    const auto i = static_cast<std::size_t>(static_cast<const char*>(nl) - s.data());
+    if (i >= 1 && s[i - 1] == '\n') return i + 1;
+    if (i >= 2 && s[i - 1] == '\r' && s[i - 2] == '\n') return i + 1;
+    pos = i;
+  }
+  return 0;
 }
 
 // A same-format OpenAI Chat stream whose answer may carry redaction tokens: events are passed on
@@ -176,9 +198,15 @@ class RestoringChatTap final : public StreamTap {
   bool feed(std::string_view in, std::string& out) override {
     // The filter writes straight into `out`; only a read that may carry a piece of a token is
     // taken back out and rewritten event by event (the usual read is not copied at all).
-    const std::size_t at = out.size();
+    // Events before the first possible piece of a token stay where the filter put them.
+    std::size_t at = out.size();
     if (!f_.feed(in, out)) return false;
-    if (!holding() && !mayCarryToken(std::string_view(out).substr(at))) return true;
+    if (!holding()) {
+      const std::string_view fresh = std::string_view(out).substr(at);
+      const std::size_t c = firstCandidate(fresh);
+      if (c == std::string_view::npos) return true;
+      at += eventStart(fresh, c);
+    }
     tmp_.assign(out, at, std::string::npos);
     out.resize(at);
     process(tmp_, out);
