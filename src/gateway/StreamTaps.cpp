@@ -5,6 +5,7 @@
 
 #include <boost/json/serialize.hpp>
 
+#include <array>
 #include <cstring>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -207,14 +208,16 @@ class RestoringChatTap final : public StreamTap {
       if (c == std::string_view::npos) return true;
       at += eventStart(fresh, c);
     }
-    tmp_.assign(out, at, std::string::npos);
+    std::string& tmp = scratch(0);
+    tmp.assign(out, at, std::string::npos);
     out.resize(at);
-    process(tmp_, out);
+    process(tmp, out);
     return true;
   }
   void finish(std::string& out) override {
-    tmp_.assign(f_.leftover());
-    process(tmp_, out);
+    std::string& tmp = scratch(0);
+    tmp.assign(f_.leftover());
+    process(tmp, out);
     flushAll(out);
     if (stats_)
       forEach([&](Key, redact::Restorer& r) {
@@ -226,6 +229,14 @@ class RestoringChatTap final : public StreamTap {
 
  private:
   using Key = std::pair<std::int64_t, std::int64_t>;  // (choice, tool index; -1: content)
+
+  // Buffers used within one call and dropped after it, per thread rather than per stream so a
+  // stream costs no allocation for them: 0 the read being rewritten, 1 a decoded content string,
+  // 2 its restored text.
+  static std::string& scratch(int i) {
+    thread_local std::array<std::string, 3> buffers;
+    return buffers[static_cast<std::size_t>(i)];
+  }
 
   static constexpr Key kContent0{0, -1};  // choice 0's text: the one restorer nearly every stream needs
 
@@ -399,14 +410,16 @@ class RestoringChatTap final : public StreamTap {
       boost::system::error_code ec;
       json::value lit = json::parse(ev.substr(begin - 1, end - begin + 2), ec);
       if (ec || !lit.is_string()) return false;
-      decoded_.assign(lit.as_string().data(), lit.as_string().size());
-      raw = decoded_;
+      std::string& decoded = scratch(1);
+      decoded.assign(lit.as_string().data(), lit.as_string().size());
+      raw = decoded;
     }
     auto& r = restorer({0, -1});
-    splice_.clear();
-    r.feed(raw, splice_);
+    std::string& restored = scratch(2);
+    restored.clear();
+    r.feed(raw, restored);
     out.append(ev.substr(0, begin));
-    redact::appendJsonEscaped(out, splice_);
+    redact::appendJsonEscaped(out, restored);
     out.append(ev.substr(end));
     return true;
   }
@@ -479,9 +492,6 @@ class RestoringChatTap final : public StreamTap {
   std::shared_ptr<const redact::SealMemo> memo_;
   std::optional<redact::Restorer> content0_;
   std::map<Key, std::unique_ptr<redact::Restorer>> restorers_;  // the others
-  std::string tmp_;
-  std::string splice_;
-  std::string decoded_;
   std::string shapePrefix_, shapeSuffix_;  // around the content string of a checked chunk
   std::string id_, model_;
   std::int64_t created_ = 0;

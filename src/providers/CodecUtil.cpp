@@ -12,6 +12,10 @@
 #include <charconv>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace sluice::providers {
 
 std::string_view formatName(Format f) {
@@ -85,6 +89,42 @@ int statusForErrorKind(ErrorKind k) {
 namespace sluice::providers::detail {
 
 namespace json = boost::json;
+
+std::size_t findBytes(std::string_view hay, std::string_view needle, std::size_t pos) {
+  constexpr auto npos = std::string_view::npos;
+  if (pos > hay.size()) return npos;
+  const std::size_t n = needle.size();
+  if (n == 0) return pos;
+  const char* const s = hay.data() + pos;
+  const std::size_t len = hay.size() - pos;
+  if (len < n) return npos;
+  if (n == 1) {
+    const void* p = std::memchr(s, needle[0], len);
+    return p ? static_cast<std::size_t>(static_cast<const char*>(p) - hay.data()) : npos;
+  }
+  // The two bytes checked first: the second and the last (a needle here often starts with '"',
+  // the most common byte in JSON), or both bytes of a two-byte needle.
+  const std::size_t k1 = n >= 3 ? 1 : 0;
+  const std::size_t k2 = n - 1;
+  const char* const nd = needle.data();
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i b1 = _mm_set1_epi8(nd[k1]);
+  const __m128i b2 = _mm_set1_epi8(nd[k2]);
+  for (; i + k2 + 16 <= len; i += 16) {
+    const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + k1));
+    const __m128i v2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + k2));
+    auto mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(v1, b1), _mm_cmpeq_epi8(v2, b2))));
+    for (; mask != 0; mask &= mask - 1) {
+      const std::size_t at = i + static_cast<std::size_t>(__builtin_ctz(mask));
+      if (std::memcmp(s + at, nd, n) == 0) return pos + at;
+    }
+  }
+#endif
+  for (; i + n <= len; ++i)
+    if (s[i + k1] == nd[k1] && s[i + k2] == nd[k2] && std::memcmp(s + i, nd, n) == 0) return pos + i;
+  return npos;
+}
 
 void appendInt(std::string& out, std::int64_t v) {
   char buf[24];

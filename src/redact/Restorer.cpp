@@ -80,12 +80,13 @@ void Restorer::feed(std::string_view chunk, std::string& out) {
     return;
   }
   // Both buffers keep their capacity: a token held across many small deltas costs no allocation
-  // per delta (and a typical token fits the first one).
-  if (pending_.capacity() < 256) pending_.reserve(256);
-  pending_.assign(held_);
-  pending_.append(chunk);
+  // per delta (and a typical token fits the first one). The joined text is only needed during
+  // this call: one buffer per thread.
+  thread_local std::string pending;
+  pending.assign(held_);
+  pending.append(chunk);
   held_.clear();
-  process(pending_, out);
+  process(pending, out);
 }
 
 void Restorer::finish(std::string& out) {

@@ -76,7 +76,6 @@ class Restorer {
   const SealMemo* memo_;
   int depth_;
   std::string held_;
-  std::string pending_;  // held_ + the new chunk
   std::string scratch_;
   RestoreStats stats_;
 };
