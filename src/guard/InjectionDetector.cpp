@@ -139,12 +139,15 @@ InjectionDetector InjectionDetector::load(const std::string& path) {
 double InjectionDetector::score(std::string_view text) const {
   const std::int8_t* w = model_->weights.data();
   const unsigned shift = shift_;
-  std::int64_t sum = 0;
-  std::uint32_t n = 0;
-  forEachFeatureHash(text, [&](std::uint64_t h) {
-    sum += w[h >> shift];
-    ++n;
+  // One sum and count per lane (see InjectionFeatures.hpp): independent additions.
+  std::int64_t sums[4] = {0, 0, 0, 0};
+  std::uint32_t counts[4] = {0, 0, 0, 0};
+  forEachFeatureHash(text, [&](std::uint64_t h, Lane lane) {
+    sums[lane] += w[h >> shift];
+    ++counts[lane];
   });
+  const std::int64_t sum = sums[0] + sums[1] + sums[2] + sums[3];
+  const std::uint32_t n = counts[0] + counts[1] + counts[2] + counts[3];
   double z = model_->bias;
   if (n > 0) z += static_cast<double>(model_->scale) * static_cast<double>(sum) / std::sqrt(static_cast<double>(n));
   return 1.0 / (1.0 + std::exp(-z));
