@@ -123,6 +123,8 @@ export interface VirtualKey {
   expires_at_ms: number | null;
   revoked_at_ms: number | null;
   metadata: Record<string, unknown>;
+  screening: 'off' | 'log' | 'warn' | 'block' | null;  // null: the gateway's screening.action
+  cache: boolean | null;  // null: the gateway's cache.enabled
   status: 'active' | 'revoked' | 'expired';
   created_at_ms: number;
   updated_at_ms: number;
