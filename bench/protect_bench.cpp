@@ -129,7 +129,8 @@ void BM_screen(benchmark::State& state) {
 }
 BENCHMARK(BM_screen)->Name("screen");
 
-// The mock's echo of the redacted prose: 20 chunks, a finish chunk, usage, [DONE].
+// The mock's echo of the redacted prose: 20 chunks, a finish chunk, [DONE]; every chunk ends with
+// "usage":null as the upstream's do (the gateway asks for stream usage).
 std::vector<std::string> echoEvents(redact::SealMemo* memo = nullptr) {
   const redact::Redactor red(fx().rules, fx().cipher.get(), memo);
   std::string redacted;
@@ -139,7 +140,8 @@ std::vector<std::string> echoEvents(redact::SealMemo* memo = nullptr) {
   auto chunk = [](const json::object& delta, const json::value& finish) {
     json::object o{{"id", "chatcmpl-bench"}, {"object", "chat.completion.chunk"}, {"created", 1796000000},
                    {"model", "gpt-4o-mini"},
-                   {"choices", json::array{json::object{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}}}};
+                   {"choices", json::array{json::object{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}}},
+                   {"usage", nullptr}};
     return "data: " + json::serialize(o) + "\n\n";
   };
   evs.push_back(chunk(json::object{{"role", "assistant"}, {"content", ""}}, nullptr));
