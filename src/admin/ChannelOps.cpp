@@ -124,7 +124,8 @@ json::object maskedHeaders(const json::object& headers) {
 void applyChannelFields(store::Channel& ch, const json::object& body, bool creating) {
   rejectUnknownFields(body,
                       {"name", "type", "base_url", "models", "priority", "weight", "headers", "enabled", "model_map",
-                       "api_version", "rpm", "tpm", "max_concurrent", "key_rpm", "key_tpm"},
+                       "api_version", "rpm", "tpm", "max_concurrent", "key_rpm", "key_tpm", "screening", "cache",
+                       "cache_ttl_ms"},
                       {"id", "source", "keys", "created_at_ms", "updated_at_ms"});
   if (creating) {
     for (const char* required : {"name", "type", "base_url", "models"}) {
@@ -173,6 +174,7 @@ void applyChannelFields(store::Channel& ch, const json::object& body, bool creat
       set(limit, n ? json::value(*n) : json::value());
     }
   }
+  applyProtectOverrides(settings, body, "the gateway's");
   ch.settings = json::serialize(settings);
 }
 
@@ -203,6 +205,9 @@ json::object channelJson(const store::Channel& ch, json::array keys) {
       {"max_concurrent", setting("max_concurrent", nullptr)},
       {"key_rpm", setting("key_rpm", nullptr)},
       {"key_tpm", setting("key_tpm", nullptr)},
+      {"screening", setting("screening", nullptr)},
+      {"cache", setting("cache", nullptr)},
+      {"cache_ttl_ms", setting("cache_ttl_ms", nullptr)},
       {"keys", std::move(keys)},
       {"created_at_ms", ch.created_at_ms},
       {"updated_at_ms", ch.updated_at_ms},
@@ -236,6 +241,9 @@ json::object configChannelJson(const config::ChannelConfig& ch) {
       {"max_concurrent", limit(ch.max_concurrent)},
       {"key_rpm", limit(ch.key_rpm)},
       {"key_tpm", limit(ch.key_tpm)},
+      {"screening", ch.screening ? json::value(config::screenActionName(*ch.screening)) : json::value(nullptr)},
+      {"cache", ch.cache ? json::value(*ch.cache) : json::value(nullptr)},
+      {"cache_ttl_ms", ch.cache_ttl ? json::value(ch.cache_ttl->count()) : json::value(nullptr)},
       {"keys", std::move(keys)},
   };
 }

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <limits>
 
+#include "config/Config.hpp"
+
 namespace sluice::admin {
 namespace json = boost::json;
 
@@ -140,6 +142,42 @@ std::string nameListField(const json::value& v, std::string_view param, bool all
                                    param, i, describeJson(e)));
   }
   return json::serialize(arr);
+}
+
+bool applyProtectOverrides(json::object& settings, const json::object& body, std::string_view inherits) {
+  bool named = false;
+  if (const auto* v = body.if_contains("screening")) {
+    if (v->is_null()) {
+      settings.erase("screening");
+    } else if (!v->is_string() || !config::parseScreenAction(v->as_string())) {
+      throw FieldError("screening", fmt::format("screening must be \"off\", \"log\", \"warn\", \"block\" or null "
+                                                "(inherit {}); got {}",
+                                                inherits, describeJson(*v)));
+    } else {
+      settings["screening"] = v->as_string();
+    }
+    named = true;
+  }
+  if (const auto* v = body.if_contains("cache")) {
+    if (v->is_null()) settings.erase("cache");
+    else if (v->is_bool()) settings["cache"] = v->as_bool();
+    else throw FieldError("cache", fmt::format("cache must be true, false or null (inherit {}); got {}", inherits, describeJson(*v)));
+    named = true;
+  }
+  if (const auto* v = body.if_contains("cache_ttl_ms")) {
+    constexpr std::int64_t kYearMs = 365LL * 24 * 3600 * 1000;
+    if (v->is_null()) {
+      settings.erase("cache_ttl_ms");
+    } else if (v->is_int64() && v->as_int64() > 0 && v->as_int64() <= kYearMs) {
+      settings["cache_ttl_ms"] = v->as_int64();
+    } else {
+      throw FieldError("cache_ttl_ms", fmt::format("cache_ttl_ms must be a number of milliseconds from 1 to a year "
+                                                   "({}) or null (inherit {}); got {}",
+                                                   kYearMs, inherits, describeJson(*v)));
+    }
+    named = true;
+  }
+  return named;
 }
 
 }  // namespace sluice::admin

@@ -47,4 +47,10 @@ std::optional<double> budgetField(const boost::json::value& v, std::string_view 
 // An array of non-empty strings without control characters, returned as JSON text.
 std::string nameListField(const boost::json::value& v, std::string_view param, bool allow_empty);
 
+// The protect-stage overrides a virtual key or a store channel keeps in its settings object:
+// "screening" ("off", "log", "warn", "block"), "cache" (bool), "cache_ttl_ms" (1 ms to a year);
+// null removes one. Returns whether `body` named any of them. `inherits` says in messages what
+// null falls back to ("the channel's and the gateway's").
+bool applyProtectOverrides(boost::json::object& settings, const boost::json::object& body, std::string_view inherits);
+
 }  // namespace sluice::admin

@@ -109,37 +109,7 @@ void applyKeyFields(store::VirtualKey& key, const json::object& body, bool creat
   boost::system::error_code ec;
   json::value parsedSettings = json::parse(key.settings, ec);
   json::object settings = !ec && parsedSettings.is_object() ? parsedSettings.as_object() : json::object{};
-  bool settingsChanged = false;
-  if (const auto* v = body.if_contains("screening")) {
-    if (v->is_null()) {
-      settings.erase("screening");
-    } else if (!v->is_string() || !config::parseScreenAction(v->as_string())) {
-      throw FieldError("screening", "screening must be \"off\", \"log\", \"warn\", \"block\" or null (inherit the "
-                                    "channel's and the gateway's); got " + describeJson(*v));
-    } else {
-      settings["screening"] = v->as_string();
-    }
-    settingsChanged = true;
-  }
-  if (const auto* v = body.if_contains("cache")) {
-    if (v->is_null()) settings.erase("cache");
-    else if (v->is_bool()) settings["cache"] = v->as_bool();
-    else throw FieldError("cache", "cache must be true, false or null (inherit); got " + describeJson(*v));
-    settingsChanged = true;
-  }
-  if (const auto* v = body.if_contains("cache_ttl_ms")) {
-    if (v->is_null()) {
-      settings.erase("cache_ttl_ms");
-    } else if (v->is_int64() && v->as_int64() > 0) {
-      settings["cache_ttl_ms"] = v->as_int64();
-    } else if (v->is_uint64() && v->as_uint64() > 0 && v->as_uint64() <= 365ull * 24 * 3600 * 1000) {
-      settings["cache_ttl_ms"] = static_cast<std::int64_t>(v->as_uint64());
-    } else {
-      throw FieldError("cache_ttl_ms", "cache_ttl_ms must be a positive number of milliseconds or null; got " +
-                                           describeJson(*v));
-    }
-    settingsChanged = true;
-  }
+  const bool settingsChanged = applyProtectOverrides(settings, body, "the channel's and the gateway's");
   if (settingsChanged) key.settings = json::serialize(settings);
 }
 

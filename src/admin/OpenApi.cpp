@@ -493,7 +493,7 @@ constexpr std::string_view kDocument = R"json({
           "metadata": {"type": "object", "description": "your own annotations, up to 16 KiB"},
           "screening": {"type": ["string", "null"], "enum": ["off", "log", "warn", "block", null]},
           "cache": {"type": ["boolean", "null"]},
-          "cache_ttl_ms": {"type": ["integer", "null"], "minimum": 1}
+          "cache_ttl_ms": {"type": ["integer", "null"], "minimum": 1, "maximum": 31536000000}
         }
       },
       "KeyCreate": {"allOf": [{"$ref": "#/components/schemas/KeyUpdate"}, {"required": ["name"]}]},
@@ -518,6 +518,9 @@ constexpr std::string_view kDocument = R"json({
           "max_concurrent": {"type": ["integer", "null"]},
           "key_rpm": {"type": ["integer", "null"]},
           "key_tpm": {"type": ["integer", "null"]},
+          "screening": {"type": ["string", "null"], "enum": ["off", "log", "warn", "block", null], "description": "this channel's prompt-injection action; null inherits the gateway's (the stricter of key and channel applies)"},
+          "cache": {"type": ["boolean", "null"], "description": "answers through this channel are cached (true) or never (false); null inherits"},
+          "cache_ttl_ms": {"type": ["integer", "null"], "description": "a shorter cache TTL for this channel; null inherits"},
           "keys": {"type": "array", "description": "store channels: UpstreamKey objects; config channels: {masked} only", "items": {"type": "object"}},
           "created_at_ms": {"type": "integer"},
           "updated_at_ms": {"type": "integer"}
@@ -542,7 +545,10 @@ constexpr std::string_view kDocument = R"json({
           "tpm": {"type": ["integer", "null"], "minimum": 1},
           "max_concurrent": {"type": ["integer", "null"], "minimum": 1},
           "key_rpm": {"type": ["integer", "null"], "minimum": 1},
-          "key_tpm": {"type": ["integer", "null"], "minimum": 1}
+          "key_tpm": {"type": ["integer", "null"], "minimum": 1},
+          "screening": {"type": ["string", "null"], "enum": ["off", "log", "warn", "block", null]},
+          "cache": {"type": ["boolean", "null"]},
+          "cache_ttl_ms": {"type": ["integer", "null"], "minimum": 1, "maximum": 31536000000}
         }
       },
       "ChannelCreate": {"allOf": [{"$ref": "#/components/schemas/ChannelUpdate"}, {"required": ["name", "type", "base_url", "models"]}]},

@@ -68,6 +68,10 @@ bool channelFromStore(const store::Channel& c, const std::vector<store::Upstream
     out.key_rpm = jsonInt(o, "key_rpm");
     out.key_tpm = jsonInt(o, "key_tpm");
   }
+  const auto overrides = pipeline::readProtectOverrides(c.settings);
+  out.screening = overrides.screening;
+  out.cache = overrides.cache;
+  out.cache_ttl = overrides.cache_ttl;
   out.store_id = c.id;
   for (const auto& k : keys) {
     if (k.channel_id != c.id) continue;

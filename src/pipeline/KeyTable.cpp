@@ -9,6 +9,20 @@
 
 namespace sluice::pipeline {
 
+ProtectOverrides readProtectOverrides(std::string_view settingsJson) {
+  ProtectOverrides out;
+  boost::system::error_code ec;
+  const boost::json::value st = boost::json::parse(settingsJson, ec);
+  if (ec || !st.is_object()) return out;
+  const auto& o = st.as_object();
+  if (const auto* v = o.if_contains("screening"); v && v->is_string()) out.screening = config::parseScreenAction(v->as_string());
+  if (const auto* v = o.if_contains("cache"); v && v->is_bool()) out.cache = v->as_bool();
+  if (const auto* v = o.if_contains("cache_ttl_ms"); v && v->is_int64() && v->as_int64() > 0)
+    out.cache_ttl = std::chrono::milliseconds(v->as_int64());
+  return out;
+}
+
+
 bool VirtualKeyEntry::allowsModel(std::string_view model) const {
   if (allowed_models.empty()) return true;
   for (const auto& m : allowed_models)
@@ -35,16 +49,10 @@ KeyTable::KeyTable(const std::vector<store::VirtualKey>& keys) {
     e->expires_at_ms = k.expires_at_ms;
     e->revoked = k.revoked_at_ms.has_value();
     {
-      boost::system::error_code ec;
-      boost::json::value st = boost::json::parse(k.settings, ec);
-      if (!ec && st.is_object()) {
-        const auto& o = st.as_object();
-        if (const auto* v = o.if_contains("screening"); v && v->is_string())
-          e->screening = config::parseScreenAction(v->as_string());
-        if (const auto* v = o.if_contains("cache"); v && v->is_bool()) e->cache = v->as_bool();
-        if (const auto* v = o.if_contains("cache_ttl_ms"); v && v->is_int64() && v->as_int64() > 0)
-          e->cache_ttl = std::chrono::milliseconds(v->as_int64());
-      }
+      auto o = readProtectOverrides(k.settings);
+      e->screening = o.screening;
+      e->cache = o.cache;
+      e->cache_ttl = o.cache_ttl;
     }
     e->subject.id = "vk:" + std::to_string(k.id);
     auto& s = e->subject.spec;

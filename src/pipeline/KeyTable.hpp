@@ -16,6 +16,15 @@
 
 namespace sluice::pipeline {
 
+// The protect-stage overrides a virtual key or a store channel keeps in its settings JSON
+// ("screening": off|log|warn|block, "cache": bool, "cache_ttl_ms": > 0); anything else is unset.
+struct ProtectOverrides {
+  std::optional<config::ScreenAction> screening;
+  std::optional<bool> cache;
+  std::optional<std::chrono::milliseconds> cache_ttl;
+};
+ProtectOverrides readProtectOverrides(std::string_view settingsJson);
+
 struct VirtualKeyEntry {
   std::int64_t id = 0;
   std::string name;
