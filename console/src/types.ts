@@ -82,6 +82,9 @@ export interface Channel {
   max_concurrent?: number | null;
   key_rpm?: number | null;
   key_tpm?: number | null;
+  screening?: 'off' | 'log' | 'warn' | 'block' | null;  // null: the gateway's screening.action
+  cache?: boolean | null;  // null: the gateway's cache.enabled
+  cache_ttl_ms?: number | null;
   keys: Array<Partial<UpstreamKey> & { masked?: string | null }>;
   line?: number;
 }

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, ApiError, errorText } from '../api';
 import { fmtInt, fmtMs, fmtRelative, fmtTime, splitList } from '../format';
+import { PROTECT_PARAMS, ProtectFields, protectBody, protectForm, ProtectProps, type ProtectForm } from '../protect';
 import type { Channel, KeyHealth, ProbeResult, UpstreamKey } from '../types';
 import {
   ActionButton, Badge, describedBy, Empty, ErrorBox, Field, fieldError, InlineError, Loading, PageHeader,
@@ -126,6 +127,7 @@ function ChannelCard({ channel: ch, health, onChange }: { channel: Channel; heal
           {ch.model_map && Object.keys(ch.model_map).length > 0 && (
             <div><dt>Model map</dt><dd>{Object.entries(ch.model_map).map(([a, b]) => <code key={a} class="chip">{a} → {b}</code>)}</dd></div>
           )}
+          <ProtectProps o={ch} testid="channel" />
           {ch.headers && Object.keys(ch.headers).length > 0 && (
             <div><dt>Headers</dt><dd>{Object.entries(ch.headers).map(([a, b]) => <code key={a} class="chip">{a}: {b}</code>)}</dd></div>
           )}
@@ -344,6 +346,7 @@ interface FormState {
   model_map: string;
   headers: string;
   limits: Record<LimitName, string>;
+  protect: ProtectForm;
   first_key: string;
 }
 
@@ -360,6 +363,7 @@ function toForm(ch?: Channel): FormState {
     model_map: Object.entries(ch?.model_map ?? {}).map(([a, b]) => `${a}=${b}`).join('\n'),
     headers: Object.entries(ch?.headers ?? {}).map(([a, b]) => `${a}: ${b}`).join('\n'),
     limits: Object.fromEntries(LIMITS.map(([k]) => [k, ch?.[k] != null ? String(ch[k]) : ''])) as Record<LimitName, string>,
+    protect: protectForm(ch),
     first_key: '',
   };
 }
@@ -405,6 +409,7 @@ function ChannelForm({ channel, onDone, onCancel }: { channel?: Channel; onDone:
         enabled: f.enabled,
       };
       for (const [k] of LIMITS) body[k] = intOrNull(f.limits[k], k);
+      Object.assign(body, protectBody(f.protect));
       if (f.type === 'azure' || f.api_version) body.api_version = f.api_version.trim() || null;
       const mm = parsePairs(f.model_map, '=', 'Model map');
       body.model_map = Object.keys(mm).length ? mm : null;
@@ -417,6 +422,7 @@ function ChannelForm({ channel, onDone, onCancel }: { channel?: Channel; onDone:
           priority: channel.priority, weight: channel.weight, enabled: channel.enabled,
           api_version: channel.api_version ?? null, model_map: channel.model_map && Object.keys(channel.model_map).length ? channel.model_map : null,
           ...Object.fromEntries(LIMITS.map(([k]) => [k, channel[k] ?? null])),
+          ...protectBody(protectForm(channel)),
         };
         for (const k of Object.keys(body)) {
           if (k !== 'headers' && JSON.stringify(body[k]) === JSON.stringify(before[k])) delete body[k];
@@ -425,7 +431,7 @@ function ChannelForm({ channel, onDone, onCancel }: { channel?: Channel; onDone:
       } else {
         if (body.api_version === null) delete body.api_version;
         if (body.model_map === null) delete body.model_map;
-        for (const [k] of LIMITS) if (body[k] === null) delete body[k];
+        for (const k of [...LIMITS.map(([l]) => l), ...PROTECT_PARAMS]) if (body[k] === null) delete body[k];
         const created = await api<Channel>('/channels', { method: 'POST', body });
         if (f.first_key.trim()) {
           try {
@@ -452,7 +458,7 @@ function ChannelForm({ channel, onDone, onCancel }: { channel?: Channel; onDone:
         aria-describedby={describedBy(`${base}-${k}`, hint, fe(k))} aria-invalid={!!fe(k)} {...extra} />
     </Field>
   );
-  const unmatched = error && !['name', 'type', 'base_url', 'models', 'priority', 'weight', 'enabled', 'api_version', 'model_map', 'headers', ...LIMITS.map(([k]) => k)].some((p) => fe(p));
+  const unmatched = error && !['name', 'type', 'base_url', 'models', 'priority', 'weight', 'enabled', 'api_version', 'model_map', 'headers', ...LIMITS.map(([k]) => k), ...PROTECT_PARAMS].some((p) => fe(p));
 
   return (
     <form class="form card" onSubmit={submit} aria-label={channel ? `Edit channel ${channel.name}` : 'New channel'} data-testid="channel-form">
@@ -485,6 +491,7 @@ function ChannelForm({ channel, onDone, onCancel }: { channel?: Channel; onDone:
               aria-describedby={describedBy(`${base}-${k}`, 'h', fe(k))} />
           </Field>
         ))}
+        <ProtectFields base={base} value={f.protect} onChange={(v) => set('protect', v)} error={fe} what="this channel" />
         {(f.type === 'azure' || f.api_version) && text('api_version', 'API version', 'Azure api-version, e.g. 2024-10-21')}
         <Field id={`${base}-model_map`} label="Model map" hint="One per line: client-name=upstream-name" error={fe('model_map')} wide>
           <textarea id={`${base}-model_map`} rows={2} value={f.model_map} onInput={(e) => set('model_map', e.currentTarget.value)}

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, ApiError } from '../api';
 import { fmtCompact, fmtInt, fmtRelative, fmtTime, fmtUsd, fromLocalInput, splitList, toLocalInput } from '../format';
+import { PROTECT_PARAMS, ProtectFields, protectBody, protectForm, ProtectProps, type ProtectForm } from '../protect';
 import type { Channel, UsagePage, VirtualKey } from '../types';
 import {
   ActionButton, Badge, CopyButton, describedBy, Empty, ErrorBox, Field, fieldError, InlineError, Loading, PageHeader,
@@ -18,19 +19,6 @@ const LIMITS = [
   ['tpm', 'Tokens per minute'],
   ['max_concurrent', 'Max concurrent'],
 ] as const;
-const SCREENING = [
-  ['', 'Gateway default'],
-  ['off', 'Off'],
-  ['log', 'Log: count it'],
-  ['warn', 'Warn: add a header'],
-  ['block', 'Block: refuse with 400'],
-] as const;
-const CACHE = [
-  ['', 'Gateway default'],
-  ['on', 'On'],
-  ['off', 'Off'],
-] as const;
-
 const BUDGETS = [
   ['budget_daily_usd', 'Daily budget (USD)', 'day_usd'],
   ['budget_monthly_usd', 'Monthly budget (USD)', 'month_usd'],
@@ -168,8 +156,7 @@ function KeyCard({ k, channels, usage, onChange }: {
             <div><dt>Models</dt><dd>{k.allowed_models.length ? k.allowed_models.map((m) => <code key={m} class="chip">{m}</code>) : 'every model'}</dd></div>
             <div><dt>Channels</dt><dd>{k.allowed_channels.length ? k.allowed_channels.map((m) => <code key={m} class="chip">{m}</code>) : 'every channel'}</dd></div>
             <div><dt>Limits</dt><dd>{limits.length ? limits.map(([f, label]) => <span key={f} class="chip">{label}: {fmtInt(k[f])}</span>) : 'none'}</dd></div>
-            <div><dt>Screening</dt><dd data-testid="key-screening">{k.screening ?? 'gateway default'}</dd></div>
-            <div><dt>Cache</dt><dd data-testid="key-cache">{k.cache === null || k.cache === undefined ? 'gateway default' : k.cache ? 'on' : 'off'}</dd></div>
+            <ProtectProps o={k} testid="key" />
             <div><dt>Expires</dt><dd>{k.expires_at_ms ? <span title={fmtTime(k.expires_at_ms)}>{fmtTime(k.expires_at_ms)} ({fmtRelative(k.expires_at_ms)})</span> : 'never'}</dd></div>
             <div><dt>Created</dt><dd>{fmtTime(k.created_at_ms)}</dd></div>
             <div><dt>Last 30 days</dt><dd data-testid="key-usage">{usage ? `${fmtInt(usage.requests)} requests · ${fmtCompact(usage.tokens)} tokens` : 'no requests'}</dd></div>
@@ -196,8 +183,7 @@ interface FormState {
   budget_monthly_usd: string;
   budget_total_usd: string;
   expires: string;
-  screening: string;  // '' inherits
-  cache: string;      // '', 'on' or 'off'
+  protect: ProtectForm;
 }
 
 function toForm(k?: VirtualKey): FormState {
@@ -209,8 +195,7 @@ function toForm(k?: VirtualKey): FormState {
     rpm: s(k?.rpm), tpm: s(k?.tpm), max_concurrent: s(k?.max_concurrent),
     budget_daily_usd: s(k?.budget_daily_usd), budget_monthly_usd: s(k?.budget_monthly_usd), budget_total_usd: s(k?.budget_total_usd),
     expires: toLocalInput(k?.expires_at_ms),
-    screening: k?.screening ?? '',
-    cache: k?.cache === null || k?.cache === undefined ? '' : k.cache ? 'on' : 'off',
+    protect: protectForm(k),
   };
 }
 
@@ -247,8 +232,7 @@ function KeyForm({ k, channels, onSaved, onCancel }: {
       const exp = fromLocalInput(f.expires);
       if (f.expires && exp === null) throw new ApiError(0, 'expiry is not a valid date', 'expires_at_ms');
       body.expires_at_ms = exp;
-      body.screening = f.screening || null;
-      body.cache = f.cache === '' ? null : f.cache === 'on';
+      Object.assign(body, protectBody(f.protect));
       if (k) {
         const before = toForm(k);
         if (f.name === before.name) delete body.name;
@@ -256,8 +240,7 @@ function KeyForm({ k, channels, onSaved, onCancel }: {
         if (JSON.stringify(f.allowed_channels) === JSON.stringify(before.allowed_channels)) delete body.allowed_channels;
         for (const [p] of [...LIMITS, ...BUDGETS]) if (f[p] === before[p]) delete body[p];
         if (f.expires === before.expires) delete body.expires_at_ms;
-        if (f.screening === before.screening) delete body.screening;
-        if (f.cache === before.cache) delete body.cache;
+        for (const p of PROTECT_PARAMS) if (f.protect[p] === before.protect[p]) delete body[p];
         await api(`/keys/${k.id}`, { method: 'PATCH', body });
         await onSaved();
       } else {
@@ -273,7 +256,7 @@ function KeyForm({ k, channels, onSaved, onCancel }: {
   };
 
   const fe = (p: string) => fieldError(error, p);
-  const known = ['name', 'allowed_models', 'allowed_channels', 'expires_at_ms', 'expires_at', 'screening', 'cache', ...LIMITS.map(([p]) => p), ...BUDGETS.map(([p]) => p)];
+  const known = ['name', 'allowed_models', 'allowed_channels', 'expires_at_ms', 'expires_at', ...PROTECT_PARAMS, ...LIMITS.map(([p]) => p), ...BUDGETS.map(([p]) => p)];
   const numField = (p: keyof FormState & string, label: string, integer: boolean, hint: string) => (
     <Field key={p} id={`${base}-${p}`} label={label} hint={hint} error={fe(p)}>
       <input id={`${base}-${p}`} name={p} type="number" min={integer ? 1 : 0} step={integer ? 1 : 'any'} value={f[p] as string}
@@ -300,18 +283,7 @@ function KeyForm({ k, channels, onSaved, onCancel }: {
             onInput={(e) => set('expires', e.currentTarget.value)}
             aria-describedby={describedBy(`${base}-expires`, 'h', fe('expires_at_ms') ?? fe('expires_at'))} />
         </Field>
-        <Field id={`${base}-screening`} label="Prompt screening" error={fe('screening')} hint="What a prompt the detector flags does on this key">
-          <select id={`${base}-screening`} name="screening" value={f.screening} onChange={(e) => set('screening', e.currentTarget.value)}
-            aria-describedby={describedBy(`${base}-screening`, 'h', fe('screening'))} aria-invalid={!!fe('screening')}>
-            {SCREENING.map(([v, label]) => <option key={v} value={v}>{label}</option>)}
-          </select>
-        </Field>
-        <Field id={`${base}-cache`} label="Response cache" error={fe('cache')} hint="Exact-match cache for this key's requests">
-          <select id={`${base}-cache`} name="cache" value={f.cache} onChange={(e) => set('cache', e.currentTarget.value)}
-            aria-describedby={describedBy(`${base}-cache`, 'h', fe('cache'))} aria-invalid={!!fe('cache')}>
-            {CACHE.map(([v, label]) => <option key={v} value={v}>{label}</option>)}
-          </select>
-        </Field>
+        <ProtectFields base={base} value={f.protect} onChange={(v) => set('protect', v)} error={fe} what="this key" />
         <fieldset class="field field-wide checks">
           <legend>Allowed channels <small class="hint">(none ticked: every channel)</small></legend>
           {allChannels.length === 0 && <span class="muted">No channels to choose from.</span>}
