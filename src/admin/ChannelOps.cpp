@@ -183,7 +183,7 @@ json::object channelJson(const store::Channel& ch, json::array keys) {
   json::value models = json::parse(ch.models, ec);
   if (ec) models = json::array{};
   const json::object settings = parsedObject(ch.settings);
-  auto setting = [&settings](std::string_view name, json::value dflt) {
+  auto setting = [&settings](std::string_view name, const json::value& dflt) {
     const auto* v = settings.if_contains(name);
     return v ? *v : dflt;
   };
