@@ -304,12 +304,6 @@ class RestoringChatTap final : public StreamTap {
       return;
     }
     if (spliceContent(ev, out)) return;
-    // A token starts "[[": an event can only hold a piece of one if it has "[[" or a '[' that
-    // ends a string ('[' then '"'), or if a restorer still holds the start of one.
-    if (findBytes(data, "[[") == std::string_view::npos && findBytes(data, "[\"") == std::string_view::npos && !holding()) {
-      out.append(ev);
-      return;
-    }
     boost::system::error_code ec;
     json::value v = json::parse(data, ec);
     if (ec || !v.is_object()) {

@@ -156,6 +156,27 @@ TEST(RestoringChatTap, ATokenSpelledWithUnicodeEscapesIsRestored) {
   }
 }
 
+// The same in tool-call arguments (an event the content splice does not take): decoded too.
+TEST(RestoringChatTap, ATokenSpelledWithUnicodeEscapesInToolArgumentsIsRestored) {
+  const Fixture f;
+  const auto at = f.redacted.find("[[sluice:EMAIL");
+  const auto end = f.redacted.find("]]", at) + 2;
+  const std::string escaped = "\\u005b\\u005b" + f.redacted.substr(at + 2, end - at - 2);
+  const std::string ev =
+      "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1796000000,"
+      "\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+      "\"function\":{\"arguments\":\"{\\\"to\\\":\\\"" + escaped + "\\\"}\"}}]},\"finish_reason\":null}]}\n\n";
+  ASSERT_TRUE(json::parse(std::string_view(ev).substr(6)).is_object()) << ev;
+  auto tap = makeRestoringChatTap(false, f.cipher, std::make_shared<redact::RestoreStats>(), f.memo);
+  std::string out;
+  ASSERT_TRUE(tap->feed(ev, out));
+  ASSERT_TRUE(tap->feed("data: [DONE]\n\n", out));
+  tap->finish(out);
+  const json::value v = json::parse(std::string_view(out).substr(6, out.find("\n\n") - 6));
+  const auto& args = v.at("choices").at(0).at("delta").at("tool_calls").at(0).at("function").at("arguments").as_string();
+  EXPECT_EQ(json::parse(args).at("to").as_string(), "maria.santos@example.com") << out;
+}
+
 // The stream ends ([DONE], no finish chunk) while the start of a token is held: the held bytes go
 // out in a chunk of their own, with the stream's id, created and model.
 TEST(RestoringChatTap, BytesHeldAtTheEndGoOutInAChunkOfTheirOwn) {
