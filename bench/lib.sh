@@ -85,23 +85,18 @@ cpu_s() {
   done
   awk -v t="$t" -v hz="$CLK_TCK" 'BEGIN { printf "%.3f", t / hz }'
 }
-# hwm_kb PID...: summed VmHWM (peak resident set) in kB
-hwm_kb() {
-  local t=0 p v
+# status_kb FIELD PID...: a /proc/PID/status field in kB, summed over the processes
+status_kb() {
+  local field=$1 t=0 p v
+  shift
   for p in "$@"; do
-    v=$(awk '/^VmHWM:/ {print $2}' "/proc/$p/status" 2>/dev/null) || v=0
+    v=$(awk -v f="$field:" '$1 == f {print $2}' "/proc/$p/status" 2>/dev/null) || v=0
     t=$((t + ${v:-0}))
   done
   echo "$t"
 }
-rss_kb() {
-  local t=0 p v
-  for p in "$@"; do
-    v=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null) || v=0
-    t=$((t + ${v:-0}))
-  done
-  echo "$t"
-}
+hwm_kb() { status_kb VmHWM "$@"; }  # peak resident set
+rss_kb() { status_kb VmRSS "$@"; }
 sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
 # machine_cpu_s: CPU seconds the whole machine has spent busy (all cores, all processes,
 # the kernel's own threads included), from /proc/stat

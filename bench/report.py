@@ -30,6 +30,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import sys
 
 BEGIN = "<!-- bench:begin (written by bench/report.py; edit outside the markers) -->"
@@ -882,8 +883,7 @@ def build_protect(runs, sanity, counters, fill, cache_checks, meta, micro=None):
                     if k in offs and offs[k]["result"].get("rps"))
         if not rs:
             return ""
-        med = rs[len(rs) // 2] if len(rs) % 2 else (rs[len(rs) // 2 - 1] + rs[len(rs) // 2]) / 2
-        return f"; per segment: median {med:.2f}x, {rs[0]:.2f}x to {rs[-1]:.2f}x"
+        return f"; per segment: median {statistics.median(rs):.2f}x, {rs[0]:.2f}x to {rs[-1]:.2f}x"
 
     checks = []
     if off and on and off.rps and on.rps:

@@ -12,7 +12,6 @@
 #endif
 #include <map>
 #include <optional>
-#include <vector>
 
 #include "providers/CodecUtil.hpp"
 #include "redact/Restorer.hpp"
@@ -460,12 +459,11 @@ class RestoringChatTap final : public StreamTap {
       rememberMetaRaw(shapeSuffix_);
       rememberMetaRaw(shapePrefix_);
     }
-    std::map<std::int64_t, json::object> deltas;
-    std::vector<std::int64_t> held;
+    std::map<std::int64_t, json::object> deltas;  // one per choice with held bytes
     forEach([&](Key k, redact::Restorer& r) {
-      if (r.heldBytes() > 0) held.push_back(k.first);
+      if (r.heldBytes() > 0) deltas[k.first];
     });
-    for (const auto idx : held) flushInto(idx, deltas[idx]);
+    for (auto& [idx, delta] : deltas) flushInto(idx, delta);
     json::array choices;
     for (auto& [idx, delta] : deltas)
       choices.push_back(json::object{{"index", idx}, {"delta", std::move(delta)}, {"finish_reason", nullptr}});

@@ -82,7 +82,6 @@ constexpr ByteTables makeByteTables() {
 }
 inline constexpr ByteTables kByteTables = makeByteTables();
 
-
 template <class Emit>
 class Extractor {
  public:

@@ -33,7 +33,7 @@ struct Redaction {
 class Redactor {
  public:
   // cipher may be null (no redaction key configured): `encrypt` rules then mask. Values longer
-  // than kMaxSealedValue are masked too. Both pointers must outlive the Redactor.
+  // than kMaxSealedValue are masked too. cipher and memo must outlive the Redactor.
   // memo (optional, per request): every token sealed is added to it with its value, for the
   // Restorers of the answer (Restorer.hpp).
   Redactor(std::shared_ptr<const RuleSet> rules, const TokenCipher* cipher, SealMemo* memo = nullptr)

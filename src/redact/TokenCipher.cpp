@@ -130,8 +130,8 @@ void dbl(Block& b) {
   b[15] = static_cast<unsigned char>((b[15] << 1) ^ (carry ? 0x87 : 0));
 }
 
-void xorInto(unsigned char* b, const unsigned char* x, std::size_t n = 16) {
-  for (std::size_t i = 0; i < n; ++i) b[i] ^= x[i];
+void xorInto(unsigned char* b, const unsigned char* x) {  // one block
+  for (std::size_t i = 0; i < 16; ++i) b[i] ^= x[i];
 }
 
 // AES-256 of n bytes (whole blocks) under the context's key; in and out may be the same buffer.

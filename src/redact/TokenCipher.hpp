@@ -71,7 +71,7 @@ class TokenCipher {
  public:
   // keyMaterial: at least 16 bytes of secret (32 random bytes recommended), e.g. from
   // SLUICE_REDACT_KEY; scope: any string, e.g. the virtual key id. Throws std::invalid_argument
-  // on short key material, std::runtime_error if OpenSSL lacks CMAC or AES-256-CTR.
+  // on short key material, std::runtime_error if OpenSSL lacks AES-256-ECB.
   TokenCipher(std::string_view keyMaterial, std::string_view scope);
   ~TokenCipher();
   TokenCipher(const TokenCipher&) = delete;
