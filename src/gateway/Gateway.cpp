@@ -360,7 +360,7 @@ class Gateway {
     auto q = target.find('?');
     ctx.path = std::string(target.substr(0, q));
     if (q != std::string_view::npos) ctx.query = std::string(target.substr(q + 1));
-    ctx.remote = std::string(r.remote());
+    ctx.remote = http::clientAddress(snap->cfg->server.trusted_proxies, r.remote(), req);  // behind proxies: their client
 
     RequestRecord rec;
     auto& reg = metrics::registry();
