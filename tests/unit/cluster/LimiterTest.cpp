@@ -44,7 +44,8 @@ std::int64_t nowMs() {
 class LimiterTest : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
-    if (GetParam() == Backend::Redis && testing::sharedRedisUrl().empty()) GTEST_SKIP() << testing::kNoRedis;
+    if (GetParam() == Backend::Redis) testing::requireRedis();
+    if (IsSkipped() || HasFatalFailure()) return;
     prefix_ = testing::uniquePrefix();
   }
 
@@ -379,7 +380,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, LimiterTest, ::testing::Values(Backend::Local
 class LimiterRedisTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (testing::sharedRedisUrl().empty()) GTEST_SKIP() << testing::kNoRedis;
+    testing::requireRedis();
   }
   net::io_context ioc_;
 };
