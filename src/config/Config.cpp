@@ -666,7 +666,7 @@ class Loader {
       std::string why;
       if (text.empty()) fail(item, item_path + ": expected an IP address or CIDR such as \"10.0.0.0/8\" or \"::1\"");
       auto cidr = http::parseCidr(text, why);
-      if (!cidr) fail(item, item_path + ": " + quote(text) + " is not an IP address or CIDR: " + why);
+      if (!cidr) fail(item, fmt::format("{}: {} is not an IP address or CIDR: {}", item_path, quote(text), why));
       cidrs.push_back(*cidr);
     }
     return http::TrustedProxies(std::move(cidrs));
