@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs every suite against the binaries in BUILD (default: build):
 #   unit (GoogleTest via ctest), integration (real processes on loopback, node:test),
-#   e2e (the official npm SDKs as clients). Fails if any suite fails; skips none.
+#   e2e (the official npm SDKs as clients), the console in headless Chromium, fuzz.
+# Fails if any suite fails. No test skips itself: a missing prerequisite (PostgreSQL, Redis,
+# the npm packages, an embedded console) is a failure, so everything a test needs is set up
+# here first: the npm packages before any suite, the databases around the suites that use them.
 set -uo pipefail
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -15,10 +18,10 @@ run() {
   if "$@"; then summary+=("$name: ok"); else summary+=("$name: FAILED"); status=1; fi
 }
 
-run unit tests/scripts/with-postgres.sh tests/scripts/with-redis.sh ctest --test-dir "$BUILD" --output-on-failure -j2
-run integration tests/scripts/with-postgres.sh node --test --test-reporter=spec tests/integration/
-# The SDKs (tests/e2e) and the coding agents (tests/e2e/agents) are separate npm packages:
-# each is installed from its lockfile when missing or stale.
+# The SDKs (tests/e2e), the coding agents (tests/e2e/agents) and the console driver
+# (tests/e2e/console) are separate npm packages, each installed from its lockfile when missing or
+# stale, before any suite: an integration test (cache.test.mjs) reads a stream through the
+# openai SDK of tests/e2e.
 npm_ready() {
   local dir=$1
   if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
@@ -28,6 +31,10 @@ npm_ready() {
 npm_ready tests/e2e
 npm_ready tests/e2e/agents
 npm_ready tests/e2e/console
+
+run unit tests/scripts/with-postgres.sh tests/scripts/with-redis.sh ctest --test-dir "$BUILD" --output-on-failure -j2
+# Integration tests that need Redis (cluster, health) start and stop redis-servers of their own.
+run integration tests/scripts/with-postgres.sh node --test --test-reporter=spec tests/integration/
 run e2e node --test --test-reporter=spec tests/e2e/*.test.mjs tests/e2e/agents/
 # The web console in headless Chromium (screenshots in tests/e2e/console/artifacts/).
 run console node --test --test-reporter=spec tests/e2e/console/

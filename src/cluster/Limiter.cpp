@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <limits>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include "cluster/Redis.hpp"
@@ -602,6 +604,38 @@ struct Limiter::Impl {
     where = ep.host + ":" + std::to_string(ep.port);
     redis = std::make_unique<RedisAsyncClient>(ep, opt.redis_timeout);
     sync = std::make_unique<RedisSyncClient>(ep, opt.redis_timeout);
+    if (opt.probe_interval.count() > 0) {
+      prober = std::make_unique<RedisSyncClient>(ep, opt.probe_timeout);
+      probe_thread = std::thread([this] { probeLoop(); });
+    }
+  }
+  ~Impl() {
+    if (!probe_thread.joinable()) return;
+    {
+      std::lock_guard lock(probe_mu);
+      probe_stopping = true;
+    }
+    probe_cv.notify_all();
+    probe_thread.join();
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  // Off the workers: a PING each probe_interval marks Redis up or down, so the gauge is right
+  // within about a second even when no limited request comes.
+  void probeLoop() {
+    std::unique_lock lock(probe_mu);
+    while (!probe_stopping) {
+      lock.unlock();
+      auto r = prober->command({"PING"});
+      if (r.ok() && !r.reply.isError()) {
+        markUp();
+      } else {
+        markDown("PING: " + replyProblem(r));
+      }
+      lock.lock();
+      probe_cv.wait_for(lock, opt.probe_interval, [this] { return probe_stopping; });
+    }
   }
 
   std::string base(const std::string& subject_id) const { return opt.key_prefix + "lim:{" + subject_id + "}"; }
@@ -648,6 +682,7 @@ struct Limiter::Impl {
   std::string where;
   std::unique_ptr<RedisAsyncClient> redis;
   std::unique_ptr<RedisSyncClient> sync;
+  std::unique_ptr<RedisSyncClient> prober;  // the probe thread's own connection
   std::atomic<bool> up{true};
   std::atomic<Ms> retry_at{0};
   std::atomic<std::uint64_t> fallbacks{0};
@@ -657,6 +692,11 @@ struct Limiter::Impl {
   std::unordered_map<std::string, Ms> charged_locally;  // subject id '\n' request id -> lease end
   std::atomic<std::size_t> charged_locally_n{0};
   std::size_t prune_at = 64;
+
+  std::mutex probe_mu;
+  std::condition_variable probe_cv;
+  bool probe_stopping = false;  // under probe_mu
+  std::thread probe_thread;     // last: started in the constructor, joined in the destructor
 };
 
 Limiter::Limiter(Options options) : impl_(std::make_unique<Impl>(std::move(options))) {}

@@ -46,9 +46,9 @@ constexpr std::array<std::string_view, 5> kRuleKeys = {"name", "pattern", "actio
 constexpr std::array<std::string_view, 4> kScreeningKeys = {"action", "threshold", "deny", "model"};
 constexpr std::array<std::string_view, 5> kGuardrailKeys = {"url", "timeout", "on_failure", "review_response",
                                                             "headers"};
-constexpr std::array<std::string_view, 7> kServerKeys = {
+constexpr std::array<std::string_view, 8> kServerKeys = {
     "listen",         "workers",           "max_body_bytes", "max_header_bytes",
-    "header_timeout", "keepalive_timeout", "shutdown_grace"};
+    "header_timeout", "keepalive_timeout", "shutdown_grace", "trusted_proxies"};
 constexpr std::array<std::string_view, 1> kAuthKeys = {"master_key"};
 constexpr std::array<std::string_view, 1> kUrlKeys = {"url"};
 constexpr std::array<std::string_view, 6> kStoreKeys = {"url",        "request_logs",       "log_retention_days",
@@ -651,8 +651,25 @@ class Loader {
         s.keepalive_timeout = duration(v, path, false);
       } else if (key == "shutdown_grace") {
         s.shutdown_grace = duration(v, path, true);
+      } else if (key == "trusted_proxies") {
+        s.trusted_proxies = trustedProxies(v, path);
       }
     });
+  }
+
+  // Parsed here, once per snapshot: requests only compare bytes.
+  http::TrustedProxies trustedProxies(const YAML::Node& node, const std::string& path) {
+    std::vector<http::Cidr> cidrs;
+    std::size_t i = 0;
+    for (const auto& [text, item] : stringList(node, path)) {
+      const std::string item_path = path + "[" + std::to_string(i++) + "]";
+      std::string why;
+      if (text.empty()) fail(item, item_path + ": expected an IP address or CIDR such as \"10.0.0.0/8\" or \"::1\"");
+      auto cidr = http::parseCidr(text, why);
+      if (!cidr) fail(item, fmt::format("{}: {} is not an IP address or CIDR: {}", item_path, quote(text), why));
+      cidrs.push_back(*cidr);
+    }
+    return http::TrustedProxies(std::move(cidrs));
   }
 
   void routing(const YAML::Node& node, RoutingConfig& r) {
@@ -958,6 +975,11 @@ std::string describeConfig(const Config& c) {
   e << YAML::Key << "header_timeout" << YAML::Value << formatDuration(c.server.header_timeout);
   e << YAML::Key << "keepalive_timeout" << YAML::Value << formatDuration(c.server.keepalive_timeout);
   e << YAML::Key << "shutdown_grace" << YAML::Value << formatDuration(c.server.shutdown_grace);
+  if (!c.server.trusted_proxies.empty()) {
+    e << YAML::Key << "trusted_proxies" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto& cidr : c.server.trusted_proxies.cidrs()) e << cidr.text();
+    e << YAML::EndSeq;
+  }
   e << YAML::EndMap;
   e << YAML::Key << "auth" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "master_key" << YAML::Value << YAML::DoubleQuoted << maskSecret(c.auth.master_key);

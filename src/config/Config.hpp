@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "http/ClientAddress.hpp"
+
 namespace sluice::config {
 
 using Millis = std::chrono::milliseconds;
@@ -23,6 +25,8 @@ struct ServerConfig {
   Millis header_timeout{10'000};   // whole request header must arrive within this once started
   Millis keepalive_timeout{75'000};  // idle keep-alive connections are closed after this
   Millis shutdown_grace{15'000};   // in-flight requests get this long after SIGTERM
+  // Peers whose X-Forwarded-For / Forwarded headers name the client (see http/ClientAddress).
+  http::TrustedProxies trusted_proxies;
 };
 
 struct AuthConfig {

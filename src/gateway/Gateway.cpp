@@ -45,6 +45,7 @@
 #include "routing/Router.hpp"
 #include "store/LogWriter.hpp"
 #include "store/Store.hpp"
+#include "store/StoreProbe.hpp"
 #include "upstream/Client.hpp"
 
 namespace sluice::gateway {
@@ -149,7 +150,8 @@ class Gateway {
         access_(STDOUT_FILENO),
         limiter_(cluster::Limiter::Options{cfg->redis.url}),
         cache_(makeCache(*cfg)),
-        control_(std::make_unique<ControlPlane>(cfg, limiter_, healthRegistry())) {
+        control_(std::make_unique<ControlPlane>(cfg, limiter_, healthRegistry())),
+        store_probe_(cfg->store.url) {
     admin_ = std::make_unique<admin::AdminApi>(cfg->store.url);
     admin_->setConfigSource([this] { return control_->fileConfig(); });
     admin_->onChange([this] { control_->refreshNowAndWait(); });
@@ -360,7 +362,7 @@ class Gateway {
     auto q = target.find('?');
     ctx.path = std::string(target.substr(0, q));
     if (q != std::string_view::npos) ctx.query = std::string(target.substr(q + 1));
-    ctx.remote = std::string(r.remote());
+    ctx.remote = http::clientAddress(snap->cfg->server.trusted_proxies, r.remote(), req);  // behind proxies: their client
 
     RequestRecord rec;
     auto& reg = metrics::registry();
@@ -474,6 +476,7 @@ class Gateway {
       res.body() = metrics::registry().render([&](std::string& out) {
         renderKeyStates(snap, out);
         limiter_.renderMetrics(out);
+        store_probe_.renderMetrics(out);
         if (cache_) {
           // The backend counts its own lookups and writes (Redis errors count as misses).
           const auto cs = cache_->stats();
@@ -1000,6 +1003,7 @@ class Gateway {
   // Store work the live admin endpoints need, on its own thread.
   net::thread_pool ops_pool_{1};
   std::unique_ptr<store::Store> ops_store_;  // ops_pool_ only
+  store::StoreProbe store_probe_;  // sluice_store_up, from a thread of its own
 
 };
 

@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request}
+mkdir -p "$C"/{stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -182,3 +182,10 @@ printf 'server:\n  listen: 127.0.0.1:8080\nrouting:\n  max_retries: abc\n' >$C/c
 { printf '\x00'
   printf 'POST /v1/embeddings HTTP/1.0\r\nContent-Length: 2000000\r\n\r\n{}'
 } >$C/http_request/too_large
+
+# client_address: [forwarded | v6 peer<<1] + header lines split on \n (the first is also a CIDR)
+printf '\x00198.51.100.7, 10.0.0.2' >$C/client_address/xff_chain
+printf '\x0010.0.0.0/8\n1.1.1.1\n203.0.113.1, 10.0.0.5' >$C/client_address/xff_lines
+printf '\x022001:db8::/32\n[2001:db8::5]:443, ::ffff:10.0.0.9' >$C/client_address/xff_v6
+printf '\x01for=192.0.2.43;proto=https;by=10.0.0.2, for="[2001:db8:cafe::17]:4711"' >$C/client_address/forwarded
+printf '\x01for=unknown, for=_hidden, for="1.2.3.4, for=5.6.7.8"\nFor="192.0.2.1:_p"' >$C/client_address/forwarded_obfuscated

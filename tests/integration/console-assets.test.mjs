@@ -1,8 +1,8 @@
 // The web console served by the gateway itself: index.html at /, hashed assets with their
 // content types, ETag revalidation (304), caching and security headers, and no API path
-// shadowed. A binary built without a console (no console/dist) answers / with a page saying how
-// to build it; the assertions follow what this binary has. To test the embedded case without
-// the real front-end, build with a small fake one and name it here too:
+// shadowed. The binary must embed a console (make build builds console/dist first); the page a
+// binary without one shows at / is checked by the unit tests (tests/unit/console). To test the
+// embedded case without the real front-end, build with a small fake one and name it here too:
 //   cmake -S . -B build -DSLUICE_CONSOLE_DIST=/tmp/fake-dist && cmake --build build
 //   SLUICE_CONSOLE_DIST=/tmp/fake-dist node --test tests/integration/console-assets.test.mjs
 // (every file of that directory is then compared byte for byte with what the gateway serves).
@@ -55,18 +55,17 @@ test('/ answers HTML with the security headers, and HEAD / answers 200 without a
   assert.equal(await index.text(), root.body);
 });
 
-test('without a built console, / says how to build it and nothing else is served', async (t) => {
-  if (built) return t.skip('this binary embeds a console');
-  assert.match(root.body, /make console/);
-  assert.match(root.body, /not built/);
-  assert.equal(root.headers.get('etag'), null);
-  const asset = await get('/assets/index.js');
-  assert.equal(asset.status, 404);
-  assert.match(asset.headers.get('content-type'), /application\/json/, 'the gateway answers, not the console');
+test('a file the console does not have is the gateway\'s 404, not a page', async () => {
+  for (const path of ['/assets/no-such-file.js', '/assets/index.js', '/favicon-nope.ico']) {
+    const res = await get(path);
+    assert.equal(res.status, 404, path);
+    assert.match(res.headers.get('content-type'), /application\/json/, `${path}: the gateway answers, not the console`);
+    assert.equal(res.headers.get('etag'), null, path);
+  }
 });
 
-test('with a built console, index.html and its assets are served with types, validators and caching', async (t) => {
-  if (!built) return t.skip('this binary was built without a console (make console)');
+test('with a built console, index.html and its assets are served with types, validators and caching', async () => {
+  assert.ok(built, 'this binary embeds no console: build it first (make console; make build does)');
   const etag = root.headers.get('etag');
   assert.match(etag, /^"[0-9a-f]{20}"$/);
   const again = await get('/', { 'if-none-match': etag });

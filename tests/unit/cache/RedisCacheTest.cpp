@@ -40,7 +40,8 @@ RedisCacheOptions optionsFor(const std::string& url) {
 
 TEST(RedisCache, StoresSharesAndIsolates) {
   auto url = cluster::testing::sharedRedisUrl();
-  if (url.empty()) GTEST_SKIP() << cluster::testing::kNoRedis;
+  cluster::testing::requireRedis();
+  if (IsSkipped() || HasFatalFailure()) return;
   boost::asio::io_context ioc;
   auto opts = optionsFor(url);
   RedisCache a(opts), b(opts);  // two gateway instances
@@ -60,7 +61,8 @@ TEST(RedisCache, StoresSharesAndIsolates) {
 
 TEST(RedisCache, EntriesExpireInRedis) {
   auto url = cluster::testing::sharedRedisUrl();
-  if (url.empty()) GTEST_SKIP() << cluster::testing::kNoRedis;
+  cluster::testing::requireRedis();
+  if (IsSkipped() || HasFatalFailure()) return;
   boost::asio::io_context ioc;
   RedisCache c(optionsFor(url));
   auto k = keyFor("n", "ttl");
@@ -72,7 +74,8 @@ TEST(RedisCache, EntriesExpireInRedis) {
 
 TEST(RedisCache, DamagedValuesAreMisses) {
   auto url = cluster::testing::sharedRedisUrl();
-  if (url.empty()) GTEST_SKIP() << cluster::testing::kNoRedis;
+  cluster::testing::requireRedis();
+  if (IsSkipped() || HasFatalFailure()) return;
   boost::asio::io_context ioc;
   auto opts = optionsFor(url);
   RedisCache c(opts);

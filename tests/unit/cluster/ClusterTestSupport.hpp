@@ -14,7 +14,9 @@ namespace sluice::cluster::testing {
 
 // SLUICE_TEST_REDIS_URL, or "" when the suite runs without tests/scripts/with-redis.sh.
 std::string sharedRedisUrl();
-constexpr const char* kNoRedis = "SLUICE_TEST_REDIS_URL is unset: run under tests/scripts/with-redis.sh";
+// Without SLUICE_TEST_REDIS_URL: fails the test, or skips it loudly when SLUICE_TEST_NO_REDIS=1
+// asks for that. Call from SetUp() or the test body and return if the test failed or skipped.
+void requireRedis();
 // A key prefix no other test (or earlier run against the same server) uses.
 std::string uniquePrefix();
 // A 127.0.0.1 port nothing listens on (bound, read, released).

@@ -44,7 +44,8 @@ std::int64_t nowMs() {
 class LimiterTest : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
-    if (GetParam() == Backend::Redis && testing::sharedRedisUrl().empty()) GTEST_SKIP() << testing::kNoRedis;
+    if (GetParam() == Backend::Redis) testing::requireRedis();
+    if (IsSkipped() || HasFatalFailure()) return;
     prefix_ = testing::uniquePrefix();
   }
 
@@ -379,7 +380,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, LimiterTest, ::testing::Values(Backend::Local
 class LimiterRedisTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (testing::sharedRedisUrl().empty()) GTEST_SKIP() << testing::kNoRedis;
+    testing::requireRedis();
   }
   net::io_context ioc_;
 };
@@ -470,6 +471,49 @@ TEST_F(LimiterRedisTest, EveryKeyItWritesExpires) {
     auto ttl = redis.command({"PTTL", k.str});
     EXPECT_GT(ttl.reply.integer, 0) << k.str;
   }
+}
+
+// The background probe: sluice_redis_up follows the server with no request at all.
+TEST(LimiterProbeTest, RedisUpFollowsTheServerWithoutTraffic) {
+  testing::RedisProcess server;
+  ASSERT_TRUE(server.start());
+  Limiter::Options o;
+  o.redis_url = server.url();
+  o.probe_interval = 100ms;
+  Limiter l(o);
+  auto waitFor = [&](bool want) {
+    for (int i = 0; i < 600 && l.redisUp() != want; ++i) std::this_thread::sleep_for(50ms);  // generous
+    return l.redisUp() == want;
+  };
+  ASSERT_TRUE(waitFor(true));
+  server.kill();
+  ASSERT_TRUE(waitFor(false)) << "no request came, yet the probe saw Redis go";
+  std::string m;
+  l.renderMetrics(m);
+  EXPECT_NE(m.find("sluice_redis_up 0\n"), std::string::npos) << m;
+  ASSERT_TRUE(server.start());
+  ASSERT_TRUE(waitFor(true)) << "and come back";
+  m.clear();
+  l.renderMetrics(m);
+  EXPECT_NE(m.find("sluice_redis_up 1\n"), std::string::npos) << m;
+}
+
+// Without the probe, the gauge moves only when a limited request finds Redis gone.
+TEST(LimiterProbeTest, WithoutTheProbeOnlyTrafficNotices) {
+  testing::RedisProcess server;
+  ASSERT_TRUE(server.start());
+  Limiter::Options o;
+  o.redis_url = server.url();
+  o.probe_interval = 0ms;
+  Limiter l(o);
+  server.kill();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_TRUE(l.redisUp()) << "nothing asked Redis yet";
+  Subject s{"vk:probe-off", {}};
+  s.spec.rpm = 5;
+  net::io_context ioc;
+  EXPECT_TRUE(runOn(ioc, l.acquire(s, charge("a"))).allowed);
+  EXPECT_FALSE(l.redisUp());
 }
 
 // ---------------------------------------------------------------- without a server

@@ -22,7 +22,8 @@ std::int64_t nowMs() {
 class SharedHealthTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (testing::sharedRedisUrl().empty()) GTEST_SKIP() << testing::kNoRedis;
+    testing::requireRedis();
+    if (IsSkipped() || HasFatalFailure()) return;
     // Key refs of this run only: the server is shared with other tests and earlier runs.
     ref_ = testing::uniquePrefix() + "openai:k1";
   }

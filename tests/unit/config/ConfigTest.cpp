@@ -340,7 +340,47 @@ TEST(ConfigErrors, UnknownKeysListTheValidOnes) {
   f = failure("server:\n  workers: 1\n  listn: 127.0.0.1:1\n");
   EXPECT_EQ(f.what,
             "t.yaml:3:3: unknown key \"listn\" in server (did you mean \"listen\"?); valid keys: listen, "
-            "workers, max_body_bytes, max_header_bytes, header_timeout, keepalive_timeout, shutdown_grace");
+            "workers, max_body_bytes, max_header_bytes, header_timeout, keepalive_timeout, shutdown_grace, "
+            "trusted_proxies");
+}
+
+TEST(ConfigTrustedProxies, ParsedOnceIntoCidrsAndShownBack) {
+  auto c = parse("server:\n  trusted_proxies: [\"10.0.0.0/8\", \"127.0.0.1\", \"2001:db8::/32\", \"::1\"]\n");
+  const auto& t = c->server.trusted_proxies;
+  ASSERT_EQ(t.cidrs().size(), 4u);
+  EXPECT_EQ(t.cidrs()[0].text(), "10.0.0.0/8");
+  EXPECT_EQ(t.cidrs()[1].text(), "127.0.0.1/32");
+  EXPECT_EQ(t.cidrs()[2].text(), "2001:db8::/32");
+  EXPECT_EQ(t.cidrs()[3].text(), "::1/128");
+  EXPECT_TRUE(t.trusts("10.200.0.1"));
+  EXPECT_TRUE(t.trusts("::ffff:127.0.0.1"));
+  EXPECT_FALSE(t.trusts("127.0.0.2"));
+  EXPECT_NE(describeConfig(*c).find("trusted_proxies: [10.0.0.0/8, 127.0.0.1/32, 2001:db8::/32, ::1/128]"),
+            std::string::npos)
+      << describeConfig(*c);
+  EXPECT_TRUE(parse("server:\n  listen: 127.0.0.1:1\n")->server.trusted_proxies.empty());
+  EXPECT_EQ(describeConfig(*parse("server:\n  listen: 127.0.0.1:1\n")).find("trusted_proxies"), std::string::npos);
+}
+
+TEST(ConfigErrors, TrustedProxiesNameTheBadEntryAndItsLine) {
+  auto f = failure("server:\n  trusted_proxies:\n    - 10.0.0.0/8\n    - 10.0.0.300/32\n");
+  EXPECT_EQ(f.what, "t.yaml:4:7: server.trusted_proxies[1]: \"10.0.0.300/32\" is not an IP address or CIDR: "
+                    "not an IPv4 address");
+  f = failure("server:\n  trusted_proxies: [\"10.0.0.0/33\"]\n");
+  EXPECT_EQ(f.line, 2);
+  EXPECT_NE(f.what.find("the prefix length after '/' must be from 0 to 32"), std::string::npos) << f.what;
+  f = failure("server:\n  trusted_proxies: [\"2001:db8::/129\"]\n");
+  EXPECT_NE(f.what.find("from 0 to 128"), std::string::npos) << f.what;
+  f = failure("server:\n  trusted_proxies: [\"10.1.0.0/8\"]\n");
+  EXPECT_NE(f.what.find("did you mean 10.0.0.0/8?"), std::string::npos) << f.what;
+  f = failure("server:\n  trusted_proxies: [\"localhost\"]\n");
+  EXPECT_NE(f.what.find("\"localhost\" is not an IP address or CIDR"), std::string::npos) << f.what;
+  f = failure("server:\n  trusted_proxies: [\"\"]\n");
+  EXPECT_NE(f.what.find("server.trusted_proxies[0]: expected an IP address or CIDR"), std::string::npos) << f.what;
+  f = failure("server:\n  trusted_proxies: 10.0.0.0/8\n");
+  EXPECT_EQ(f.what, "t.yaml:2:20: server.trusted_proxies: expected a list of strings, got \"10.0.0.0/8\"");
+  for (const char* bad : {"10.0.0.0/", "10.0.0.0/8/8", "10.0.0.0/-1", "10.0.0.0/ 8", "[::1]", "::1%eth0", "1.2.3.4:80"})
+    EXPECT_NE(failure(std::string("server:\n  trusted_proxies: [\"") + bad + "\"]\n").line, -1) << bad;
 }
 
 TEST(ConfigErrors, UnknownKeyNestedAtDepth) {
