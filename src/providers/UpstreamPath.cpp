@@ -41,8 +41,10 @@ void appendEncoded(std::string& out, std::string_view v) {
   }
   for (char ch : v) {
     const auto c = static_cast<unsigned char>(ch);
-    if (unreserved(c)) out.push_back(ch);
-    else appendPercent(out, c);
+    if (unreserved(c))
+      out.push_back(ch);
+    else
+      appendPercent(out, c);
   }
 }
 
@@ -65,7 +67,8 @@ std::optional<std::string> percentDecode(std::string_view v) {
 
 std::string_view pathModel(config::ChannelType type, std::string_view model) {
   static constexpr std::string_view kGeminiPrefix = "models/";
-  if (type == config::ChannelType::Gemini && model.starts_with(kGeminiPrefix)) model.remove_prefix(kGeminiPrefix.size());
+  if (type == config::ChannelType::Gemini && model.starts_with(kGeminiPrefix))
+    model.remove_prefix(kGeminiPrefix.size());
   return model;
 }
 

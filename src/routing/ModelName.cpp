@@ -30,8 +30,10 @@ std::string printableModelName(std::string_view name) {
   std::string out;
   for (std::size_t i = 0; i < name.size() && i < kShown; ++i) {
     const auto c = static_cast<unsigned char>(name[i]);
-    if (c >= 0x20 && c < 0x7F) out.push_back(static_cast<char>(c));
-    else out += fmt::format("\\x{:02X}", c);
+    if (c >= 0x20 && c < 0x7F)
+      out.push_back(static_cast<char>(c));
+    else
+      out += fmt::format("\\x{:02X}", c);
   }
   if (name.size() > kShown) out += fmt::format("... ({} bytes)", name.size());
   return out;

@@ -21,7 +21,9 @@ inline constexpr std::size_t kMaxModelNameBytes = 256;
 
 // Why `name` is not a model name ("holds a space", ...), or nullopt when it is one.
 std::optional<std::string> modelNameProblem(std::string_view name);
-inline bool isModelName(std::string_view name) { return !modelNameProblem(name); }
+inline bool isModelName(std::string_view name) {
+  return !modelNameProblem(name);
+}
 
 // `name` for an error message: at most 64 bytes, anything outside printable ASCII as \xNN.
 std::string printableModelName(std::string_view name);

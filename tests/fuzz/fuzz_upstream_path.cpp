@@ -36,7 +36,8 @@ void checkRule(std::string_view name) {
   if (name.empty() || name.size() > routing::kMaxModelNameBytes) fail("a name of a bad length passed", name);
   for (char ch : name) {
     const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x21 || c > 0x7E || ch == '?' || ch == '#' || ch == '%' || ch == '\\') fail("a forbidden byte passed", name);
+    if (c < 0x21 || c > 0x7E || ch == '?' || ch == '#' || ch == '%' || ch == '\\')
+      fail("a forbidden byte passed", name);
   }
   for (auto seg : split(name, '/'))
     if (seg.empty() || seg == "." || seg == "..") fail("an empty or dot segment passed", name);
@@ -66,23 +67,29 @@ void checkQuery(std::string_view raw, std::string_view built) {
   if (!built.empty()) {
     for (auto part : split(built, '&')) {
       const auto eq = part.find('=');
-      if (eq != std::string_view::npos && part.find('=', eq + 1) != std::string_view::npos) fail("a '=' in a query value", built);
+      if (eq != std::string_view::npos && part.find('=', eq + 1) != std::string_view::npos)
+        fail("a '=' in a query value", built);
       auto name = providers::percentDecode(part.substr(0, eq));
       if (!name || name->empty()) fail("a built query name does not decode", built);
       std::string pair = *name;
-      if (eq != std::string_view::npos) pair += '=' + providers::percentDecode(part.substr(eq + 1)).value_or("\x01" "BAD");
+      if (eq != std::string_view::npos)
+        pair += '=' + providers::percentDecode(part.substr(eq + 1))
+                          .value_or(
+                              "\x01"
+                              "BAD");
       got.push_back(std::move(pair));
     }
   }
-  if (got != want) fail("the forwarded query says something else than the client's", std::string(raw) + "\n" + std::string(built));
+  if (got != want)
+    fail("the forwarded query says something else than the client's", std::string(raw) + "\n" + std::string(built));
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;
-  static constexpr ChannelType kTypes[] = {ChannelType::OpenAI, ChannelType::Anthropic, ChannelType::Gemini,
-                                           ChannelType::Azure, ChannelType::OpenAICompatible, ChannelType::Mock};
+  static constexpr ChannelType kTypes[] = {ChannelType::OpenAI, ChannelType::Anthropic,        ChannelType::Gemini,
+                                           ChannelType::Azure,  ChannelType::OpenAICompatible, ChannelType::Mock};
   static constexpr std::string_view kBases[] = {"", "/v1", "/openai/v1", "/api/x"};
   const ChannelType type = kTypes[(data[0] & 7u) % 6];
   const bool translated = (data[0] >> 3) & 1u;
@@ -103,7 +110,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The ops the gateway's route table hands over, per channel wire.
   std::string_view op;
   if (type == ChannelType::Gemini) {
-    static constexpr std::string_view kOps[] = {"generateContent", "streamGenerateContent", "countTokens", "embedContent"};
+    static constexpr std::string_view kOps[] = {"generateContent", "streamGenerateContent", "countTokens",
+                                                "embedContent"};
     op = kOps[data[1] % 4];
   } else if (type == ChannelType::Anthropic) {
     op = (data[1] & 1u) ? "/v1/messages/count_tokens" : "/v1/messages";
@@ -140,7 +148,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string_view seg = tail.substr(0, stop);
     if (seg.find('/') != std::string_view::npos || seg.find(':') != std::string_view::npos)
       fail("the model is more than one segment", target);
-    if (providers::percentDecode(seg) != std::string(pathModel)) fail("the model segment decodes to another name", target);
+    if (providers::percentDecode(seg) != std::string(pathModel))
+      fail("the model segment decodes to another name", target);
     tail.remove_prefix(stop);
   };
 
@@ -148,7 +157,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   switch (type) {
     case ChannelType::Gemini: {
       takeModelSegment("/v1beta/models/", ':');
-      const std::string wantOp = ":" + std::string(translated ? (stream ? "streamGenerateContent" : "generateContent") : op);
+      const std::string wantOp =
+          ":" + std::string(translated ? (stream ? "streamGenerateContent" : "generateContent") : op);
       if (tail != wantOp) fail("the Gemini method is not the one asked for", target);
       if (translated && stream) wantQuery = "alt=sse";
       break;
