@@ -41,6 +41,7 @@
 #include "mock/MockServer.hpp"
 #include "pipeline/KeyTable.hpp"
 #include "pipeline/VirtualKeySecret.hpp"
+#include "providers/UpstreamPath.hpp"
 #include "redact/Rules.hpp"
 #include "routing/Router.hpp"
 #include "store/LogWriter.hpp"
@@ -554,7 +555,13 @@ class Gateway {
       co_await sendError(r, ctx, rec, call.wire, 404, "invalid_request_error", "not_found", message);
       co_return;
     }
-    call.query = queryWithoutKey(ctx.query);
+    // What of the client's query may travel upstream: re-encoded, the gateway's key left out.
+    providers::ForwardedQuery forwarded = providers::forwardQuery(ctx.query);
+    if (!forwarded.problem.empty()) {
+      co_await sendError(r, ctx, rec, call.wire, 400, "invalid_request_error", "invalid_query", forwarded.problem);
+      co_return;
+    }
+    call.query = std::move(forwarded.query);
 
     // Auth before anything else reveals what is configured.
     auto key = presentedKey(req, ctx.query);
@@ -903,7 +910,10 @@ class Gateway {
       auto rest = p.substr(kModels.size());
       auto colon = rest.rfind(':');
       if (colon == std::string_view::npos || colon == 0) return false;
-      call.model = std::string(rest.substr(0, colon));
+      // The model segment arrives percent-encoded (an SDK encodes it; ':' and '/' may be too).
+      // A bad escape keeps its '%', which the model-name rule then refuses with a 400.
+      const std::string_view rawModel = rest.substr(0, colon);
+      call.model = providers::percentDecode(rawModel).value_or(std::string(rawModel));
       call.op = std::string(rest.substr(colon + 1));
       static constexpr std::string_view kOps[] = {"generateContent", "streamGenerateContent", "countTokens",
                                                   "embedContent", "batchEmbedContents"};

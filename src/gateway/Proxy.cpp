@@ -22,8 +22,10 @@
 #include "metrics/Metrics.hpp"
 #include "pipeline/Protect.hpp"
 #include "providers/Translate.hpp"
+#include "providers/UpstreamPath.hpp"
 #include "redact/Redactor.hpp"
 #include "redact/Restorer.hpp"
+#include "routing/ModelName.hpp"
 
 namespace sluice::gateway {
 
@@ -533,29 +535,9 @@ struct Relay {
     h.reserve(512);
     const Wire up = upWire(p);
     const bool azure = ch.cfg.type == config::ChannelType::Azure;
-    h.append("POST ").append(ch.endpoint.base_path);
-    // Azure: deployment URLs; the deployment is the (mapped) model name.
-    if (azure) h.append("/openai/deployments/").append(upstream_model);
-    if (translating(p)) {
-      switch (up) {
-        case Wire::Anthropic: h.append("/v1/messages"); break;
-        case Wire::OpenAI: h.append("/chat/completions"); break;
-        case Wire::Gemini:
-          h.append("/v1beta/models/").append(upstream_model);
-          h.append(stream ? ":streamGenerateContent?alt=sse" : ":generateContent");
-          break;
-      }
-    } else if (up == Wire::Gemini) {
-      h.append("/v1beta/models/").append(upstream_model).append(":").append(call.op);
-    } else {
-      h.append(call.op);
-    }
-    if (azure) {
-      h.append("?api-version=").append(ch.cfg.api_version.empty() ? config::kAzureApiVersion : ch.cfg.api_version);
-    } else if (!call.query.empty() && !translating(p)) {
-      h.append("?").append(call.query);
-    }
-    h.append(" HTTP/1.1\r\n");
+    providers::TargetParts target{ch.endpoint.base_path, ch.cfg.type, ch.cfg.api_version, translating(p), stream,
+                                  call.op, upstream_model, call.query};
+    h.append("POST ").append(providers::upstreamTarget(target)).append(" HTTP/1.1\r\n");
     h.append("Host: ").append(ch.endpoint.host_header).append("\r\n");
     bool haveType = false;
     for (const auto& f : req) {
@@ -1569,6 +1551,14 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, c
   }
   const std::string& model = facts.model;
   const bool stream = facts.stream;
+  // The name reaches upstream URLs and logs: it follows the model-name rule before any routing
+  // (so a channel glob only ever sees valid names) and any upstream byte.
+  if (auto problem = routing::modelNameProblem(model)) {
+    rec.model = routing::printableModelName(model);
+    http::Response reply = fail(400, "invalid_request_error", "invalid_model", routing::modelNameError(model, *problem));
+    co_await r.send(std::move(reply));
+    co_return;
+  }
   rec.model = model;
   rec.stream = stream;
   const auto* vk = caller.vk;
@@ -1580,6 +1570,24 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, c
                                 fmt::format("this key ({}) may not use model \"{}\"", vk->name, model));
     co_await r.send(std::move(reply));
     co_return;
+  }
+  // Gemini and Azure channels put the model in the URL path as one segment: one that cannot take
+  // this name (a '/' in it) is no candidate, and when no other channel serves it, the client
+  // hears why.
+  if (!candidates.empty()) {
+    std::string pathProblem;
+    std::erase_if(candidates, [&](const routing::Channel* c) {
+      auto p = providers::pathModelProblem(c->cfg.type, c->upstreamModel(routedModel));
+      if (p && pathProblem.empty())
+        pathProblem = fmt::format("\"model\" \"{}\" cannot be sent to channel \"{}\": the name it goes upstream as {}",
+                                  routing::printableModelName(model), c->cfg.name, *p);
+      return p.has_value();
+    });
+    if (candidates.empty()) {
+      http::Response reply = fail(400, "invalid_request_error", "invalid_model", pathProblem);
+      co_await r.send(std::move(reply));
+      co_return;
+    }
   }
   // Channels of the client's own format take the request as it is; chat requests are
   // translated between the OpenAI and Anthropic formats. When the preferred channel can take it

@@ -6,6 +6,8 @@
 #include <random>
 #include <set>
 
+#include "routing/ModelName.hpp"
+
 namespace sluice::routing {
 
 std::int64_t nowMs() {
@@ -105,8 +107,13 @@ std::string Channel::upstreamModel(std::string_view model) const {
 }
 
 bool Channel::servesModel(std::string_view model) const {
-  for (const auto& m : cfg.models)
-    if (globMatch(m, model)) return true;
+  // A glob matches only names that follow the model-name rule: "gemini-*" must not carry
+  // "gemini-x/../../admin" or "gemini-x?key=" into a URL. The gateway refuses such names before
+  // routing; this keeps the glob safe for any other caller.
+  const bool valid = isModelName(model);
+  for (const auto& m : cfg.models) {
+    if (m.find_first_of("*?") == std::string::npos ? m == model : valid && globMatch(m, model)) return true;
+  }
   return false;
 }
 

@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address}
+mkdir -p "$C"/{stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -189,3 +189,16 @@ printf '\x0010.0.0.0/8\n1.1.1.1\n203.0.113.1, 10.0.0.5' >$C/client_address/xff_l
 printf '\x022001:db8::/32\n[2001:db8::5]:443, ::ffff:10.0.0.9' >$C/client_address/xff_v6
 printf '\x01for=192.0.2.43;proto=https;by=10.0.0.2, for="[2001:db8:cafe::17]:4711"' >$C/client_address/forwarded
 printf '\x01for=unknown, for=_hidden, for="1.2.3.4, for=5.6.7.8"\nFor="192.0.2.1:_p"' >$C/client_address/forwarded_obfuscated
+
+# upstream_path: [type | translated<<3 | stream<<4 | base<<5] [op] model '\n' raw query.
+# Types: OpenAI 0, Anthropic 1, Gemini 2, Azure 3, OpenAICompatible 4, Mock 5.
+up() { printf "\\x$1\\x$2"; printf '%s' "$3"; }
+up 22 01 $'gemini-2.5-flash\nalt=sse&key=k' >$C/upstream_path/gemini_stream
+up 02 00 $'models/gemini-2.5-flash\nx=a+b%20c&&y' >$C/upstream_path/gemini_models_prefix
+up 1a 00 $'anthropic.claude-3-5-sonnet-20240620-v1:0\n' >$C/upstream_path/gemini_translated_colon
+up 03 01 $'gpt-4o-prod\napi-version=x' >$C/upstream_path/azure_embeddings
+up 24 00 $'meta-llama/Llama-3.1-8B-Instruct\n%6bey=k&beta=true' >$C/upstream_path/compat_slash
+up 01 00 $'claude-sonnet-4-5\nbeta=true' >$C/upstream_path/anthropic_beta
+up 02 00 $'../../admin\nq=x#y?z' >$C/upstream_path/dot_walk
+up 03 00 $'x?key=evil#f%2e%2e%2f\na=%0d%0a' >$C/upstream_path/cut_chars
+up 2d 02 $'..\n%zz' >$C/upstream_path/dots_bad_escape

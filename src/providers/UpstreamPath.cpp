@@ -1,0 +1,174 @@
+#include "providers/UpstreamPath.hpp"
+
+#include <fmt/format.h>
+
+#include "routing/ModelName.hpp"
+
+namespace sluice::providers {
+
+namespace {
+
+bool unreserved(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+         c == '_' || c == '~';
+}
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+void appendPercent(std::string& out, unsigned char c) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  out.push_back('%');
+  out.push_back(kHex[c >> 4]);
+  out.push_back(kHex[c & 15]);
+}
+
+bool pathCarriesModel(config::ChannelType type) {
+  return type == config::ChannelType::Gemini || type == config::ChannelType::Azure;
+}
+
+}  // namespace
+
+void appendEncoded(std::string& out, std::string_view v) {
+  // A segment of only dots would be read as "here" or "up one" after the server decodes it.
+  if (v == "." || v == "..") {
+    for (char c : v) appendPercent(out, static_cast<unsigned char>(c));
+    return;
+  }
+  for (char ch : v) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (unreserved(c))
+      out.push_back(ch);
+    else
+      appendPercent(out, c);
+  }
+}
+
+std::optional<std::string> percentDecode(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] != '%') {
+      out.push_back(v[i]);
+      continue;
+    }
+    if (i + 2 >= v.size()) return std::nullopt;
+    const int hi = hexValue(v[i + 1]), lo = hexValue(v[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return out;
+}
+
+std::string_view pathModel(config::ChannelType type, std::string_view model) {
+  static constexpr std::string_view kGeminiPrefix = "models/";
+  if (type == config::ChannelType::Gemini && model.starts_with(kGeminiPrefix))
+    model.remove_prefix(kGeminiPrefix.size());
+  return model;
+}
+
+std::optional<std::string> pathModelProblem(config::ChannelType type, std::string_view model) {
+  if (!pathCarriesModel(type)) return std::nullopt;
+  if (auto p = routing::modelNameProblem(model)) return p;
+  const std::string_view seg = pathModel(type, model);
+  if (seg.find('/') != std::string_view::npos)
+    return fmt::format("holds a '/', and a {} channel puts the model in the URL path as one segment",
+                       type == config::ChannelType::Gemini ? "gemini (\"models/NAME\" aside)" : "azure");
+  return std::nullopt;
+}
+
+ForwardedQuery forwardQuery(std::string_view raw) {
+  ForwardedQuery fq;
+  auto decodePart = [&](std::string_view part, const char* what) -> std::optional<std::string> {
+    std::string spaced(part);
+    for (char& c : spaced)
+      if (c == '+') c = ' ';
+    auto d = percentDecode(spaced);
+    if (!d) {
+      fq.problem = fmt::format("the query {} \"{}\" holds a '%' that is not followed by two hex digits", what,
+                               routing::printableModelName(part));
+      return std::nullopt;
+    }
+    for (char c : *d) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u == 0x7F) {
+        fq.problem = fmt::format("the query {} \"{}\" holds a control character 0x{:02X}", what,
+                                 routing::printableModelName(part), u);
+        return std::nullopt;
+      }
+    }
+    return d;
+  };
+  std::size_t pos = 0;
+  while (pos < raw.size()) {
+    const auto amp = raw.find('&', pos);
+    const std::string_view part = raw.substr(pos, amp == std::string_view::npos ? std::string_view::npos : amp - pos);
+    pos = amp == std::string_view::npos ? raw.size() : amp + 1;
+    if (part.empty()) continue;
+    const auto eq = part.find('=');
+    auto name = decodePart(part.substr(0, eq), "parameter");
+    if (!name) return ForwardedQuery{{}, std::move(fq.problem)};
+    std::optional<std::string> value;
+    if (eq != std::string_view::npos) {
+      value = decodePart(part.substr(eq + 1), "value");
+      if (!value) return ForwardedQuery{{}, std::move(fq.problem)};
+    }
+    // The gateway's own key (Gemini style ?key=) is for the gateway, never for a provider.
+    if (name->empty() || *name == "key") continue;
+    if (!fq.query.empty()) fq.query.push_back('&');
+    appendEncoded(fq.query, *name);
+    if (value) {
+      fq.query.push_back('=');
+      appendEncoded(fq.query, *value);
+    }
+  }
+  return fq;
+}
+
+std::string upstreamTarget(const TargetParts& t) {
+  std::string out;
+  out.reserve(t.base_path.size() + t.model.size() + 64);
+  out.append(t.base_path);
+  const bool azure = t.type == config::ChannelType::Azure;
+  const std::string_view model = pathModel(t.type, t.model);
+  // Azure: deployment URLs; the deployment is the (mapped) model name.
+  if (azure) {
+    out.append("/openai/deployments/");
+    appendEncoded(out, model);
+  }
+  std::string_view query = t.translated ? std::string_view() : t.query;
+  switch (t.type) {
+    case config::ChannelType::Anthropic:
+      out.append(t.translated ? std::string_view("/v1/messages") : t.op);
+      break;
+    case config::ChannelType::Gemini:
+      out.append("/v1beta/models/");
+      appendEncoded(out, model);
+      out.push_back(':');
+      if (t.translated) {
+        out.append(t.stream ? "streamGenerateContent" : "generateContent");
+        if (t.stream) query = "alt=sse";
+      } else {
+        out.append(t.op);
+      }
+      break;
+    default:
+      out.append(t.translated ? std::string_view("/chat/completions") : t.op);
+      break;
+  }
+  if (azure) {
+    out.append("?api-version=");
+    appendEncoded(out, t.api_version.empty() ? std::string_view(config::kAzureApiVersion) : t.api_version);
+  } else if (!query.empty()) {
+    out.push_back('?');
+    out.append(query);
+  }
+  return out;
+}
+
+}  // namespace sluice::providers

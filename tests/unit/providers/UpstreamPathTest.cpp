@@ -1,0 +1,110 @@
+#include "providers/UpstreamPath.hpp"
+
+#include <gtest/gtest.h>
+
+namespace sluice::providers {
+namespace {
+
+using config::ChannelType;
+
+std::string encoded(std::string_view v) {
+  std::string out;
+  appendEncoded(out, v);
+  return out;
+}
+
+TEST(UpstreamPath, EncodesAllButUnreserved) {
+  EXPECT_EQ(encoded("gemini-2.5-flash_x~"), "gemini-2.5-flash_x~");
+  EXPECT_EQ(encoded("a/b"), "a%2Fb");
+  EXPECT_EQ(encoded("v1:0"), "v1%3A0");
+  EXPECT_EQ(encoded("x?k=1#f%"), "x%3Fk%3D1%23f%25");
+  EXPECT_EQ(encoded("a b\r\n"), "a%20b%0D%0A");
+  EXPECT_EQ(encoded(std::string_view("\0\xff", 2)), "%00%FF");
+  EXPECT_EQ(encoded("."), "%2E");
+  EXPECT_EQ(encoded(".."), "%2E%2E");
+  EXPECT_EQ(encoded("..."), "...");
+}
+
+TEST(UpstreamPath, PercentDecodeIsStrict) {
+  EXPECT_EQ(percentDecode("a%2Fb%2f+").value(), "a/b/+");
+  EXPECT_FALSE(percentDecode("%").has_value());
+  EXPECT_FALSE(percentDecode("a%2").has_value());
+  EXPECT_FALSE(percentDecode("%zz").has_value());
+  EXPECT_EQ(percentDecode("%00").value(), std::string(1, '\0'));
+}
+
+TEST(UpstreamPath, PathChannelsTakeOneSegment) {
+  EXPECT_FALSE(pathModelProblem(ChannelType::Gemini, "gemini-2.5-flash").has_value());
+  EXPECT_FALSE(pathModelProblem(ChannelType::Gemini, "models/gemini-2.5-flash").has_value());
+  EXPECT_TRUE(pathModelProblem(ChannelType::Gemini, "models/a/b").has_value());
+  EXPECT_TRUE(pathModelProblem(ChannelType::Gemini, "meta-llama/Llama-3.1-8B-Instruct").has_value());
+  EXPECT_TRUE(pathModelProblem(ChannelType::Azure, "models/gpt-4o").has_value());
+  EXPECT_TRUE(pathModelProblem(ChannelType::Azure, "..").has_value());  // a mapped name follows the rule too
+  for (auto t : {ChannelType::OpenAI, ChannelType::OpenAICompatible, ChannelType::Mock, ChannelType::Anthropic})
+    EXPECT_FALSE(pathModelProblem(t, "meta-llama/Llama-3.1-8B-Instruct").has_value());
+}
+
+TEST(UpstreamPath, ForwardsQueryValuesReEncoded) {
+  EXPECT_EQ(forwardQuery("").query, "");
+  EXPECT_EQ(forwardQuery("beta=true").query, "beta=true");
+  EXPECT_EQ(forwardQuery("alt=sse&key=secret").query, "alt=sse");
+  EXPECT_EQ(forwardQuery("%6Bey=secret&alt=sse").query, "alt=sse");
+  EXPECT_EQ(forwardQuery("a=x#y&&b=1/2?3").query, "a=x%23y&b=1%2F2%3F3");
+  EXPECT_EQ(forwardQuery("a=b+c%20d").query, "a=b%20c%20d");
+  EXPECT_EQ(forwardQuery("flag&=v").query, "flag");
+  EXPECT_EQ(forwardQuery("q=\xc3\xa9").query, "q=%C3%A9");
+  EXPECT_FALSE(forwardQuery("a=%0d%0aHost:%20evil").problem.empty());
+  EXPECT_FALSE(forwardQuery("a=%00").problem.empty());
+  EXPECT_FALSE(forwardQuery("a=%zz").problem.empty());
+  EXPECT_FALSE(forwardQuery("%=1").problem.empty());
+  EXPECT_TRUE(forwardQuery("a=%zz").query.empty());
+}
+
+TEST(UpstreamPath, BuildsEachProvidersTarget) {
+  TargetParts t;
+  t.base_path = "/v1";
+  t.type = ChannelType::OpenAI;
+  t.op = "/chat/completions";
+  t.model = "meta-llama/Llama-3.1-8B-Instruct";  // in the body, not the path
+  t.query = "a=1";
+  EXPECT_EQ(upstreamTarget(t), "/v1/chat/completions?a=1");
+  t.translated = true;
+  EXPECT_EQ(upstreamTarget(t), "/v1/chat/completions");
+
+  t = TargetParts{};
+  t.type = ChannelType::Gemini;
+  t.op = "streamGenerateContent";
+  t.model = "models/gemini-2.5-flash";
+  t.query = "alt=sse";
+  EXPECT_EQ(upstreamTarget(t), "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse");
+  t.model = "anthropic.claude-3-5-sonnet-20240620-v1:0";
+  t.query = "";
+  t.op = "generateContent";
+  EXPECT_EQ(upstreamTarget(t), "/v1beta/models/anthropic.claude-3-5-sonnet-20240620-v1%3A0:generateContent");
+  t.translated = true;
+  t.stream = true;
+  t.model = "../../admin";  // never passes the checks; still one segment if it got here
+  EXPECT_EQ(upstreamTarget(t), "/v1beta/models/..%2F..%2Fadmin:streamGenerateContent?alt=sse");
+
+  t = TargetParts{};
+  t.type = ChannelType::Azure;
+  t.op = "/embeddings";
+  t.model = "my-deploy";
+  t.query = "ignored=1";
+  EXPECT_EQ(upstreamTarget(t), "/openai/deployments/my-deploy/embeddings?api-version=2024-10-21");
+  t.api_version = "2025-01-01-preview";
+  t.translated = true;
+  t.model = "..";
+  EXPECT_EQ(upstreamTarget(t), "/openai/deployments/%2E%2E/chat/completions?api-version=2025-01-01-preview");
+
+  t = TargetParts{};
+  t.type = ChannelType::Anthropic;
+  t.op = "/v1/messages";
+  t.query = "beta=true";
+  EXPECT_EQ(upstreamTarget(t), "/v1/messages?beta=true");
+  t.translated = true;
+  EXPECT_EQ(upstreamTarget(t), "/v1/messages");
+}
+
+}  // namespace
+}  // namespace sluice::providers
