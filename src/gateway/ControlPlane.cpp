@@ -55,9 +55,9 @@ bool channelFromStore(const store::Channel& c, const std::vector<store::Upstream
   out.priority = static_cast<int>(c.priority);
   out.weight = static_cast<int>(c.weight);
   boost::system::error_code ec;
-  auto headers = json::parse(c.headers, ec);
+  auto headers = sluice::parseJson(c.headers, ec);
   if (!ec) out.headers = jsonStringMap(&headers);
-  auto settings = json::parse(c.settings, ec);
+  auto settings = sluice::parseJson(c.settings, ec);
   if (!ec && settings.is_object()) {
     const auto& o = settings.as_object();
     out.model_map = jsonStringMap(o.if_contains("model_map"));

@@ -699,7 +699,7 @@ class Gateway {
         co_return adminError(405, "/admin/api/settings takes GET or PATCH");
       if (!get) {
         boost::system::error_code ec;
-        auto body = json::parse(req.body(), ec);
+        auto body = sluice::parseJson(req.body(), ec);
         if (ec || !body.is_object())
           co_return adminError(400, "the body must be a JSON object such as {\"cache\": {\"enabled\": false}}");
         std::vector<std::pair<std::string, std::optional<std::string>>> writes;
@@ -824,7 +824,7 @@ class Gateway {
     std::string reason;
     if (action == "disable") {
       boost::system::error_code ec;
-      auto body = json::parse(req.body().empty() ? std::string_view("{}") : std::string_view(req.body()), ec);
+      auto body = sluice::parseJson(req.body().empty() ? std::string_view("{}") : std::string_view(req.body()), ec);
       if (ec || !body.is_object()) co_return adminError(400, "the body must be a JSON object such as {\"reason\": \"...\"}");
       if (const auto* r = body.as_object().if_contains("reason")) {
         if (!r->is_string()) co_return adminError(400, "reason must be a string", "reason");

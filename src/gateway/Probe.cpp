@@ -4,6 +4,8 @@
 #include <boost/json/value.hpp>
 #include <fmt/format.h>
 
+#include "core/JsonText.hpp"
+
 namespace sluice::gateway {
 
 namespace json = boost::json;
@@ -41,7 +43,7 @@ std::string probeHead(const routing::Channel& ch, const routing::UpstreamKey& ke
 
 std::string messageOf(std::string_view body) {
   boost::system::error_code ec;
-  auto v = json::parse(body, ec);
+  auto v = sluice::parseJson(body, ec);
   if (!ec && v.is_object()) {
     if (const auto* e = v.as_object().if_contains("error")) {
       if (e->is_object())

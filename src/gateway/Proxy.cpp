@@ -90,7 +90,7 @@ std::int64_t parseRetryAfterMs(const bhttp::fields& h) {
 
 std::string errorMessageFromBody(std::string_view body) {
   boost::system::error_code ec;
-  auto v = json::parse(body, ec);
+  auto v = sluice::parseJson(body, ec);
   if (!ec && v.is_object()) {
     if (auto* e = v.as_object().if_contains("error")) {
       if (e->is_object()) {
@@ -170,7 +170,7 @@ BodyFacts inspectBody(std::string_view text, const ClientCall& call, json::value
   thread_local unsigned char arena[16 * 1024];
   thread_local unsigned char scratch[4 * 1024];
   json::monotonic_resource mr(arena, sizeof arena);  // overflows to the heap for big bodies
-  json::parser jp(json::storage_ptr(), json::parse_options(), scratch, sizeof scratch);
+  json::parser jp(json::storage_ptr(), jsonParseOptions(), scratch, sizeof scratch);
   jp.reset(keep != nullptr ? keep->storage() : json::storage_ptr(&mr));
   boost::system::error_code ec;
   std::size_t used = jp.write(text.data(), text.size(), ec);
@@ -189,6 +189,7 @@ BodyFacts inspectBody(std::string_view text, const ClientCall& call, json::value
     f.stream = call.op == "streamGenerateContent";
     if (const auto* gc = obj.if_contains("generationConfig"); gc && gc->is_object())
       cap(gc->as_object().if_contains("maxOutputTokens"));
+  if (isTooDeep(ec)) return bad("invalid_json", tooDeepMessage("request body"));
     return f;
   }
   for (const char* name : {"max_tokens", "max_completion_tokens", "max_output_tokens"}) cap(obj.if_contains(name));
@@ -222,7 +223,9 @@ std::string rewriteBody(std::string_view text, const BodyFacts& facts, const std
     out.append(text.substr(0, brace + 1)).append(kAdd).append(text.substr(brace + 1));
     return out;
   }
-  json::value body = json::parse(text);
+  // inspectBody parsed the same text with the same limit: this parse does not fail.
+  boost::system::error_code ec;
+  json::value body = sluice::parseJson(text, ec);
   auto& obj = body.as_object();
   if (new_model) obj["model"] = *new_model;
   if (inject_usage) {
@@ -431,7 +434,7 @@ struct Relay {
     const auto first = body.find_first_not_of(" \t\r\n");
     if (f == providers::Format::GeminiGenerate && first != std::string::npos && body[first] == '[') {
       boost::system::error_code ec;
-      json::value arr = json::parse(body, ec);
+      json::value arr = sluice::parseJson(body, ec);
       if (ec || !arr.is_array() || status < 200 || status > 299) return std::nullopt;
       auto rec = cache::Recorder::forStream(f, cache_max_entry);
       if (!rec) return std::nullopt;

@@ -1,5 +1,6 @@
 #include "mock/MockService.hpp"
 
+#include "core/JsonText.hpp"
 #include "mock/AnthropicMock.hpp"
 #include "mock/GeminiMock.hpp"
 #include "mock/OpenAIMock.hpp"
@@ -340,7 +341,7 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
     http::Response res;
     if (k.fail_body) {
       boost::system::error_code jec;
-      boost::json::parse(*k.fail_body, jec);
+      sluice::parseJson(*k.fail_body, jec);
       res = makeResponse(k.fail_status, *k.fail_body, jec ? "text/plain" : "application/json", request_id);
       if (anth) res.set("request-id", request_id);
     } else if (anth) {
@@ -412,7 +413,7 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
   }
 
   boost::system::error_code ec;
-  boost::json::value body = boost::json::parse(req.body(), ec);
+  boost::json::value body = sluice::parseJson(req.body(), ec);
   if (ec) {
     ApiError e = openai::invalidJsonError(ec.message());
     if (anth) e = anthropic::error(400, "There was an error parsing the body of your request: " + ec.message());
