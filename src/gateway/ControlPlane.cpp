@@ -166,6 +166,7 @@ std::shared_ptr<const Snapshot> ControlPlane::makeSnapshot(const std::shared_ptr
   s->cfg = std::move(cfg);
   s->keys = std::make_shared<const pipeline::KeyTable>(st.virtual_keys);
   s->prices = std::make_shared<const pipeline::PriceTable>(s->cfg->pricing);
+  s->scrubber = pipeline::SecretScrubber::fromConfig(*s->cfg);
   // Rules, detector and webhook come from the config file alone: rebuilt when it changes, not
   // on every store refresh (the cipher cache survives those).
   if (safety_for_ != fileCfg || !safety_) {

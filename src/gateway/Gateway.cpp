@@ -268,7 +268,7 @@ class Gateway {
           auto& h = *k.health;
           bool down = (h.disabled.load() && !h.manual.load()) || h.cooldown_until_ms.load() > now;
           if (!down) continue;
-          ProbeResult pr = co_await probeKey(ws.pool, *ch, k, snap->cfg->routing.timeouts.connect);
+          ProbeResult pr = co_await probeKey(ws.pool, *ch, k, snap->cfg->routing.timeouts.connect, snap->scrubber);
           applyProbe(*ch, k, pr);
         }
       }
@@ -368,6 +368,7 @@ class Gateway {
     co_await route(*snap, ws, req, r, ctx, rec);
     reg.active_requests.fetch_sub(1, std::memory_order_relaxed);
     if (!rec.status) co_return;  // an unlogged housekeeping endpoint
+    scrubRecord(*snap, rec);
     rec.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - ctx.start).count();
     reg.record(metrics::RequestSample{rec.channel, rec.model, rec.status, rec.ttfb_ms, rec.duration_ms,
                                       rec.input_tokens, rec.output_tokens, rec.attempts});
@@ -815,7 +816,7 @@ class Gateway {
     if (!key) co_return adminError(404, "no upstream key with ref \"" + ref + "\" (GET /admin/api/upstream-keys lists them)", "ref");
 
     if (action == "probe") {
-      ProbeResult pr = co_await probeKey(ws.pool, *ch, *key, std::chrono::milliseconds(10'000));
+      ProbeResult pr = co_await probeKey(ws.pool, *ch, *key, std::chrono::milliseconds(10'000), snap.scrubber);
       applyProbe(*ch, *key, pr);
       json::object o{{"ok", pr.ok}, {"status", pr.status}, {"latency_ms", pr.latency_ms}, {"message", pr.message},
                      {"key", keyStatus(*ch, *key)}};

@@ -57,7 +57,8 @@ std::string messageOf(std::string_view body) {
 }  // namespace
 
 boost::asio::awaitable<ProbeResult> probeKey(upstream::Pool& pool, const routing::Channel& ch,
-                                             const routing::UpstreamKey& key, std::chrono::milliseconds timeout) {
+                                             const routing::UpstreamKey& key, std::chrono::milliseconds timeout,
+                                             const pipeline::SecretScrubber& scrubber) {
   ProbeResult out;
   const auto start = Clock::now();
   const std::string head = probeHead(ch, key);
@@ -84,6 +85,7 @@ boost::asio::awaitable<ProbeResult> probeKey(upstream::Pool& pool, const routing
     if (rec) break;
   }
   conn->close();
+  scrubber.scrub(body);
   out.latency_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   out.ok = out.status >= 200 && out.status < 300;
   out.message = out.ok ? "the key works" : fmt::format("upstream answered {}: {}", out.status, messageOf(body));

@@ -106,6 +106,21 @@ std::string errorMessageFromBody(std::string_view body) {
   return s;
 }
 
+// Header values of an error answer relayed from upstream, with the secrets masked.
+void scrubFields(const pipeline::SecretScrubber& s, bhttp::fields& f) {
+  if (s.empty()) return;
+  std::vector<std::pair<std::string, std::string>> masked;
+  for (auto it = f.begin(); it != f.end();) {
+    if (s.contains(it->value())) {
+      masked.emplace_back(std::string(it->name_string()), s.scrubbed(it->value()));
+      it = f.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& [name, value] : masked) f.insert(name, value);
+}
+
 struct Deadline {
   Clock::time_point at;
   // The phase timeout, cut to what is left of the total; at least 1 ms so Beast arms a timer.
@@ -174,6 +189,7 @@ BodyFacts inspectBody(std::string_view text, const ClientCall& call, json::value
   jp.reset(keep != nullptr ? keep->storage() : json::storage_ptr(&mr));
   boost::system::error_code ec;
   std::size_t used = jp.write(text.data(), text.size(), ec);
+  if (isTooDeep(ec)) return bad("invalid_json", tooDeepMessage("request body"));
   if (ec) return bad("invalid_json", fmt::format("request body is not valid JSON at {}: {}", positionOf(text, used), ec.message()));
   json::value parsed = jp.release();
   json::value& body = keep != nullptr ? (*keep = std::move(parsed)) : parsed;
@@ -189,7 +205,6 @@ BodyFacts inspectBody(std::string_view text, const ClientCall& call, json::value
     f.stream = call.op == "streamGenerateContent";
     if (const auto* gc = obj.if_contains("generationConfig"); gc && gc->is_object())
       cap(gc->as_object().if_contains("maxOutputTokens"));
-  if (isTooDeep(ec)) return bad("invalid_json", tooDeepMessage("request body"));
     return f;
   }
   for (const char* name : {"max_tokens", "max_completion_tokens", "max_output_tokens"}) cap(obj.if_contains(name));
@@ -695,6 +710,9 @@ struct Relay {
       } else {
         conn->close();
       }
+      // Some providers quote the key they were given: nothing of it may pass this point (the
+      // client's answer, the attempt list, the key's health reason, the logs).
+      snap.scrubber.scrub(errBody);
       auto msg = errorMessageFromBody(errBody);
       a.why = fmt::format("upstream answered {}: {}", a.status, msg);
       if (a.status == 429 || a.status == 401 || a.status == 403) {
@@ -707,6 +725,7 @@ struct Relay {
         a.outcome = Outcome::ClientError;
         http::Response res{head.result(), 11};
         copyResponseHeaders(head, res, p, attemptNo);
+        scrubFields(snap.scrubber, res);
         if (translating(p)) {
           res.body() = providers::translateError(clientFormat(), upstreamFormat(p), a.status, errBody);
           res.set(bhttp::field::content_type, "application/json");
@@ -1039,6 +1058,15 @@ http::Response refusalResponse(Wire wire, const RequestContext& ctx, RequestReco
 
 }  // namespace
 
+void scrubRecord(const Snapshot& snap, RequestRecord& rec) {
+  const auto& s = snap.scrubber;
+  if (s.empty()) return;
+  s.scrub(rec.error);
+  if (rec.status >= 400 || rec.attempts > 1) s.scrub(rec.attempts_json);
+  s.scrub(rec.request_body);
+  s.scrub(rec.response_body);
+}
+
 Snapshot::Switches switchesFrom(const std::map<std::string, std::string>& rows) {
   Snapshot::Switches sw;
   auto flag = [&](const char* name) -> std::optional<bool> {
@@ -1152,6 +1180,8 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, cluster::Li
     const auto attemptStart = Clock::now();
     auto a = co_await relay.attempt(pick, n);
     a.duration_ms = msSince(attemptStart);
+    // Failures only (a success has no `why`): what an upstream said may quote a key.
+    if (!a.why.empty()) snap.scrubber.scrub(a.why);
     snap.router->report(pick, a.outcome, a.status, a.retry_after_ms, a.why);
     appendAttempt(rec.attempts_json, pick, a);
     if (a.delivered) {
