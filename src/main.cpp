@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   mock->add_option("--fail-status", mockOpts.fail_status, "HTTP status of a failure")->capture_default_str();
   mock->add_option("--reset-after", mockOpts.reset_after, "break the connection after N chunks (-1: never)")
       ->capture_default_str();
+  mock->add_flag("--echo-key", mockOpts.echo_key, "failure messages quote the API key the request carried");
 
   std::string checkConfig;
   auto* check = app.add_subcommand("check", "Validate a config file");

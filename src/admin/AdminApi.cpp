@@ -19,6 +19,7 @@
 #include "admin/OpenApi.hpp"
 #include "admin/StatsWindow.hpp"
 #include "config/Config.hpp"
+#include "core/JsonText.hpp"
 #include "core/SecretBox.hpp"
 #include "store/Store.hpp"
 
@@ -194,7 +195,7 @@ std::optional<std::int64_t> pathId(std::string_view s) {
 json::object logJson(const store::LogEntry& e) {
   const auto& r = e.record;
   boost::system::error_code ec;
-  json::value attempts = json::parse(r.attempts, ec);
+  json::value attempts = sluice::parseJson(r.attempts, ec);
   if (ec) attempts = json::array{};
   return json::object{{"id", e.id},
                       {"time_ms", r.time_ms},

@@ -10,6 +10,7 @@
 
 #include "admin/Fields.hpp"
 #include "config/Scalars.hpp"
+#include "core/JsonText.hpp"
 #include "core/SecretBox.hpp"
 
 namespace sluice::admin {
@@ -34,7 +35,7 @@ std::string lower(std::string_view s) {
 
 json::object parsedObject(const std::string& text) {
   boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
+  json::value v = sluice::parseJson(text, ec);
   return !ec && v.is_object() ? std::move(v.as_object()) : json::object{};
 }
 
@@ -180,7 +181,7 @@ void applyChannelFields(store::Channel& ch, const json::object& body, bool creat
 
 json::object channelJson(const store::Channel& ch, json::array keys) {
   boost::system::error_code ec;
-  json::value models = json::parse(ch.models, ec);
+  json::value models = sluice::parseJson(ch.models, ec);
   if (ec) models = json::array{};
   const json::object settings = parsedObject(ch.settings);
   auto setting = [&settings](std::string_view name, const json::value& dflt) {

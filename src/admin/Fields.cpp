@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "config/Config.hpp"
+#include "core/JsonText.hpp"
 
 namespace sluice::admin {
 namespace json = boost::json;
@@ -49,7 +50,7 @@ std::string join(std::initializer_list<std::string_view> names) {
 
 json::object parseBodyObject(std::string_view body) {
   boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
+  json::value v = sluice::parseJson(body, ec);
   if (ec)
     throw FieldError("", fmt::format("the request body is not valid JSON ({}); send a JSON object", ec.message()));
   if (!v.is_object()) throw FieldError("", "the request body must be a JSON object, got " + describeJson(v));

@@ -1,6 +1,7 @@
 #include "admin/KeyOps.hpp"
 
 #include "config/Config.hpp"
+#include "core/JsonText.hpp"
 
 #include <fmt/format.h>
 #include <boost/json/parse.hpp>
@@ -107,7 +108,7 @@ void applyKeyFields(store::VirtualKey& key, const json::object& body, bool creat
   }
   // Protect-stage overrides, kept together in the key's settings object; null clears one.
   boost::system::error_code ec;
-  json::value parsedSettings = json::parse(key.settings, ec);
+  json::value parsedSettings = sluice::parseJson(key.settings, ec);
   json::object settings = !ec && parsedSettings.is_object() ? parsedSettings.as_object() : json::object{};
   const bool settingsChanged = applyProtectOverrides(settings, body, "the channel's and the gateway's");
   if (settingsChanged) key.settings = json::serialize(settings);
@@ -141,7 +142,7 @@ const char* keyStatusName(KeyStatus status) {
 namespace {
 json::value settingOf(const std::string& settings, std::string_view name) {
   boost::system::error_code ec;
-  json::value v = json::parse(settings, ec);
+  json::value v = sluice::parseJson(settings, ec);
   if (ec || !v.is_object()) return nullptr;
   const auto* m = v.as_object().if_contains(name);
   return m ? *m : json::value(nullptr);
@@ -154,7 +155,7 @@ json::object keyJson(const store::VirtualKey& key, const store::KeySpend& spend,
   // is shown as it is rather than failing the whole listing.
   auto parsed = [](const std::string& text, const json::value& fallback) {
     boost::system::error_code ec;
-    json::value v = json::parse(text, ec);
+    json::value v = sluice::parseJson(text, ec);
     return ec ? fallback : v;
   };
   return json::object{

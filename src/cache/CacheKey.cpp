@@ -236,7 +236,7 @@ std::string canonicalRequestText(Format client, std::string_view body, std::stri
     return std::string();
   };
   boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
+  json::value v = sluice::parseJson(body, ec);
   if (ec) return fail("the body is not valid JSON");
   if (!v.is_object()) return fail("the body is not a JSON object");
   auto& o = v.as_object();

@@ -1,5 +1,6 @@
 #include "core/JsonText.hpp"
 
+#include <boost/json/error.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
@@ -95,10 +96,29 @@ void appendJsonString(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
+boost::json::parse_options jsonParseOptions() {
+  boost::json::parse_options o;
+  o.max_depth = kMaxJsonDepth;
+  return o;
+}
+
+boost::json::value parseJson(std::string_view text, boost::system::error_code& ec, boost::json::storage_ptr sp) {
+  return boost::json::parse(text, ec, std::move(sp), jsonParseOptions());
+}
+
+bool isTooDeep(const boost::system::error_code& ec) { return ec == boost::json::error::too_deep; }
+
+std::string tooDeepMessage(std::string_view what) {
+  std::string out(what);
+  out.append(" is nested deeper than ").append(std::to_string(kMaxJsonDepth));
+  out.append(" levels of arrays and objects, the gateway's limit: flatten it");
+  return out;
+}
+
 std::vector<std::string> jsonStringArray(std::string_view text) {
   std::vector<std::string> out;
   boost::system::error_code ec;
-  auto v = boost::json::parse(text, ec);
+  auto v = parseJson(text, ec);
   if (ec || !v.is_array()) return out;
   for (const auto& e : v.as_array())
     if (e.is_string() && !e.as_string().empty()) out.emplace_back(e.as_string());

@@ -55,9 +55,9 @@ bool channelFromStore(const store::Channel& c, const std::vector<store::Upstream
   out.priority = static_cast<int>(c.priority);
   out.weight = static_cast<int>(c.weight);
   boost::system::error_code ec;
-  auto headers = json::parse(c.headers, ec);
+  auto headers = sluice::parseJson(c.headers, ec);
   if (!ec) out.headers = jsonStringMap(&headers);
-  auto settings = json::parse(c.settings, ec);
+  auto settings = sluice::parseJson(c.settings, ec);
   if (!ec && settings.is_object()) {
     const auto& o = settings.as_object();
     out.model_map = jsonStringMap(o.if_contains("model_map"));
@@ -166,6 +166,7 @@ std::shared_ptr<const Snapshot> ControlPlane::makeSnapshot(const std::shared_ptr
   s->cfg = std::move(cfg);
   s->keys = std::make_shared<const pipeline::KeyTable>(st.virtual_keys);
   s->prices = std::make_shared<const pipeline::PriceTable>(s->cfg->pricing);
+  s->scrubber = pipeline::SecretScrubber::fromConfig(*s->cfg);
   // Rules, detector and webhook come from the config file alone: rebuilt when it changes, not
   // on every store refresh (the cipher cache survives those).
   if (safety_for_ != fileCfg || !safety_) {

@@ -271,7 +271,7 @@ class Gateway {
           auto& h = *k.health;
           bool down = (h.disabled.load() && !h.manual.load()) || h.cooldown_until_ms.load() > now;
           if (!down) continue;
-          ProbeResult pr = co_await probeKey(ws.pool, *ch, k, snap->cfg->routing.timeouts.connect);
+          ProbeResult pr = co_await probeKey(ws.pool, *ch, k, snap->cfg->routing.timeouts.connect, snap->scrubber);
           applyProbe(*ch, k, pr);
         }
       }
@@ -371,6 +371,7 @@ class Gateway {
     co_await route(*snap, ws, req, r, ctx, rec);
     reg.active_requests.fetch_sub(1, std::memory_order_relaxed);
     if (!rec.status) co_return;  // an unlogged housekeeping endpoint
+    scrubRecord(*snap, rec);
     rec.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - ctx.start).count();
     reg.record(metrics::RequestSample{rec.channel, rec.model, rec.status, rec.ttfb_ms, rec.duration_ms,
                                       rec.input_tokens, rec.output_tokens, rec.attempts});
@@ -709,7 +710,7 @@ class Gateway {
         co_return adminError(405, "/admin/api/settings takes GET or PATCH");
       if (!get) {
         boost::system::error_code ec;
-        auto body = json::parse(req.body(), ec);
+        auto body = sluice::parseJson(req.body(), ec);
         if (ec || !body.is_object())
           co_return adminError(400, "the body must be a JSON object such as {\"cache\": {\"enabled\": false}}");
         std::vector<std::pair<std::string, std::optional<std::string>>> writes;
@@ -825,7 +826,7 @@ class Gateway {
     if (!key) co_return adminError(404, "no upstream key with ref \"" + ref + "\" (GET /admin/api/upstream-keys lists them)", "ref");
 
     if (action == "probe") {
-      ProbeResult pr = co_await probeKey(ws.pool, *ch, *key, std::chrono::milliseconds(10'000));
+      ProbeResult pr = co_await probeKey(ws.pool, *ch, *key, std::chrono::milliseconds(10'000), snap.scrubber);
       applyProbe(*ch, *key, pr);
       json::object o{{"ok", pr.ok}, {"status", pr.status}, {"latency_ms", pr.latency_ms}, {"message", pr.message},
                      {"key", keyStatus(*ch, *key)}};
@@ -834,7 +835,7 @@ class Gateway {
     std::string reason;
     if (action == "disable") {
       boost::system::error_code ec;
-      auto body = json::parse(req.body().empty() ? std::string_view("{}") : std::string_view(req.body()), ec);
+      auto body = sluice::parseJson(req.body().empty() ? std::string_view("{}") : std::string_view(req.body()), ec);
       if (ec || !body.is_object()) co_return adminError(400, "the body must be a JSON object such as {\"reason\": \"...\"}");
       if (const auto* r = body.as_object().if_contains("reason")) {
         if (!r->is_string()) co_return adminError(400, "reason must be a string", "reason");

@@ -4,6 +4,8 @@
 #include <boost/json/value.hpp>
 #include <fmt/format.h>
 
+#include "core/JsonText.hpp"
+
 namespace sluice::gateway {
 
 namespace json = boost::json;
@@ -41,7 +43,7 @@ std::string probeHead(const routing::Channel& ch, const routing::UpstreamKey& ke
 
 std::string messageOf(std::string_view body) {
   boost::system::error_code ec;
-  auto v = json::parse(body, ec);
+  auto v = sluice::parseJson(body, ec);
   if (!ec && v.is_object()) {
     if (const auto* e = v.as_object().if_contains("error")) {
       if (e->is_object())
@@ -55,7 +57,8 @@ std::string messageOf(std::string_view body) {
 }  // namespace
 
 boost::asio::awaitable<ProbeResult> probeKey(upstream::Pool& pool, const routing::Channel& ch,
-                                             const routing::UpstreamKey& key, std::chrono::milliseconds timeout) {
+                                             const routing::UpstreamKey& key, std::chrono::milliseconds timeout,
+                                             const pipeline::SecretScrubber& scrubber) {
   ProbeResult out;
   const auto start = Clock::now();
   const std::string head = probeHead(ch, key);
@@ -82,6 +85,7 @@ boost::asio::awaitable<ProbeResult> probeKey(upstream::Pool& pool, const routing
     if (rec) break;
   }
   conn->close();
+  scrubber.scrub(body);
   out.latency_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   out.ok = out.status >= 200 && out.status < 300;
   out.message = out.ok ? "the key works" : fmt::format("upstream answered {}: {}", out.status, messageOf(body));

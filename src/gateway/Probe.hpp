@@ -6,6 +6,7 @@
 #include <chrono>
 #include <string>
 
+#include "pipeline/SecretScrubber.hpp"
 #include "routing/Router.hpp"
 #include "upstream/Client.hpp"
 
@@ -19,7 +20,9 @@ struct ProbeResult {
   bool key_rejected() const { return status == 401 || status == 403; }
 };
 
+// `scrubber` masks the upstream secrets in the provider's message (it may quote the key).
 boost::asio::awaitable<ProbeResult> probeKey(upstream::Pool& pool, const routing::Channel& channel,
-                                             const routing::UpstreamKey& key, std::chrono::milliseconds timeout);
+                                             const routing::UpstreamKey& key, std::chrono::milliseconds timeout,
+                                             const pipeline::SecretScrubber& scrubber);
 
 }  // namespace sluice::gateway

@@ -92,7 +92,7 @@ std::int64_t parseRetryAfterMs(const bhttp::fields& h) {
 
 std::string errorMessageFromBody(std::string_view body) {
   boost::system::error_code ec;
-  auto v = json::parse(body, ec);
+  auto v = sluice::parseJson(body, ec);
   if (!ec && v.is_object()) {
     if (auto* e = v.as_object().if_contains("error")) {
       if (e->is_object()) {
@@ -106,6 +106,21 @@ std::string errorMessageFromBody(std::string_view body) {
   std::string s(body.substr(0, 200));
   std::replace(s.begin(), s.end(), '\n', ' ');
   return s;
+}
+
+// Header values of an error answer relayed from upstream, with the secrets masked.
+void scrubFields(const pipeline::SecretScrubber& s, bhttp::fields& f) {
+  if (s.empty()) return;
+  std::vector<std::pair<std::string, std::string>> masked;
+  for (auto it = f.begin(); it != f.end();) {
+    if (s.contains(it->value())) {
+      masked.emplace_back(std::string(it->name_string()), s.scrubbed(it->value()));
+      it = f.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& [name, value] : masked) f.insert(name, value);
 }
 
 struct Deadline {
@@ -172,10 +187,11 @@ BodyFacts inspectBody(std::string_view text, const ClientCall& call, json::value
   thread_local unsigned char arena[16 * 1024];
   thread_local unsigned char scratch[4 * 1024];
   json::monotonic_resource mr(arena, sizeof arena);  // overflows to the heap for big bodies
-  json::parser jp(json::storage_ptr(), json::parse_options(), scratch, sizeof scratch);
+  json::parser jp(json::storage_ptr(), jsonParseOptions(), scratch, sizeof scratch);
   jp.reset(keep != nullptr ? keep->storage() : json::storage_ptr(&mr));
   boost::system::error_code ec;
   std::size_t used = jp.write(text.data(), text.size(), ec);
+  if (isTooDeep(ec)) return bad("invalid_json", tooDeepMessage("request body"));
   if (ec) return bad("invalid_json", fmt::format("request body is not valid JSON at {}: {}", positionOf(text, used), ec.message()));
   json::value parsed = jp.release();
   json::value& body = keep != nullptr ? (*keep = std::move(parsed)) : parsed;
@@ -224,7 +240,9 @@ std::string rewriteBody(std::string_view text, const BodyFacts& facts, const std
     out.append(text.substr(0, brace + 1)).append(kAdd).append(text.substr(brace + 1));
     return out;
   }
-  json::value body = json::parse(text);
+  // inspectBody parsed the same text with the same limit: this parse does not fail.
+  boost::system::error_code ec;
+  json::value body = sluice::parseJson(text, ec);
   auto& obj = body.as_object();
   if (new_model) obj["model"] = *new_model;
   if (inject_usage) {
@@ -433,7 +451,7 @@ struct Relay {
     const auto first = body.find_first_not_of(" \t\r\n");
     if (f == providers::Format::GeminiGenerate && first != std::string::npos && body[first] == '[') {
       boost::system::error_code ec;
-      json::value arr = json::parse(body, ec);
+      json::value arr = sluice::parseJson(body, ec);
       if (ec || !arr.is_array() || status < 200 || status > 299) return std::nullopt;
       auto rec = cache::Recorder::forStream(f, cache_max_entry);
       if (!rec) return std::nullopt;
@@ -674,6 +692,9 @@ struct Relay {
       } else {
         conn->close();
       }
+      // Some providers quote the key they were given: nothing of it may pass this point (the
+      // client's answer, the attempt list, the key's health reason, the logs).
+      snap.scrubber.scrub(errBody);
       auto msg = errorMessageFromBody(errBody);
       a.why = fmt::format("upstream answered {}: {}", a.status, msg);
       if (a.status == 429 || a.status == 401 || a.status == 403) {
@@ -686,6 +707,7 @@ struct Relay {
         a.outcome = Outcome::ClientError;
         http::Response res{head.result(), 11};
         copyResponseHeaders(head, res, p, attemptNo);
+        scrubFields(snap.scrubber, res);
         if (translating(p)) {
           res.body() = providers::translateError(clientFormat(), upstreamFormat(p), a.status, errBody);
           res.set(bhttp::field::content_type, "application/json");
@@ -1018,6 +1040,15 @@ http::Response refusalResponse(Wire wire, const RequestContext& ctx, RequestReco
 
 }  // namespace
 
+void scrubRecord(const Snapshot& snap, RequestRecord& rec) {
+  const auto& s = snap.scrubber;
+  if (s.empty()) return;
+  s.scrub(rec.error);
+  if (rec.status >= 400 || rec.attempts > 1) s.scrub(rec.attempts_json);
+  s.scrub(rec.request_body);
+  s.scrub(rec.response_body);
+}
+
 Snapshot::Switches switchesFrom(const std::map<std::string, std::string>& rows) {
   Snapshot::Switches sw;
   auto flag = [&](const char* name) -> std::optional<bool> {
@@ -1131,6 +1162,8 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, cluster::Li
     const auto attemptStart = Clock::now();
     auto a = co_await relay.attempt(pick, n);
     a.duration_ms = msSince(attemptStart);
+    // Failures only (a success has no `why`): what an upstream said may quote a key.
+    if (!a.why.empty()) snap.scrubber.scrub(a.why);
     snap.router->report(pick, a.outcome, a.status, a.retry_after_ms, a.why);
     appendAttempt(rec.attempts_json, pick, a);
     if (a.delivered) {

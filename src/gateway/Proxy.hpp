@@ -16,6 +16,7 @@
 #include "pipeline/KeyTable.hpp"
 #include "pipeline/Pricing.hpp"
 #include "pipeline/Safety.hpp"
+#include "pipeline/SecretScrubber.hpp"
 #include "routing/Router.hpp"
 #include "upstream/Client.hpp"
 
@@ -29,6 +30,8 @@ struct Snapshot {
   std::shared_ptr<const pipeline::KeyTable> keys;  // virtual keys
   std::shared_ptr<const pipeline::PriceTable> prices;
   std::shared_ptr<const pipeline::Safety> safety;  // redaction, screening, guardrail, cache settings
+  // Masks every upstream key of `cfg` (config-file and store channels) in what upstreams say.
+  pipeline::SecretScrubber scrubber;
   // Switches set at run time through PATCH /admin/api/settings (unset: the config file's).
   struct Switches {
     std::optional<bool> cache;
@@ -95,6 +98,11 @@ struct ClientCall {
 boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, cluster::Limiter& limiter,
                                    cache::ResponseCache* cache, const Caller& caller, http::Request& req, http::Responder& r,
                                    const RequestContext& ctx, const ClientCall& call, RequestRecord& rec);
+
+// Masks the snapshot's upstream secrets in what a finished request leaves for the access log and
+// the request log (error, attempts, bodies): a provider may have echoed its key. Before the
+// record is logged or queued; off the response path.
+void scrubRecord(const Snapshot& snap, RequestRecord& rec);
 
 // x-ratelimit-* headers for a decision (none for limits that are not set).
 std::vector<std::pair<std::string, std::string>> rateLimitHeaders(const cluster::Decision& d);

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 
+#include "core/JsonText.hpp"
 #include "providers/CodecUtil.hpp"
 #include "redact/Restorer.hpp"
 #include "redact/TokenCipher.hpp"
@@ -75,7 +76,7 @@ class AnthropicTap final : public StreamTap {
       bool start = name == "message_start";
       if (!start && name != "message_delta") return;
       boost::system::error_code ec;
-      auto v = json::parse(data, ec);
+      auto v = sluice::parseJson(data, ec);
       if (ec || !v.is_object()) return;
       const json::object* u = nullptr;
       if (start) {
@@ -304,7 +305,7 @@ class RestoringChatTap final : public StreamTap {
     }
     if (spliceContent(ev, out)) return;
     boost::system::error_code ec;
-    json::value v = json::parse(data, ec);
+    json::value v = sluice::parseJson(data, ec);
     if (ec || !v.is_object()) {
       out.append(ev);
       return;
@@ -401,7 +402,7 @@ class RestoringChatTap final : public StreamTap {
     std::string_view raw = ev.substr(begin, end - begin);
     if (escaped) {
       boost::system::error_code ec;
-      json::value lit = json::parse(ev.substr(begin - 1, end - begin + 2), ec);
+      json::value lit = sluice::parseJson(ev.substr(begin - 1, end - begin + 2), ec);
       if (ec || !lit.is_string()) return false;
       std::string& decoded = scratch(1);
       decoded.assign(lit.as_string().data(), lit.as_string().size());
@@ -522,7 +523,7 @@ std::unique_ptr<StreamTap> makeStreamTap(Wire w, bool strip_usage) {
 bool usageFromBody(Wire w, std::string_view body, Usage& usage) {
   if (w == Wire::OpenAI) return providers::openai::parseUsageFromBody(body, usage);
   boost::system::error_code ec;
-  auto v = json::parse(body, ec);
+  auto v = sluice::parseJson(body, ec);
   if (ec || !v.is_object()) return false;
   const auto& o = v.as_object();
   if (w == Wire::Anthropic) {

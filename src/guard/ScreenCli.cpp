@@ -6,6 +6,7 @@
 #include <istream>
 #include <ostream>
 
+#include "core/JsonText.hpp"
 #include "guard/InjectionDetector.hpp"
 
 namespace sluice::guard {
@@ -33,7 +34,7 @@ int runScreen(const ScreenCliOptions& options, std::istream& in, std::ostream& o
 
   std::size_t bad = 0;
   std::string line;
-  boost::json::parser parser;
+  boost::json::parser parser(boost::json::storage_ptr(), jsonParseOptions());
   for (std::size_t n = 1; std::getline(in, line); ++n) {
     parser.reset();
     boost::system::error_code ec;

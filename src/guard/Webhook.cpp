@@ -6,6 +6,8 @@
 
 #include <stdexcept>
 
+#include "core/JsonText.hpp"
+
 namespace sluice::guard {
 
 namespace json = boost::json;
@@ -47,7 +49,7 @@ Verdict parseVerdict(int status, std::string_view body) {
     return v;
   }
   boost::system::error_code ec;
-  auto doc = json::parse(body, ec);
+  auto doc = sluice::parseJson(body, ec);
   const json::object* obj = !ec && doc.is_object() ? &doc.as_object() : nullptr;
   const json::value* action = obj ? obj->if_contains("action") : nullptr;
   if (!action || !action->is_string()) {

@@ -54,6 +54,7 @@ MockKnobs MockKnobs::fromOptions(const MockOptions& o) {
   k.fail_rate = o.fail_rate;
   k.fail_status = o.fail_status;
   k.reset_after = o.reset_after;
+  k.echo_key = o.echo_key;
   return k;
 }
 
@@ -87,11 +88,13 @@ std::optional<std::string> applyKnobHeaders(const http::Request& req, MockKnobs&
   if (auto it = req.find("x-mock-fail-body"); it != req.end()) k.fail_body = std::string(it->value());
   if (auto it = req.find("x-mock-fail-key"); it != req.end()) k.fail_key = std::string(it->value());
   if (auto e = intHeader(req, "x-mock-chunk-bytes", 0, 1 << 20, k.piece_bytes)) return e;
-  if (auto it = req.find("x-mock-echo"); it != req.end()) {
+  for (auto [name, flag] : {std::pair<std::string_view, bool*>{"x-mock-echo", &k.echo}, {"x-mock-echo-key", &k.echo_key}}) {
+    auto it = req.find(name);
+    if (it == req.end()) continue;
     const auto v = it->value();
-    if (v == "1" || v == "true") k.echo = true;
-    else if (v == "0" || v == "false") k.echo = false;
-    else return std::string("x-mock-echo must be 1, true, 0 or false");
+    if (v == "1" || v == "true") *flag = true;
+    else if (v == "0" || v == "false") *flag = false;
+    else return std::string(name) + " must be 1, true, 0 or false";
   }
   return std::nullopt;
 }

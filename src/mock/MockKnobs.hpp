@@ -24,6 +24,7 @@ struct MockKnobs {
   std::optional<std::string> fail_key;    // fail only requests made with this upstream key
   int piece_bytes = 0;                    // pad each content piece to this many bytes (0: natural)
   bool echo = false;                      // answer with the last user text (and put it in tool arguments)
+  bool echo_key = false;                  // a failure's message quotes the credential received
 
   static MockKnobs fromOptions(const MockOptions& o);
 };
@@ -34,7 +35,9 @@ std::optional<std::string> validateOptions(const MockOptions& o);
 // Applies x-mock-ttfb-ms, x-mock-chunks, x-mock-chunk-interval-ms, x-mock-fail-rate,
 // x-mock-fail-status, x-mock-reset-after, x-mock-retry-after, x-mock-fail-body,
 // x-mock-fail-key, x-mock-chunk-bytes, x-mock-echo (1/true: the answer text, and every string
-// of tool-call arguments, is the last user turn's text; how tests see what the upstream got).
+// of tool-call arguments, is the last user turn's text; how tests see what the upstream got),
+// x-mock-echo-key (1/true: a simulated failure's message quotes the API key the request carried,
+// as real providers' "Incorrect API key provided: sk-..." do; how tests see a gateway mask it).
 // Returns a message naming the malformed header, or nullopt.
 std::optional<std::string> applyKnobHeaders(const http::Request& req, MockKnobs& k);
 

@@ -17,6 +17,7 @@ struct MockOptions {
   double fail_rate = 0.0;      // probability a request fails with fail_status
   int fail_status = 500;
   int reset_after = -1;        // close the connection after N chunks (mid-stream break); -1 = never
+  bool echo_key = false;       // failures quote the credential received, as some providers' 401s do
   int shutdown_grace_ms = 2000;  // on SIGINT/SIGTERM: how long in-flight answers may take to finish
 };
 

@@ -1,5 +1,6 @@
 #include "mock/MockService.hpp"
 
+#include "core/JsonText.hpp"
 #include "mock/AnthropicMock.hpp"
 #include "mock/GeminiMock.hpp"
 #include "mock/OpenAIMock.hpp"
@@ -340,15 +341,16 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
     http::Response res;
     if (k.fail_body) {
       boost::system::error_code jec;
-      boost::json::parse(*k.fail_body, jec);
+      sluice::parseJson(*k.fail_body, jec);
       res = makeResponse(k.fail_status, *k.fail_body, jec ? "text/plain" : "application/json", request_id);
       if (anth) res.set("request-id", request_id);
-    } else if (anth) {
-      res = familyError(family, anthropic::simulatedFailure(k.fail_status), request_id);
-    } else if (family == Family::Gemini) {
-      res = familyError(family, gemini::simulatedFailure(k.fail_status), request_id);
     } else {
-      res = errorResponse(openai::simulatedFailure(k.fail_status), request_id);
+      ApiError e = anth                       ? anthropic::simulatedFailure(k.fail_status)
+                   : family == Family::Gemini ? gemini::simulatedFailure(k.fail_status)
+                                              : openai::simulatedFailure(k.fail_status);
+      // Real providers quote the key they were given in some errors ("Incorrect API key provided: sk-...").
+      if (k.echo_key) e.message += " API key provided: " + MockStats::requestKey(req) + ".";
+      res = familyError(family, e, request_id);
     }
     if (k.retry_after_s) res.set(bhttp::field::retry_after, std::to_string(*k.retry_after_s));
     co_await r.send(std::move(res));
@@ -412,7 +414,7 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
   }
 
   boost::system::error_code ec;
-  boost::json::value body = boost::json::parse(req.body(), ec);
+  boost::json::value body = sluice::parseJson(req.body(), ec);
   if (ec) {
     ApiError e = openai::invalidJsonError(ec.message());
     if (anth) e = anthropic::error(400, "There was an error parsing the body of your request: " + ec.message());

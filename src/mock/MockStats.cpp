@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/JsonText.hpp"
+
 namespace sluice::mock {
 
 namespace json = boost::json;
@@ -102,7 +104,7 @@ std::string MockStats::toJson() const {
   }
   lr["headers"] = std::move(headers);
   boost::system::error_code ec;
-  json::value body = last->body_truncated || last->body.empty() ? json::value() : json::parse(last->body, ec);
+  json::value body = last->body_truncated || last->body.empty() ? json::value() : sluice::parseJson(last->body, ec);
   if (last->body_truncated || last->body.empty() || ec)
     lr["body"] = last->body;
   else

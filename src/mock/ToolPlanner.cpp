@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cmath>
 
+#include "core/JsonText.hpp"
+
 namespace sluice::mock {
 
 namespace json = boost::json;
@@ -298,7 +300,7 @@ void echoUserText(ToolDecision& d) {
   }
   for (auto& c : d.calls) {
     boost::system::error_code ec;
-    json::value v = json::parse(c.arguments, ec);
+    json::value v = sluice::parseJson(c.arguments, ec);
     if (ec) continue;
     replaceStrings(v, d.user_text);
     c.arguments = json::serialize(v);

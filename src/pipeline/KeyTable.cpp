@@ -12,7 +12,7 @@ namespace sluice::pipeline {
 ProtectOverrides readProtectOverrides(std::string_view settingsJson) {
   ProtectOverrides out;
   boost::system::error_code ec;
-  const boost::json::value st = boost::json::parse(settingsJson, ec);
+  const boost::json::value st = sluice::parseJson(settingsJson, ec);
   if (ec || !st.is_object()) return out;
   const auto& o = st.as_object();
   if (const auto* v = o.if_contains("screening"); v && v->is_string()) out.screening = config::parseScreenAction(v->as_string());

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/JsonText.hpp"
 #include "redact/Redactor.hpp"
 #include "redact/Restorer.hpp"
 #include "redact/TokenCipher.hpp"
@@ -600,7 +601,7 @@ RequestScan scanRequest(Format client, std::string_view body, const redact::Reda
   thread_local unsigned char scratch[4 * 1024];
   json::monotonic_resource mr(arena, sizeof arena);
   json::storage_ptr sp(&mr);
-  json::parser parser(json::storage_ptr(), json::parse_options(), scratch, sizeof scratch);
+  json::parser parser(json::storage_ptr(), jsonParseOptions(), scratch, sizeof scratch);
   json::value own;
   if (parsed == nullptr) {
     parser.reset(sp);
@@ -739,7 +740,7 @@ class BodyRestorer {
     unsigned char buf[4096];
     json::monotonic_resource mr(buf, sizeof buf);
     boost::system::error_code ec;
-    json::value v = json::parse(sv, ec, json::storage_ptr(&mr));
+    json::value v = sluice::parseJson(sv, ec, json::storage_ptr(&mr));
     return !ec && (v.is_object() || v.is_array());
   }
 
@@ -782,7 +783,7 @@ bool restoreWholeBody(std::string& body, const redact::TokenCipher& cipher, reda
   if (array && body.find('[', first + 1) == std::string::npos) return false;
   json::monotonic_resource mr;
   boost::system::error_code ec;
-  json::value doc = json::parse(body, ec, json::storage_ptr(&mr));
+  json::value doc = sluice::parseJson(body, ec, json::storage_ptr(&mr));
   if (ec || !(doc.is_object() || doc.is_array())) return false;
   BodyRestorer r(cipher, stats, memo);
   if (doc.is_array()) {

@@ -12,6 +12,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "core/JsonText.hpp"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -268,7 +270,7 @@ void appendTurn(json::array& turns, std::string_view role, std::string_view item
   turns.push_back(json::object{{"role", role}, {items_key, std::move(items)}});
 }
 
-EventParser::EventParser() : p_(std::make_unique<json::parser>()) {}
+EventParser::EventParser() : p_(std::make_unique<json::parser>(json::storage_ptr(), jsonParseOptions())) {}
 EventParser::~EventParser() = default;
 
 json::value EventParser::parse(std::string_view text, boost::system::error_code& ec, json::storage_ptr sp) {
@@ -286,7 +288,8 @@ json::value EventParser::parse(std::string_view text, boost::system::error_code&
 
 std::optional<ApiError> parseJson(std::string_view text, json::value& out, std::string_view what) {
   boost::system::error_code ec;
-  out = json::parse(text, ec);
+  out = sluice::parseJson(text, ec);
+  if (isTooDeep(ec)) return ApiError::invalid("", tooDeepMessage(what));
   if (ec) return ApiError::invalid("", fmt::format("{} is not valid JSON: {}", what, ec.message()));
   return std::nullopt;
 }

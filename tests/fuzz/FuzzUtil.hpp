@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/JsonText.hpp"
 #include "gateway/Wire.hpp"
 #include "providers/Canonical.hpp"
 
@@ -151,7 +152,7 @@ inline std::vector<std::string> sseEvents(std::string_view raw) {
 
 inline bool isJson(std::string_view text) {
   boost::system::error_code ec;
-  boost::json::parse(text, ec);
+  sluice::parseJson(text, ec);  // the gateway's own nesting limit
   return !ec;
 }
 

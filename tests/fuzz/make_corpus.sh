@@ -49,6 +49,17 @@ seed $C/translate_request/anthropic_to_responses  31 02 $FX/providers/anthropic_
   printf '{"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Hello"}]}'
 } >$C/translate_request/openai_minimal_stream
 
+# Deep nesting (core/JsonText.hpp kMaxJsonDepth = 256): a 128-level tool schema crosses formats;
+# a body nested past the limit is a 400.
+rep() { local s='' i; for ((i = 0; i < $2; i++)); do s+="$1"; done; printf '%s' "$s"; }
+SCHEMA128="$(rep '{"type":"array","items":' 127){\"type\":\"string\"}$(rep '}' 127)"
+{ printf '\x20\x00'
+  printf '{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"t","parameters":%s}}]}' "$SCHEMA128"
+} >$C/translate_request/deep_schema_openai_to_gemini
+{ printf '\x01\x00'
+  printf '{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}],"x":%s%s}' "$(rep '[' 300)" "$(rep ']' 300)"
+} >$C/translate_request/too_deep_anthropic_to_openai
+
 # translate_response: [client | upstream<<4] [status selector]
 seed $C/translate_response/openai_tools_to_anthropic      01 00 $FX/providers/openai_response_tools.json
 seed $C/translate_response/openai_tool_call_to_openai     00 08 $FX/mock/openai_chat_tool_call.json
@@ -65,6 +76,10 @@ seed $C/translate_response/responses_call_to_gemini        32 00 $RX/reference_f
   printf '{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}'
 } >$C/translate_response/openai_error
 
+{ printf '\x10\x00'
+  printf '{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"t","input":{"a":%s1%s}}],"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":1}}' "$(rep '[' 128)" "$(rep ']' 128)"
+} >$C/translate_response/deep_tool_input_to_openai
+
 # translate_stream: [client | include_usage<<3 | upstream<<4] [split]
 seed $C/translate_stream/openai_tools_to_anthropic      01 02 $FX/providers/openai_stream_parallel_tools.sse
 seed $C/translate_stream/openai_tools_to_openai         08 01 $FX/providers/openai_stream_parallel_tools.sse
@@ -77,6 +92,9 @@ seed $C/translate_stream/gemini_text_to_openai          28 00 $GX/reference_stre
 seed $C/translate_stream/openai_tools_to_gemini         02 05 $FX/providers/openai_stream_parallel_tools.sse
 seed $C/translate_stream/responses_text_to_openai       30 01 $RX/stream_text.sse
 seed $C/translate_stream/anthropic_patch_to_responses   13 02 $RX/anthropic_stream_apply_patch.sse
+{ printf '\x20\x03'
+  printf 'data: {"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"t","args":{"a":%s1%s}}}]},"finishReason":"STOP"}]}\r\n\r\n' "$(rep '[' 128)" "$(rep ']' 128)"
+} >$C/translate_stream/gemini_deep_args_to_openai
 
 # config: plain YAML text
 cat >$C/config/design_example.yaml <<'YAML'

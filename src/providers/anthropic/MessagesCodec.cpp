@@ -8,6 +8,7 @@
 
 #include <unordered_map>
 
+#include "core/JsonText.hpp"
 #include "providers/CodecUtil.hpp"
 
 namespace sluice::providers::anthropic {
@@ -299,7 +300,7 @@ void appendUsage(std::string& out, const Usage& u, bool withInput) {
 json::value argumentsObject(const std::string& args) {
   if (args.empty()) return json::object{};
   boost::system::error_code ec;
-  auto v = json::parse(args, ec);
+  auto v = sluice::parseJson(args, ec);
   if (!ec && v.is_object()) return v;
   return json::object{{"_raw_arguments", args}};
 }
@@ -468,7 +469,7 @@ std::optional<ApiError> encodeMessagesRequest(const Request& req, const EncodeOp
       json::value schema = json::object{{"type", "object"}, {"properties", json::object{}}};
       if (!t.parameters.empty()) {
         boost::system::error_code ec;
-        auto v = json::parse(t.parameters, ec);
+        auto v = sluice::parseJson(t.parameters, ec);
         if (!ec && v.is_object() && !v.as_object().empty()) schema = std::move(v);
       }
       tool["input_schema"] = std::move(schema);
@@ -514,7 +515,7 @@ std::optional<ApiError> encodeMessagesRequest(const Request& req, const EncodeOp
 
 std::optional<ApiError> decodeMessagesResponse(std::string_view body, Response& out) {
   boost::system::error_code ec;
-  auto root = json::parse(body, ec);
+  auto root = sluice::parseJson(body, ec);
   if (ec || !root.is_object())
     return detail::upstreamStreamError("the upstream answered with a body that is not an Anthropic message");
   const auto& o = root.as_object();
@@ -607,7 +608,7 @@ ApiError decodeMessagesError(int status, std::string_view body) {
   err.status = status;
   err.kind = errorKindForStatus(status);
   boost::system::error_code ec;
-  auto root = json::parse(body, ec);
+  auto root = sluice::parseJson(body, ec);
   if (!ec && root.is_object()) {
     const json::value* e = root.as_object().if_contains("error");
     if (e && e->is_object()) {

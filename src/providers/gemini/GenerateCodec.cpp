@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/JsonText.hpp"
 #include "providers/CodecUtil.hpp"
 
 namespace sluice::providers::gemini {
@@ -460,7 +461,7 @@ std::optional<ApiError> decodeGenerationConfig(const json::object& root, Request
 json::value argsObject(const std::string& args) {
   if (args.empty()) return json::object{};
   boost::system::error_code ec;
-  auto v = json::parse(args, ec);
+  auto v = sluice::parseJson(args, ec);
   if (!ec && v.is_object()) return v;
   return json::object{{"_raw_arguments", args}};
 }
@@ -498,7 +499,7 @@ json::value toolResponse(const Part& p) {
     if (c.kind == Part::Kind::Text) text += c.text;
   if (!text.empty() && text.front() == '{') {
     boost::system::error_code ec;
-    auto v = json::parse(text, ec);
+    auto v = sluice::parseJson(text, ec);
     if (!ec && v.is_object()) {
       if (p.is_error) return json::object{{"error", std::move(v)}};
       return v;
@@ -780,7 +781,7 @@ std::optional<ApiError> encodeGenerateRequest(const Request& req, const EncodeOp
       if (!t.description.empty()) d["description"] = t.description;
       if (!t.parameters.empty()) {
         boost::system::error_code ec;
-        auto v = json::parse(t.parameters, ec);
+        auto v = sluice::parseJson(t.parameters, ec);
         if (!ec && v.is_object() && !v.as_object().empty()) d["parametersJsonSchema"] = std::move(v);
       }
       decls.push_back(std::move(d));
@@ -828,7 +829,7 @@ std::optional<ApiError> encodeGenerateRequest(const Request& req, const EncodeOp
     case ResponseFormat::Kind::JsonSchema: {
       gc["responseMimeType"] = "application/json";
       boost::system::error_code ec;
-      auto v = json::parse(req.response_format.schema, ec);
+      auto v = sluice::parseJson(req.response_format.schema, ec);
       if (!ec && v.is_object()) gc["responseJsonSchema"] = std::move(v);
       break;
     }
@@ -847,7 +848,7 @@ std::optional<ApiError> encodeGenerateRequest(const Request& req, const EncodeOp
 
 std::optional<ApiError> decodeGenerateResponse(std::string_view body, Response& out) {
   boost::system::error_code ec;
-  auto root = json::parse(body, ec);
+  auto root = sluice::parseJson(body, ec);
   // A streamGenerateContent answer without alt=sse is an array of responses; take the first.
   if (!ec && root.is_array() && !root.as_array().empty()) root = root.as_array()[0];
   if (ec || !root.is_object())
@@ -935,7 +936,7 @@ ApiError decodeGenerateError(int status, std::string_view body) {
   err.status = status;
   err.kind = errorKindForStatus(status);
   boost::system::error_code ec;
-  auto root = json::parse(body, ec);
+  auto root = sluice::parseJson(body, ec);
   if (!ec && root.is_array() && !root.as_array().empty()) root = root.as_array()[0];
   if (!ec && root.is_object()) {
     if (auto* e = root.as_object().if_contains("error"); e && e->is_object()) err = errorFromObject(status, e->as_object());
@@ -1217,7 +1218,7 @@ class GenerateStreamEncoder final : public StreamEncoder {
       part_ += ",\"args\":";
       // Arguments arrive as JSON text in fragments; Gemini sends an object. Checked once per call.
       boost::system::error_code ec;
-      auto v = json::parse(c.args.empty() ? std::string_view("{}") : std::string_view(c.args), ec);
+      auto v = sluice::parseJson(c.args.empty() ? std::string_view("{}") : std::string_view(c.args), ec);
       if (!ec && v.is_object()) {
         part_ += c.args.empty() ? std::string_view("{}") : std::string_view(c.args);
       } else {

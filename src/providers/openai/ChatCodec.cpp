@@ -9,6 +9,7 @@
 #include <ctime>
 #include <unordered_map>
 
+#include "core/JsonText.hpp"
 #include "providers/CodecUtil.hpp"
 
 namespace sluice::providers::openai {
@@ -138,7 +139,7 @@ std::optional<ApiError> decodeMessage(const json::value& mv, std::size_t i, Requ
         if (p.arguments.empty()) p.arguments = "{}";
         json::value args;
         boost::system::error_code ec;
-        args = json::parse(p.arguments, ec);
+        args = sluice::parseJson(p.arguments, ec);
         if (ec || !args.is_object())
           return ApiError::invalid(ff.sub("arguments"),
                                    fmt::format("{} must be a JSON object text", ff.sub("arguments")));
@@ -278,7 +279,7 @@ json::value textContent(const std::vector<Part>& parts) {
 json::value parseOr(std::string_view text, json::value dflt) {
   if (text.empty()) return dflt;
   boost::system::error_code ec;
-  auto v = json::parse(text, ec);
+  auto v = sluice::parseJson(text, ec);
   return ec ? dflt : v;
 }
 
@@ -631,7 +632,7 @@ std::optional<ApiError> encodeChatRequest(const Request& req, const EncodeOption
 
 std::optional<ApiError> decodeChatResponse(std::string_view body, Response& out) {
   boost::system::error_code ec;
-  auto root = json::parse(body, ec);
+  auto root = sluice::parseJson(body, ec);
   if (ec || !root.is_object())
     return detail::upstreamStreamError("the upstream answered with a body that is not an OpenAI chat completion");
   const auto& o = root.as_object();
@@ -744,7 +745,7 @@ void encodeChatError(const ApiError& err, std::string& out) {
 
 ApiError decodeChatError(int status, std::string_view body) {
   boost::system::error_code ec;
-  auto root = json::parse(body, ec);
+  auto root = sluice::parseJson(body, ec);
   ApiError err;
   if (!ec && root.is_object()) {
     const auto& o = root.as_object();

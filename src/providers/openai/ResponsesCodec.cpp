@@ -10,6 +10,7 @@
 #include <random>
 #include <unordered_map>
 
+#include "core/JsonText.hpp"
 #include "providers/CodecUtil.hpp"
 #include "providers/openai/ChatCodec.hpp"
 
@@ -66,7 +67,7 @@ std::string idBase(std::string_view upstream) {
 // The custom-tool input carried in canonical arguments {"input": "..."}; the raw text otherwise.
 std::string customInputFromArguments(std::string_view args) {
   boost::system::error_code ec;
-  auto v = json::parse(args, ec);
+  auto v = sluice::parseJson(args, ec);
   if (!ec && v.is_object()) {
     if (auto* in = v.as_object().if_contains(kCustomToolInputKey); in && in->is_string())
       return std::string(in->as_string());

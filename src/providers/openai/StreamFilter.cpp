@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "core/JsonText.hpp"
 #include "providers/CodecUtil.hpp"
 
 namespace sluice::providers::openai {
@@ -94,7 +95,7 @@ std::string stripNullUsage(std::string_view ev) {
 
 bool parseUsageFromBody(std::string_view body, Usage& usage) {
   boost::system::error_code ec;
-  auto v = boost::json::parse(body, ec);
+  auto v = sluice::parseJson(body, ec);
   if (ec) return false;
   return usageFromObject(v, usage);
 }
@@ -159,7 +160,7 @@ void StreamFilter::processEvent(std::string_view ev, std::string& out) {
       while (!json.empty() && json.front() == ' ') json.remove_prefix(1);
       while (!json.empty() && (json.back() == '\n' || json.back() == '\r')) json.remove_suffix(1);
       boost::system::error_code ec;
-      auto v = boost::json::parse(json, ec);
+      auto v = sluice::parseJson(json, ec);
       if (!ec && usageFromObject(v, usage_) && strip_usage_) {
         const auto* choices = v.as_object().if_contains("choices");
         if (choices && choices->is_array() && choices->as_array().empty()) return;  // the added chunk

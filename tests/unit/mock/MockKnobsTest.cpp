@@ -77,6 +77,20 @@ TEST(MockKnobs, EchoHeader) {
   EXPECT_NE(e->find("x-mock-echo"), std::string::npos);
 }
 
+TEST(MockKnobs, EchoKeyHeaderAndOption) {
+  MockKnobs k;
+  EXPECT_FALSE(k.echo_key);
+  EXPECT_FALSE(applyKnobHeaders(request({{"x-mock-echo-key", "true"}}), k));
+  EXPECT_TRUE(k.echo_key);
+  EXPECT_FALSE(k.echo);
+  auto e = applyKnobHeaders(request({{"x-mock-echo-key", "2"}}), k);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->find("x-mock-echo-key"), std::string::npos);
+  MockOptions o;
+  o.echo_key = true;
+  EXPECT_TRUE(MockKnobs::fromOptions(o).echo_key);
+}
+
 TEST(MockKnobs, EchoPutsTheUserTextInTextAndArguments) {
   ToolDecision text;
   text.user_text = "mail a@b.c";

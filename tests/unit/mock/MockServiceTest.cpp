@@ -142,6 +142,29 @@ TEST_F(MockServiceTest, InjectedFailure) {
   EXPECT_EQ(raw.body, "{\"oops\":1}");
 }
 
+// x-mock-echo-key: the failure quotes the credential, as real providers' 401s do, in every
+// family's error shape; without it the key is not in the answer.
+TEST_F(MockServiceTest, EchoKeyQuotesTheCredentialInFailures) {
+  const char* kKey = "sk-echo-me-0123456789";
+  struct Case {
+    const char* path;
+    const char* header;
+    std::string value;
+  };
+  for (const Case& c : {Case{"/v1/chat/completions", "authorization", std::string("Bearer ") + kKey},
+                        Case{"/v1/messages", "x-api-key", kKey},
+                        Case{"/v1beta/models/gemini-2.0-flash:generateContent", "x-goog-api-key", kKey},
+                        Case{"/openai/deployments/d/chat/completions?api-version=1", "api-key", kKey}}) {
+    auto echoed = post(c.path, kChat, {{"x-mock-fail-rate", "1"}, {"x-mock-fail-status", "401"}, {"x-mock-echo-key", "1"},
+                                       {c.header, c.value.c_str()}});
+    EXPECT_EQ(echoed.status, 401) << c.path;
+    EXPECT_NE(echoed.body.find(std::string("API key provided: ") + kKey), std::string::npos) << c.path << ": " << echoed.body;
+    EXPECT_TRUE(json::parse(echoed.body).is_object());
+    auto quiet = post(c.path, kChat, {{"x-mock-fail-rate", "1"}, {"x-mock-fail-status", "401"}, {c.header, c.value.c_str()}});
+    EXPECT_EQ(quiet.body.find(kKey), std::string::npos) << c.path;
+  }
+}
+
 TEST_F(MockServiceTest, ErrorsInOpenAIFormat) {
   auto bad = post("/v1/chat/completions", "{not json");
   EXPECT_EQ(bad.status, 400);

@@ -6,6 +6,7 @@
 #include <boost/json/value.hpp>
 
 #include "TranslateTestUtil.hpp"
+#include "core/JsonText.hpp"
 
 namespace sluice::providers {
 namespace {
@@ -314,6 +315,121 @@ TEST(TranslateError, UpstreamBodyThatIsNotAResponseIsA502) {
   auto err = translateResponse(kOpenAI, kAnthropic, "<html>bad gateway</html>", out, fixedContext());
   ASSERT_TRUE(err);
   EXPECT_EQ(err->status, 502);
+}
+
+// ---- deep nesting ---------------------------------------------------------------------------
+
+// A JSON schema `levels` objects deep (arrays of arrays of ... of strings).
+std::string deepSchema(int levels) {
+  std::string s = R"({"type":"string"})";
+  for (int i = 1; i < levels; ++i) s = R"({"type":"array","items":)" + s + "}";
+  return s;
+}
+
+std::string requestWithTool(Format client, const std::string& schema) {
+  switch (client) {
+    case Format::OpenAIChat:
+      return R"({"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"t","parameters":)" +
+             schema + "}}]}";
+    case Format::AnthropicMessages:
+      return R"({"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"t","input_schema":)" +
+             schema + "}]}";
+    case Format::GeminiGenerate:
+      return R"({"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"functionDeclarations":[{"name":"t","parametersJsonSchema":)" +
+             schema + "}]}]}";
+    case Format::OpenAIResponses:
+      return R"({"model":"m","input":"hi","tools":[{"type":"function","name":"t","parameters":)" + schema + "}]}";
+  }
+  return {};
+}
+
+const boost::json::value* toolSchemaOf(Format upstream, const boost::json::value& body) {
+  const auto& tool = body.at("tools").at(0);
+  switch (upstream) {
+    case Format::OpenAIChat: return &tool.at("function").at("parameters");
+    case Format::AnthropicMessages: return &tool.at("input_schema");
+    case Format::GeminiGenerate: {
+      const auto& d = tool.at("functionDeclarations").at(0).as_object();
+      return d.contains("parametersJsonSchema") ? &d.at("parametersJsonSchema") : &d.at("parameters");
+    }
+    case Format::OpenAIResponses: return &tool.at("parameters");
+  }
+  return nullptr;
+}
+
+constexpr Format kClients[] = {Format::OpenAIChat, Format::AnthropicMessages, Format::GeminiGenerate,
+                               Format::OpenAIResponses};
+constexpr Format kUpstreams[] = {Format::OpenAIChat, Format::AnthropicMessages, Format::GeminiGenerate};
+
+TranslateContext deepContext() {
+  auto ctx = fixedContext();
+  ctx.client_model = "m";  // Gemini clients: from the URL
+  ctx.upstream_model = "m";
+  return ctx;
+}
+
+// Structured-output and tool schemas of real agents nest well past Boost.JSON's default of 32.
+TEST(TranslateDeep, A128LevelToolSchemaCrossesEveryDirectionUnchanged) {
+  for (int levels : {127, 128, 200}) {
+    const std::string schema = deepSchema(levels);
+    boost::system::error_code ec;
+    const auto expected = parseJson(schema, ec);
+    ASSERT_FALSE(ec);
+    for (Format client : kClients) {
+      for (Format up : kUpstreams) {
+        std::string out;
+        auto err = translateRequest(client, up, requestWithTool(client, schema), out, deepContext());
+        ASSERT_FALSE(err) << formatName(client) << " -> " << formatName(up) << ": " << err->message;
+        const auto body = parseJson(out, ec);
+        ASSERT_FALSE(ec) << formatName(client) << " -> " << formatName(up) << ": " << ec.message();
+        const auto* got = toolSchemaOf(up, body);
+        ASSERT_TRUE(got);
+        EXPECT_EQ(*got, expected) << formatName(client) << " -> " << formatName(up) << " at " << levels << " levels";
+      }
+    }
+  }
+}
+
+TEST(TranslateDeep, ABodyDeeperThanTheLimitIsA400SayingSo) {
+  for (Format client : kClients) {
+    for (Format up : kUpstreams) {
+      std::string out;
+      auto err = translateRequest(client, up, requestWithTool(client, deepSchema(static_cast<int>(kMaxJsonDepth))), out,
+                                  deepContext());
+      ASSERT_TRUE(err) << formatName(client) << " -> " << formatName(up);
+      EXPECT_EQ(err->status, 400);
+      EXPECT_NE(err->message.find("nested deeper than " + std::to_string(kMaxJsonDepth)), std::string::npos) << err->message;
+    }
+  }
+  std::string out;
+  auto err = translateRequest(Format::OpenAIChat, Format::AnthropicMessages, std::string(100'000, '['), out, deepContext());
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->message.find("nested deeper than"), std::string::npos) << err->message;
+}
+
+// Tool-call arguments an upstream answers with, nested 128 levels, reach an OpenAI client whole.
+TEST(TranslateDeep, DeepToolCallArgumentsInAnswersAreKept) {
+  const std::string args = std::string(128, '[') + "1" + std::string(128, ']');
+  boost::system::error_code ec;
+  const auto expected = parseJson(args, ec);
+  const std::string wrapped = R"({"a":)" + args + "}";
+  const std::string anthropic =
+      R"({"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"t","input":)" +
+      wrapped + R"(}],"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":1}})";
+  const std::string gemini = R"({"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"t","args":)" + wrapped +
+                             R"(}}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1}})";
+  for (auto [up, body] : {std::pair{Format::AnthropicMessages, anthropic}, std::pair{Format::GeminiGenerate, gemini}}) {
+    std::string out;
+    auto err = translateResponse(Format::OpenAIChat, up, body, out, deepContext());
+    ASSERT_FALSE(err) << formatName(up) << ": " << err->message;
+    const auto v = parseJson(out, ec);
+    ASSERT_FALSE(ec);
+    const auto& call = v.at("choices").at(0).at("message").at("tool_calls").at(0).at("function");
+    const auto& text = call.at("arguments").as_string();
+    const auto got = parseJson(std::string_view(text.data(), text.size()), ec);
+    ASSERT_FALSE(ec) << formatName(up);
+    EXPECT_EQ(got.at("a"), expected) << formatName(up);
+  }
 }
 
 }  // namespace
