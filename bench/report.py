@@ -1209,6 +1209,9 @@ def build_tls(runs, sanity, hwm, meta):
                 parts.append(f"{label} {r:.2f}x ({(tls_a.cpu_per_10k - plain_a.cpu_per_10k) * 100:+.1f} us / req)")
         reported.append((f"TLS, {n} streams: CPU per request, TLS / plain, same proxy", "(reported)",
                          ", ".join(parts) or "n/a", "-"))
+        sr, nr = (rss_max_kb(s_t) if s_t else None), (rss_max_kb(n_t) if n_t else None)
+        reported.append((f"TLS, {n} streams: proxy RSS (max) vs nginx-TLS", "(reported)",
+                         f"{sr / nr:.2f}x ({sr / 1024:.1f} vs {nr / 1024:.1f} MB)" if sr and nr else "n/a", "-"))
     for n in conn:
         s_t, n_t = agg(f"tls_connect_{n}", "sluice_tls"), agg(f"tls_connect_{n}", "nginx_tls")
         if s_t and n_t and s_t.rps and n_t.rps:
