@@ -87,7 +87,7 @@ struct Options {
 [[noreturn]] void usage(const char* msg) {
   if (msg) std::fprintf(stderr, "sluice_loadgen: %s\n", msg);
   std::fprintf(stderr,
-      "usage: sluice_loadgen --url http://HOST:PORT[/PATH] [options]\n"
+      "usage: sluice_loadgen --url http[s]://HOST:PORT[/PATH] [options]\n"
       "  --mode ping|load        ping: sequential on one connection; load: concurrent (default load)\n"
       "  --warmup N              unrecorded requests first (default 0)\n"
       "  --count N               stop after N recorded requests\n"

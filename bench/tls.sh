@@ -215,11 +215,6 @@ fi
 
 declare -A URL=([nginx]="http://127.0.0.1:$P_NGINX" [sluice]="http://127.0.0.1:$P_SLUICE"
                 [nginx_tls]="https://127.0.0.1:$P_NGINX_TLS" [sluice_tls]="https://127.0.0.1:$P_SLUICE_TLS")
-TARGETS=()
-for t in nginx sluice nginx_tls sluice_tls; do
-  [[ -n ${PROXY_ROOT[$t]:-} ]] && TARGETS+=("$t")
-done
-((${#TARGETS[@]} > 0)) || die "no target started"
 HDRS=(-H "Authorization: Bearer $MASTER_KEY" -H "x-mock-chunks: $CHUNKS")
 # TLS_ARGS[TARGET]: the load generator's TLS options in the sanity requests: verify against the
 # run's CA (the work dir's path has no spaces). The measured runs then skip verification
@@ -231,13 +226,23 @@ declare -A RUN_TLS_ARGS=([nginx]="" [sluice]="" [nginx_tls]="--insecure" [sluice
 # the certificate, and both TLS proxies must negotiate the same version, cipher and group (else
 # the comparison would be between two different pieces of cryptography).
 : >"$WORK/tls_sanity.jsonl"
-for t in "${TARGETS[@]}"; do
+TARGETS=()
+for t in nginx sluice nginx_tls sluice_tls; do
+  [[ -n ${PROXY_ROOT[$t]:-} ]] || continue
   # shellcheck disable=SC2086
   out=$("$LOADGEN" --url "${URL[$t]}/v1/chat/completions" --model "$MODEL" "${HDRS[@]}" ${TLS_ARGS[$t]} \
         --label "$t" --mode ping --count 5 --timeout "$REQ_TIMEOUT" || true)
-  grep -q '"ok":5' <<<"$out" || die "requests through $t failed: $out"
+  if ! grep -q '"ok":5' <<<"$out"; then
+    [[ $t == sluice_tls ]] || die "requests through $t failed: $out"
+    # the gateway's TLS is what is under test: its failure is a finding, the rest still runs
+    SLUICE_TLS_NOTE="requests through sluice_tls failed: $(cut -c1-300 <<<"$out")"
+    log "warning: $SLUICE_TLS_NOTE; sluice_tls is left out"
+    continue
+  fi
   echo "$out" >>"$WORK/tls_sanity.jsonl"
+  TARGETS+=("$t")
 done
+((${#TARGETS[@]} > 0)) || die "no target started"
 "$PYTHON" - "$WORK/tls_sanity.jsonl" <<'PY' >&2 || log "warning: the TLS proxies negotiated different parameters (see above)"
 import json, sys
 tls = {}
