@@ -30,6 +30,8 @@
 
 #include "cluster/RedisUrl.hpp"
 #include "config/Scalars.hpp"
+#include "http/ServerTls.hpp"
+#include "http/Server.hpp"
 #include "redact/Rules.hpp"
 
 namespace sluice::config {
@@ -37,18 +39,20 @@ namespace {
 
 using Keys = std::span<const std::string_view>;
 
-constexpr std::array<std::string_view, 11> kTopKeys = {"server",   "auth",    "store", "redis",     "routing",
+constexpr std::array<std::string_view, 12> kTopKeys = {"server",   "auth",    "store", "redis",     "routing",
                                                         "channels", "pricing", "cache", "redaction", "screening",
-                                                        "guardrail"};
+                                                        "guardrail", "admin"};
 constexpr std::array<std::string_view, 5> kCacheKeys = {"enabled", "ttl", "max_bytes", "max_entry_bytes", "shared"};
 constexpr std::array<std::string_view, 5> kRedactionKeys = {"enabled", "key", "builtin", "actions", "rules"};
 constexpr std::array<std::string_view, 5> kRuleKeys = {"name", "pattern", "action", "fields", "validator"};
 constexpr std::array<std::string_view, 4> kScreeningKeys = {"action", "threshold", "deny", "model"};
 constexpr std::array<std::string_view, 5> kGuardrailKeys = {"url", "timeout", "on_failure", "review_response",
                                                             "headers"};
-constexpr std::array<std::string_view, 7> kServerKeys = {
+constexpr std::array<std::string_view, 8> kServerKeys = {
     "listen",         "workers",           "max_body_bytes", "max_header_bytes",
-    "header_timeout", "keepalive_timeout", "shutdown_grace"};
+    "header_timeout", "keepalive_timeout", "shutdown_grace", "tls"};
+constexpr std::array<std::string_view, 2> kServerTlsKeys = {"cert", "key"};
+constexpr std::array<std::string_view, 1> kAdminKeys = {"listen"};
 constexpr std::array<std::string_view, 1> kAuthKeys = {"master_key"};
 constexpr std::array<std::string_view, 1> kUrlKeys = {"url"};
 constexpr std::array<std::string_view, 6> kStoreKeys = {"url",        "request_logs",       "log_retention_days",
@@ -282,8 +286,11 @@ class Loader {
         screening(v, cfg.screening);
       } else if (key == "guardrail") {
         guardrail(v, cfg.guardrail);
+      } else if (key == "admin") {
+        admin(v, cfg.admin, cfg.server);
       }
     });
+    checkAdminListen(cfg);
     if (!secretKeySet) {
       if (const char* env = std::getenv("SLUICE_SECRET_KEY")) cfg.store.secret_key = env;
     }
@@ -651,8 +658,49 @@ class Loader {
         s.keepalive_timeout = duration(v, path, false);
       } else if (key == "shutdown_grace") {
         s.shutdown_grace = duration(v, path, true);
+      } else if (key == "tls") {
+        serverTls(v, s.tls);
       }
     });
+  }
+
+  // server.tls: {cert, key}. The files are loaded here as the server will load them, so a
+  // certificate that would not serve fails `sluice check` and a reload, not the first handshake.
+  void serverTls(const YAML::Node& node, ServerTlsConfig& t) {
+    if (node.IsNull()) fail(node, "server.tls: expected a mapping {cert: FILE, key: FILE}");
+    walk(node, "server.tls", kServerTlsKeys, [&](const std::string& key, const YAML::Node& v) {
+      (key == "cert" ? t.cert : t.key) = scalar(v, "server.tls." + key, "a file name");
+    });
+    if (t.cert.empty() || t.key.empty())
+      fail(node, std::string("server.tls: ") + (t.cert.empty() ? "cert" : "key") +
+                     " is missing; set both cert (PEM certificate chain) and key (PEM private key)");
+    std::string error;
+    if (!http::ServerTls::load(t.cert, t.key, error)) fail(node, "server.tls: " + error);
+  }
+
+  // admin: {listen}. Its address must not overlap server.listen's: both acceptors use
+  // SO_REUSEPORT, so the same address would bind twice and split connections between them.
+  void admin(const YAML::Node& node, AdminConfig& a, const ServerConfig& s) {
+    walk(node, "admin", kAdminKeys, [&](const std::string&, const YAML::Node& v) {
+      a.listen = scalar(v, "admin.listen", "a string");
+      if (a.listen.empty()) return;
+      std::string why;
+      if (!validListen(a.listen, why)) {
+        fail(v, "admin.listen: expected host:port such as \"127.0.0.1:9091\", got " + quote(a.listen) + ": " + why);
+      }
+      adminListenNode_ = v;
+    });
+  }
+
+  void checkAdminListen(const Config& cfg) {
+    if (cfg.admin.listen.empty()) return;
+    std::string ah, sh;
+    std::uint16_t ap = 0, sp = 0;
+    if (!http::splitHostPort(cfg.admin.listen, ah, ap) || !http::splitHostPort(cfg.server.listen, sh, sp)) return;
+    auto wildcard = [](const std::string& h) { return h == "0.0.0.0" || h == "::"; };
+    if (ap != 0 && ap == sp && (ah == sh || wildcard(ah) || wildcard(sh)))
+      fail(adminListenNode_, "admin.listen " + quote(cfg.admin.listen) + " overlaps server.listen " +
+                                 quote(cfg.server.listen) + "; give the admin listener its own port");
   }
 
   void routing(const YAML::Node& node, RoutingConfig& r) {
@@ -849,6 +897,7 @@ class Loader {
   }
 
   std::string name_;
+  YAML::Node adminListenNode_;  // where admin.listen was set, for the overlap message
 };
 
 // Replaces the password of scheme://user:pass@host/... and any password=... query parameter.
@@ -958,7 +1007,16 @@ std::string describeConfig(const Config& c) {
   e << YAML::Key << "header_timeout" << YAML::Value << formatDuration(c.server.header_timeout);
   e << YAML::Key << "keepalive_timeout" << YAML::Value << formatDuration(c.server.keepalive_timeout);
   e << YAML::Key << "shutdown_grace" << YAML::Value << formatDuration(c.server.shutdown_grace);
+  if (c.server.tls.enabled()) {
+    e << YAML::Key << "tls" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "cert" << YAML::Value << YAML::DoubleQuoted << c.server.tls.cert;
+    e << YAML::Key << "key" << YAML::Value << YAML::DoubleQuoted << c.server.tls.key << YAML::EndMap;
+  }
   e << YAML::EndMap;
+  if (!c.admin.listen.empty()) {
+    e << YAML::Key << "admin" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "listen" << YAML::Value << YAML::DoubleQuoted << c.admin.listen << YAML::EndMap;
+  }
   e << YAML::Key << "auth" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "master_key" << YAML::Value << YAML::DoubleQuoted << maskSecret(c.auth.master_key);
   e << YAML::EndMap;

@@ -15,6 +15,15 @@ namespace sluice::config {
 
 using Millis = std::chrono::milliseconds;
 
+// The edge's own certificate: PEM files, the certificate file holding the chain (leaf first).
+// Unset (both empty): the public listener speaks plain HTTP.
+struct ServerTlsConfig {
+  std::string cert;
+  std::string key;
+  bool enabled() const { return !cert.empty(); }
+  bool operator==(const ServerTlsConfig&) const = default;
+};
+
 struct ServerConfig {
   std::string listen = "127.0.0.1:8080";  // host:port; port 0 picks a free one
   int workers = 0;                         // 0 = one per core
@@ -23,6 +32,14 @@ struct ServerConfig {
   Millis header_timeout{10'000};   // whole request header must arrive within this once started
   Millis keepalive_timeout{75'000};  // idle keep-alive connections are closed after this
   Millis shutdown_grace{15'000};   // in-flight requests get this long after SIGTERM
+  ServerTlsConfig tls;
+};
+
+// The admin plane's own listener. Set: the admin API and the console are served only there
+// (plain HTTP, meant for loopback or a private network) and the public listener answers 404 for
+// them. Empty: everything on server.listen.
+struct AdminConfig {
+  std::string listen;
 };
 
 struct AuthConfig {
@@ -175,6 +192,7 @@ struct Config {
   RedactionConfig redaction;
   ScreeningConfig screening;
   GuardrailConfig guardrail;
+  AdminConfig admin;
   std::string source_path;  // file it was loaded from ("" when built in code)
 };
 

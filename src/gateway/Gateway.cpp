@@ -37,6 +37,7 @@
 #include "gateway/Probe.hpp"
 #include "gateway/Proxy.hpp"
 #include "http/Server.hpp"
+#include "http/ServerTls.hpp"
 #include "metrics/Metrics.hpp"
 #include "mock/MockServer.hpp"
 #include "pipeline/KeyTable.hpp"
@@ -132,6 +133,15 @@ FileStamp stampOf(const std::string& path) {
   return f;
 }
 
+// Listener tags (http::ListenerOptions::tag): which plane a connection came in on.
+constexpr int kPublicListener = 0;
+constexpr int kAdminListener = 1;
+
+std::string formatEndpoint(const http::tcp::endpoint& ep) {
+  return ep.address().is_v6() ? fmt::format("[{}]:{}", ep.address().to_string(), ep.port())
+                              : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+}
+
 std::string newRequestId() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   return fmt::format("req_{:016x}", rng());
@@ -168,6 +178,16 @@ class Gateway {
       workers_.push_back(std::move(ws));
     }
     stamp_ = stampOf(path_);
+    if (const auto& t = first->cfg->server.tls; t.enabled()) {
+      tls_files_ = t;
+      tls_cert_stamp_ = stampOf(t.cert);
+      tls_key_stamp_ = stampOf(t.key);
+      std::string error;
+      auto ctx = http::ServerTls::load(t.cert, t.key, error);
+      if (!ctx) throw std::runtime_error("server.tls: " + error);
+      edge_tls_ = std::make_shared<http::ServerTls>(std::move(ctx));
+    }
+    split_admin_ = !first->cfg->admin.listen.empty();
     // Access lines leave each worker in batches: on a short timer, and when its loop ends.
     for (int i = 0; i < server_->workerCount(); ++i) {
       net::co_spawn(server_->workerContext(i), flushLoop(server_->workerContext(i)), net::detached);
@@ -197,14 +217,33 @@ class Gateway {
     }
     http::tcp::endpoint ep;
     try {
-      ep = server_->listen(host, port);
+      ep = server_->listen(host, port, http::ListenerOptions{edge_tls_, kPublicListener});
     } catch (const std::exception& e) {
       spdlog::error("cannot listen on {}: {}", s.listen, e.what());
       return 2;
     }
-    std::string addr = ep.address().is_v6() ? fmt::format("[{}]:{}", ep.address().to_string(), ep.port())
-                                            : fmt::format("{}:{}", ep.address().to_string(), ep.port());
-    std::printf("sluice listening on http://%s (%d workers, %zu channels, config: %s)\n", addr.c_str(),
+    std::string adminAddr;
+    if (const auto& a = current->cfg->admin.listen; !a.empty()) {
+      std::string ahost;
+      std::uint16_t aport = 0;
+      if (!http::splitHostPort(a, ahost, aport)) {
+        spdlog::error("admin.listen \"{}\" is not HOST:PORT", a);
+        return 2;
+      }
+      try {
+        adminAddr = formatEndpoint(server_->listen(ahost, aport, http::ListenerOptions{nullptr, kAdminListener}));
+      } catch (const std::exception& e) {
+        spdlog::error("cannot listen on {} (admin.listen): {}", a, e.what());
+        return 2;
+      }
+    }
+    std::string addr = formatEndpoint(ep);
+    const char* scheme = edge_tls_ ? "https" : "http";
+    // The admin line comes first: whoever waits for the listening line has both then.
+    if (!adminAddr.empty())
+      std::printf("sluice admin API and console on http://%s (keep it on loopback or a private network)\n",
+                  adminAddr.c_str());
+    std::printf("sluice listening on %s://%s (%d workers, %zu channels, config: %s)\n", scheme, addr.c_str(),
                 server_->workerCount(), current->cfg->channels.size(), path_.empty() ? "embedded default" : path_.c_str());
     if (path_.empty()) {
       bool devKey = current->cfg->auth.master_key == kDevMasterKey;
@@ -295,6 +334,7 @@ class Gateway {
         if (ec) return;
         if (sig == SIGHUP) {
           reload("SIGHUP");
+          reloadTls("SIGHUP");
           arm();
           return;
         }
@@ -314,6 +354,15 @@ class Gateway {
           if (st.ok && !(st == stamp_)) {
             stamp_ = st;
             reload("file change");
+          }
+        }
+        if (edge_tls_) {
+          auto cs = stampOf(tls_files_.cert);
+          auto ks = stampOf(tls_files_.key);
+          if (!(cs == tls_cert_stamp_) || !(ks == tls_key_stamp_)) {
+            tls_cert_stamp_ = cs;
+            tls_key_stamp_ = ks;
+            reloadTls("file change");
           }
         }
         watch();
@@ -343,10 +392,36 @@ class Gateway {
       spdlog::warn("reload: server.listen and server.workers take effect only after a restart");
     if (before->redis.url != after.redis.url || before->store.url != after.store.url)
       spdlog::warn("reload: store.url and redis.url take effect only after a restart");
+    if (before->admin.listen != after.admin.listen)
+      spdlog::warn("reload: admin.listen takes effect only after a restart");
+    if (before->server.tls.enabled() != after.server.tls.enabled()) {
+      spdlog::warn("reload: turning server.tls on or off takes effect only after a restart");
+    } else if (edge_tls_ && !(after.server.tls == tls_files_)) {
+      tls_files_ = after.server.tls;
+      tls_cert_stamp_ = stampOf(tls_files_.cert);
+      tls_key_stamp_ = stampOf(tls_files_.key);
+      reloadTls("server.tls changed");
+    }
     metrics::registry().reloads_ok.fetch_add(1);
     std::string done = fmt::format("config applied, {} channels", next->cfg->channels.size());
     spdlog::info("reload ({}): {}", why, done);
     return {true, done};
+  }
+
+  // Loads the edge certificate and key again; new connections take them, open ones keep theirs.
+  // A pair that does not load keeps the running one. Control thread only.
+  void reloadTls(const char* why) {
+    if (!edge_tls_) return;
+    std::string error;
+    auto ctx = http::ServerTls::load(tls_files_.cert, tls_files_.key, error);
+    if (!ctx) {
+      tls_reloads_failed_.fetch_add(1, std::memory_order_relaxed);
+      spdlog::error("tls reload ({}) failed, keeping the running certificate: {}", why, error);
+      return;
+    }
+    edge_tls_->replace(std::move(ctx));
+    tls_reloads_ok_.fetch_add(1, std::memory_order_relaxed);
+    spdlog::info("tls reload ({}): certificate {} loaded", why, tls_files_.cert);
   }
 
   net::awaitable<void> handle(http::Request& req, http::Responder& r) {
@@ -488,6 +563,12 @@ class Gateway {
           out += "# TYPE sluice_cache_entries gauge\n";
           out += fmt::format("sluice_cache_entries {}\n", cs.entries);
         }
+        if (edge_tls_) {
+          out += "# HELP sluice_tls_reloads_total Reloads of the edge certificate and key by result.\n";
+          out += "# TYPE sluice_tls_reloads_total counter\n";
+          out += fmt::format("sluice_tls_reloads_total{{result=\"ok\"}} {}\n", tls_reloads_ok_.load());
+          out += fmt::format("sluice_tls_reloads_total{{result=\"failed\"}} {}\n", tls_reloads_failed_.load());
+        }
         out += "# HELP sluice_access_log_dropped_total Access-log lines dropped because the writer fell behind.\n";
         out += "# TYPE sluice_access_log_dropped_total counter\n";
         out += fmt::format("sluice_access_log_dropped_total {}\n", access_.dropped());
@@ -512,7 +593,23 @@ class Gateway {
       co_await r.send(std::move(res));
       co_return;
     }
-    if (method == bhttp::verb::head || method == bhttp::verb::get) {
+    // With admin.listen set, the console and the admin API live on that listener only, and the
+    // proxy API only on the public one; each answers the other's paths as unknown routes.
+    const bool adminPlane = !split_admin_ || r.listener() == kAdminListener;
+    if (split_admin_ && r.listener() == kAdminListener && !path.starts_with("/admin/api/")) {
+      if (method == bhttp::verb::head || method == bhttp::verb::get) {
+        if (std::optional<http::Response> page = console::serve(req, path)) {
+          co_await r.send(std::move(*page));
+          co_return;
+        }
+      }
+      std::string message = fmt::format(
+          "no route for {} {} on the admin listener (it serves the admin API, the console, /healthz and /metrics)",
+          std::string(req.method_string()), path);
+      co_await sendError(r, ctx, rec, Wire::OpenAI, 404, "invalid_request_error", "not_found", message);
+      co_return;
+    }
+    if (!split_admin_ && (method == bhttp::verb::head || method == bhttp::verb::get)) {
       std::optional<http::Response> page = console::serve(req, path);
       if (page) {
         co_await r.send(std::move(*page));
@@ -520,7 +617,7 @@ class Gateway {
       }
     }
 
-    if (path.starts_with("/admin/api/")) {
+    if (adminPlane && path.starts_with("/admin/api/")) {
       // The control plane: master key only.
       auto key = presentedKey(req, ctx.query);
       const auto& master = snap.cfg->auth.master_key;
@@ -986,6 +1083,15 @@ class Gateway {
   // Installed before the listening line is printed, so a signal sent right after is handled.
   net::signal_set signals_{control_ioc_, SIGINT, SIGTERM, SIGHUP};
   FileStamp stamp_;
+  // The edge's certificate (null: plain HTTP), the files it came from and their stamps as last
+  // loaded (control thread only, after start).
+  std::shared_ptr<http::ServerTls> edge_tls_;
+  config::ServerTlsConfig tls_files_;
+  FileStamp tls_cert_stamp_;
+  FileStamp tls_key_stamp_;
+  std::atomic<std::uint64_t> tls_reloads_ok_{0};
+  std::atomic<std::uint64_t> tls_reloads_failed_{0};
+  bool split_admin_ = false;  // admin.listen was set at start (a reload cannot change it)
   std::unique_ptr<http::Server> embedded_mock_;
   std::thread embedded_mock_thread_;
   LineWriter access_;

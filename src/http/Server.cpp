@@ -1,5 +1,7 @@
 #include "http/Server.hpp"
 
+#include "http/ServerTls.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -12,13 +14,16 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/http/parser.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <spdlog/spdlog.h>
 
 #include <charconv>
-#include <span>
 #include <list>
+#include <span>
+#include <tuple>
+#include <type_traits>
 
 namespace sluice::http {
 
@@ -39,6 +44,42 @@ Response serverError(bhttp::status status, std::string_view type, std::string_vi
 void appendHeaderLine(std::string& out, std::string_view name, std::string_view value) {
   out.append(name).append(": ").append(value).append("\r\n");
 }
+
+// How long a closing TLS connection waits for the peer's close_notify before it just closes.
+constexpr std::chrono::milliseconds kTlsShutdownTimeout{1'000};
+// How long a refused plain-HTTP client gets to stop sending before the socket is closed.
+constexpr std::chrono::milliseconds kRefuseDrainTimeout{1'000};
+// The first byte of every TLS connection: a handshake record.
+constexpr unsigned char kTlsHandshakeRecord = 0x16;
+
+// A plain-HTTP request on a TLS port: one plain answer, then close. The rest of what the client
+// sent is read and dropped (bounded), so the close does not reset the connection before the
+// client has read the answer.
+net::awaitable<void> refusePlainHttp(beast::tcp_stream& tcp, std::chrono::milliseconds write_timeout) {
+  Response reply = serverError(bhttp::status::bad_request, "invalid_request_error",
+                               "this port speaks HTTPS: send the request to https:// instead of http://");
+  tcp.expires_after(write_timeout);
+  auto [wec, wn] = co_await bhttp::async_write(tcp, reply, kTuple);
+  beast::error_code ec;
+  if (!wec) {
+    tcp.socket().shutdown(tcp::socket::shutdown_send, ec);
+    tcp.expires_after(kRefuseDrainTimeout);
+    std::array<char, 4096> sink;
+    for (;;) {
+      auto [rec, rn] = co_await tcp.async_read_some(net::buffer(sink), kTuple);
+      if (rec) break;
+    }
+  }
+  tcp.socket().close(ec);
+}
+
+// Takes a connection off its worker's list when its coroutine ends, however it ends.
+template <class List>
+struct Unregister {
+  List& l;
+  typename List::iterator it;
+  ~Unregister() { l.erase(it); }
+};
 }  // namespace
 
 bool splitHostPort(const std::string& s, std::string& host, std::uint16_t& port) {
@@ -72,7 +113,12 @@ net::awaitable<bool> Responder::send(Response res) {
   res.keep_alive(keep_alive_);
   res.prepare_payload();
   stream_.expires_after(write_timeout_);
-  auto [ec, n] = co_await bhttp::async_write(stream_, res, kTuple);
+  beast::error_code ec;
+  std::size_t n = 0;
+  if (tls_ != nullptr)
+    std::tie(ec, n) = co_await bhttp::async_write(*tls_, res, kTuple);
+  else
+    std::tie(ec, n) = co_await bhttp::async_write(stream_, res, kTuple);
   stream_.expires_never();
   bytes_sent_ += n;
   if (ec) {
@@ -148,7 +194,12 @@ net::awaitable<bool> Responder::writeRaw(std::string_view data, bool last) {
   if (last) bufs[nb++] = net::buffer(kLast);
   if (nb == 0) co_return true;
   stream_.expires_after(write_timeout_);
-  auto [ec, n] = co_await net::async_write(stream_, std::span(bufs.data(), nb), kTuple);
+  beast::error_code ec;
+  std::size_t n = 0;
+  if (tls_ != nullptr)
+    std::tie(ec, n) = co_await net::async_write(*tls_, std::span(bufs.data(), nb), kTuple);
+  else
+    std::tie(ec, n) = co_await net::async_write(stream_, std::span(bufs.data(), nb), kTuple);
   stream_.expires_never();
   bytes_sent_ += n;
   header_pending_ = false;
@@ -179,6 +230,11 @@ void Responder::abort() {
 
 // ---------------------------------------------------------------- Server
 
+struct Server::Listener {
+  std::unique_ptr<tcp::acceptor> acceptor;
+  ListenerOptions options;
+};
+
 struct Server::Worker {
   struct Conn {
     beast::tcp_stream* stream;
@@ -187,7 +243,7 @@ struct Server::Worker {
   int index = 0;
   net::io_context ioc{1};
   net::executor_work_guard<net::io_context::executor_type> guard{ioc.get_executor()};
-  std::unique_ptr<tcp::acceptor> acceptor;
+  std::vector<std::unique_ptr<Listener>> listeners;  // stable addresses: accept loops hold them
   std::list<Conn> conns;  // touched only on this worker's thread
   std::thread thread;
 };
@@ -211,7 +267,7 @@ Server::~Server() {
 
 net::io_context& Server::workerContext(int i) { return workers_.at(static_cast<std::size_t>(i))->ioc; }
 
-tcp::endpoint Server::listen(const std::string& host, std::uint16_t port) {
+tcp::endpoint Server::listen(const std::string& host, std::uint16_t port, ListenerOptions options) {
   auto addr = net::ip::make_address(host);
   tcp::endpoint ep{addr, port};
   for (auto& w : workers_) {
@@ -222,7 +278,10 @@ tcp::endpoint Server::listen(const std::string& host, std::uint16_t port) {
     acc->bind(ep);
     acc->listen(net::socket_base::max_listen_connections);
     if (ep.port() == 0) ep = acc->local_endpoint();
-    w->acceptor = std::move(acc);
+    auto l = std::make_unique<Listener>();
+    l->acceptor = std::move(acc);
+    l->options = options;
+    w->listeners.push_back(std::move(l));
   }
   return ep;
 }
@@ -235,7 +294,7 @@ std::size_t Server::activeConnections() const {
 
 void Server::run() {
   for (auto& w : workers_) {
-    if (w->acceptor) net::co_spawn(w->ioc, acceptLoop(*w), net::detached);
+    for (auto& l : w->listeners) net::co_spawn(w->ioc, acceptLoop(*w, *l), net::detached);
     w->thread = std::thread([this, wp = w.get()] {
       for (;;) {
         try {
@@ -258,7 +317,7 @@ void Server::stop(std::chrono::milliseconds grace) {
         w->ioc,
         [this, wp = w.get(), grace]() -> net::awaitable<void> {
           beast::error_code ec;
-          if (wp->acceptor) wp->acceptor->close(ec);
+          for (auto& l : wp->listeners) l->acceptor->close(ec);
           for (auto& c : wp->conns)
             if (c.idle) c.stream->socket().shutdown(tcp::socket::shutdown_both, ec), c.stream->cancel();
           auto deadline = std::chrono::steady_clock::now() + grace;
@@ -280,29 +339,33 @@ void Server::stop(std::chrono::milliseconds grace) {
   }
 }
 
-net::awaitable<void> Server::acceptLoop(Worker& w) {
+net::awaitable<void> Server::acceptLoop(Worker& w, Listener& l) {
   for (;;) {
-    auto [ec, socket] = co_await w.acceptor->async_accept(kTuple);
+    auto [ec, socket] = co_await l.acceptor->async_accept(kTuple);
     if (ec) {
-      if (ec == net::error::operation_aborted || !w.acceptor->is_open() || stopping()) co_return;
+      if (ec == net::error::operation_aborted || !l.acceptor->is_open() || stopping()) co_return;
       spdlog::warn("accept: {}", ec.message());
       // EMFILE and friends: back off briefly rather than spin.
       net::steady_timer t(w.ioc, std::chrono::milliseconds(50));
       co_await t.async_wait(kTuple);
       continue;
     }
-    net::co_spawn(w.ioc, serveConnection(w, std::move(socket)), [](const std::exception_ptr& e) {
+    auto onExit = [](const std::exception_ptr& e) {
       if (!e) return;
       try {
         std::rethrow_exception(e);
       } catch (const std::exception& ex) {
         spdlog::error("connection: unhandled exception: {}", ex.what());
       }
-    });
+    };
+    if (l.options.tls)
+      net::co_spawn(w.ioc, serveTlsConnection(w, l.options.tag, l.options.tls, std::move(socket)), onExit);
+    else
+      net::co_spawn(w.ioc, serveConnection(w, l.options.tag, std::move(socket)), onExit);
   }
 }
 
-net::awaitable<void> Server::serveConnection(Worker& w, tcp::socket socket) {
+net::awaitable<void> Server::serveConnection(Worker& w, int tag, tcp::socket socket) {
   beast::error_code sec;
   socket.set_option(tcp::no_delay(true), sec);
   std::string remote;
@@ -311,32 +374,85 @@ net::awaitable<void> Server::serveConnection(Worker& w, tcp::socket socket) {
   beast::flat_buffer buffer;
   buffer.reserve(16u * 1024);  // Beast reads up to the capacity: fewer reads for large bodies
   w.conns.push_front({&stream, true});
-  auto self = w.conns.begin();
-  struct Unregister {
-    std::list<Worker::Conn>& l;
-    std::list<Worker::Conn>::iterator it;
-    ~Unregister() { l.erase(it); }
-  } unregister{w.conns, self};
+  Unregister<std::list<Worker::Conn>> unregister{w.conns, w.conns.begin()};
+  co_await serveRequests(w, tag, stream, stream, buffer, unregister.it->idle, remote);
+  beast::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream.close();
+}
 
+net::awaitable<void> Server::serveTlsConnection(Worker& w, int tag, std::shared_ptr<ServerTls> tls,
+                                                tcp::socket socket) {
+  beast::error_code sec;
+  socket.set_option(tcp::no_delay(true), sec);
+  std::string remote;
+  if (auto peer = socket.remote_endpoint(sec); !sec) remote = peer.address().to_string();
+  // The context current at accept time: this connection keeps it however often it is replaced.
+  const std::shared_ptr<ServerTls::Context> ctx = tls->current();
+  TlsStream stream(std::move(socket), *ctx);
+  beast::tcp_stream& tcp = stream.next_layer();
+  beast::flat_buffer buffer;
+  buffer.reserve(16u * 1024);
+  w.conns.push_front({&tcp, true});
+  Unregister<std::list<Worker::Conn>> unregister{w.conns, w.conns.begin()};
+
+  // The first bytes tell a TLS client from a plain-HTTP one; they are then handed to the
+  // handshake, which takes them before reading more. The header deadline covers the handshake.
+  tcp.expires_after(limits_.header_timeout);
+  auto [pec, pn] = co_await tcp.async_read_some(buffer.prepare(buffer.capacity()), kTuple);
+  if (pec || stopping()) {
+    tcp.close();
+    co_return;
+  }
+  buffer.commit(pn);
+  if (*static_cast<const unsigned char*>(buffer.data().data()) != kTlsHandshakeRecord) {
+    co_await refusePlainHttp(tcp, limits_.write_timeout);
+    co_return;
+  }
+  auto [hec, used] = co_await stream.async_handshake(net::ssl::stream_base::server, buffer.data(), kTuple);
+  if (hec) {
+    spdlog::debug("tls handshake with {}: {}", remote, hec.message());
+    tcp.close();
+    co_return;
+  }
+  buffer.consume(used);
+  co_await serveRequests(w, tag, stream, tcp, buffer, unregister.it->idle, remote);
+  // close_notify, bounded: a peer that never answers it (or is gone) does not hold us.
+  if (tcp.socket().is_open()) {
+    tcp.expires_after(kTlsShutdownTimeout);
+    co_await stream.async_shutdown(kTuple);
+  }
+  tcp.close();
+}
+
+template <class Stream>
+net::awaitable<void> Server::serveRequests(Worker& w, int tag, Stream& stream, beast::tcp_stream& tcp,
+                                           beast::flat_buffer& buffer, bool& idle, const std::string& remote) {
+  auto responder = [&](std::string_view rem) {
+    if constexpr (std::is_same_v<Stream, TlsStream>)
+      return Responder(stream, tcp, w.index, limits_.write_timeout, rem, tag);
+    else
+      return Responder(tcp, w.index, limits_.write_timeout, rem, tag);
+  };
   for (;;) {
-    self->idle = true;
+    idle = true;
     if (stopping()) break;
     if (buffer.size() == 0) {
       // Idle keep-alive wait: generous. Once a request starts, the header deadline applies.
-      stream.expires_after(limits_.keepalive_timeout);
+      tcp.expires_after(limits_.keepalive_timeout);
       auto [ec, n] = co_await stream.async_read_some(buffer.prepare(buffer.capacity() - buffer.size()), kTuple);
       if (ec) break;
       buffer.commit(n);
     }
-    self->idle = false;
+    idle = false;
 
     bhttp::request_parser<bhttp::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
     parser.body_limit(limits_.max_body_bytes);
-    stream.expires_after(limits_.header_timeout);
+    tcp.expires_after(limits_.header_timeout);
     auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, kTuple);
     if (hec) {
-      Responder r(stream, w.index, limits_.write_timeout);
+      Responder r = responder({});
       r.setKeepAlive(false);
       if (hec == bhttp::error::body_limit) {
         http::Response reply = serverError(bhttp::status::payload_too_large, "invalid_request_error",
@@ -362,7 +478,7 @@ net::awaitable<void> Server::serveConnection(Worker& w, tcp::socket socket) {
     }
     auto& hreq = parser.get();
     if (auto cl = parser.content_length(); cl && *cl > limits_.max_body_bytes) {
-      Responder r(stream, w.index, limits_.write_timeout);
+      Responder r = responder({});
       r.setKeepAlive(false);
       http::Response reply = serverError(bhttp::status::payload_too_large, "invalid_request_error",
                                   "request body of " + std::to_string(*cl) + " bytes exceeds the limit of " +
@@ -376,18 +492,18 @@ net::awaitable<void> Server::serveConnection(Worker& w, tcp::socket socket) {
       if (cec) break;
     }
     if (!parser.is_done()) {
-      stream.expires_after(limits_.body_timeout);
+      tcp.expires_after(limits_.body_timeout);
       auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, kTuple);
       if (bec) {
         if (bec == bhttp::error::body_limit) {
-          Responder r(stream, w.index, limits_.write_timeout);
+          Responder r = responder({});
           r.setKeepAlive(false);
           http::Response reply = serverError(bhttp::status::payload_too_large, "invalid_request_error",
                                       "request body exceeds the limit of " + std::to_string(limits_.max_body_bytes) +
                                           " bytes");
           co_await r.send(std::move(reply));
         } else if (bec == beast::error::timeout) {
-          Responder r(stream, w.index, limits_.write_timeout);
+          Responder r = responder({});
           r.setKeepAlive(false);
           http::Response reply = serverError(bhttp::status::request_timeout, "invalid_request_error",
                                       "request body not received within the time limit");
@@ -396,9 +512,9 @@ net::awaitable<void> Server::serveConnection(Worker& w, tcp::socket socket) {
         break;
       }
     }
-    stream.expires_never();
+    tcp.expires_never();
     Request req = parser.release();
-    Responder r(stream, w.index, limits_.write_timeout, remote);
+    Responder r = responder(remote);
     r.setKeepAlive(req.keep_alive() && !stopping());
     co_await handler_(req, r);
     if (!r.started()) {
@@ -408,9 +524,6 @@ net::awaitable<void> Server::serveConnection(Worker& w, tcp::socket socket) {
     }
     if (!r.finished() || !r.keepAlive() || stopping()) break;
   }
-  beast::error_code ec;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-  stream.close();
 }
 
 }  // namespace sluice::http

@@ -1,11 +1,13 @@
 // Server: the HTTP/1.1 front door. One worker thread per io_context, each with its own
-// SO_REUSEPORT acceptor, one coroutine per connection. Enforces header/body size limits and
-// the header-read deadline; drains in-flight requests on stop().
+// SO_REUSEPORT acceptor per listener, one coroutine per connection. A listener speaks plain
+// HTTP or terminates TLS itself. Enforces header/body size limits and the header-read (and
+// handshake) deadline; drains in-flight requests on stop().
 // Thread-safety: listen() and run() from the owning thread; stop() from any thread.
 #pragma once
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -17,7 +19,14 @@
 #include <thread>
 #include <vector>
 
+namespace boost::beast {
+template <class NextLayer>
+class ssl_stream;
+}
+
 namespace sluice::http {
+
+class ServerTls;
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -26,6 +35,7 @@ using tcp = net::ip::tcp;
 
 using Request = bhttp::request<bhttp::string_body>;
 using Response = bhttp::response<bhttp::string_body>;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 struct ServerLimits {
   std::size_t max_header_bytes = 64u * 1024;
@@ -36,14 +46,24 @@ struct ServerLimits {
   std::chrono::milliseconds write_timeout{60'000};
 };
 
+// What a listener speaks and how its connections are told apart by the handler.
+struct ListenerOptions {
+  std::shared_ptr<ServerTls> tls;  // null: plain HTTP; else the context new connections take
+  int tag = 0;                     // Responder::listener() of its connections
+};
+
 // How a handler answers: either one complete response, or a chunked stream
 // (beginStream, writeChunk..., endStream). Every call reports whether the client is still
 // there; after a false the handler should stop writing.
 class Responder {
  public:
   Responder(beast::tcp_stream& stream, int worker, std::chrono::milliseconds write_timeout,
-            std::string_view remote = {})
-      : stream_(stream), worker_(worker), write_timeout_(write_timeout), remote_(remote) {}
+            std::string_view remote = {}, int listener = 0)
+      : stream_(stream), worker_(worker), listener_(listener), write_timeout_(write_timeout), remote_(remote) {}
+  // A connection of a TLS listener: writes go through `tls`, whose TCP layer is `tcp`.
+  Responder(TlsStream& tls, beast::tcp_stream& tcp, int worker, std::chrono::milliseconds write_timeout,
+            std::string_view remote = {}, int listener = 0)
+      : stream_(tcp), tls_(&tls), worker_(worker), listener_(listener), write_timeout_(write_timeout), remote_(remote) {}
 
   net::awaitable<bool> send(Response res);
   net::awaitable<bool> beginStream(bhttp::response_header<> header);
@@ -63,6 +83,9 @@ class Responder {
   bool keepAlive() const { return keep_alive_ && !aborted_; }
   void setKeepAlive(bool k) { keep_alive_ = k; }
   int worker() const { return worker_; }
+  int listener() const { return listener_; }  // the ListenerOptions::tag it came in on
+  bool tls() const { return tls_ != nullptr; }
+  // The TCP layer (timeouts, the socket); for a TLS connection the bytes on it are encrypted.
   beast::tcp_stream& stream() { return stream_; }
   std::uint64_t bytesSent() const { return bytes_sent_; }
   std::string_view remote() const { return remote_; }  // the client's address
@@ -71,7 +94,9 @@ class Responder {
   net::awaitable<bool> writeRaw(std::string_view data, bool last);
 
   beast::tcp_stream& stream_;
+  TlsStream* tls_ = nullptr;  // writes branch on this rather than through a virtual stream
   int worker_;
+  int listener_ = 0;
   std::chrono::milliseconds write_timeout_;
   std::string_view remote_;
   bool started_ = false;
@@ -92,9 +117,10 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds every worker's acceptor to host:port (port 0: the first picks, the rest reuse it).
-  // Throws std::system_error on failure. Returns the bound endpoint.
-  tcp::endpoint listen(const std::string& host, std::uint16_t port);
+  // Binds an acceptor on every worker to host:port (port 0: the first picks, the rest reuse it).
+  // May be called once per listener before run(). Throws std::system_error on failure.
+  // Returns the bound endpoint.
+  tcp::endpoint listen(const std::string& host, std::uint16_t port, ListenerOptions options = {});
   // Runs the workers until stop() has drained them. Blocks.
   void run();
   // Stops accepting, closes idle connections, lets in-flight requests finish within grace,
@@ -112,8 +138,15 @@ class Server {
 
  private:
   struct Worker;
-  net::awaitable<void> acceptLoop(Worker& w);
-  net::awaitable<void> serveConnection(Worker& w, tcp::socket socket);
+  struct Listener;
+  net::awaitable<void> acceptLoop(Worker& w, Listener& l);
+  net::awaitable<void> serveConnection(Worker& w, int tag, tcp::socket socket);
+  net::awaitable<void> serveTlsConnection(Worker& w, int tag, std::shared_ptr<ServerTls> tls, tcp::socket socket);
+  // The request loop of one connection; Stream is beast::tcp_stream or TlsStream (`tcp` is its
+  // TCP layer, the same object for plain HTTP).
+  template <class Stream>
+  net::awaitable<void> serveRequests(Worker& w, int tag, Stream& stream, beast::tcp_stream& tcp,
+                                     beast::flat_buffer& buffer, bool& idle, const std::string& remote);
 
   ServerLimits limits_;
   Handler handler_;

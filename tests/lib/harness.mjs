@@ -92,10 +92,13 @@ export async function startGateway(opts) {
   if (!/^store:/m.test(yaml)) yaml = `store:\n  url: "sqlite://${db}"\n` + yaml;
   writeFileSync(file, yaml);
   const proc = track(spawn(BIN, ['serve', '-c', file], { stdio: ['ignore', 'pipe', 'pipe'] }), 'gateway');
-  const m = await waitForLine(proc, /listening on http:\/\/(\S+):(\d+)/, 'sluice serve');
-  const url = `http://127.0.0.1:${m[2]}`;
+  const m = await waitForLine(proc, /listening on (https?):\/\/(\S+):(\d+)/, 'sluice serve');
+  const url = `${m[1]}://127.0.0.1:${m[3]}`;
+  // Printed before the listening line when admin.listen is set.
+  const am = proc.output.match(/admin API and console on http:\/\/\S+:(\d+)/);
   return {
-    proc, url, file, db, port: Number(m[2]),
+    proc, url, file, db, port: Number(m[3]),
+    adminUrl: am ? `http://127.0.0.1:${am[1]}` : undefined,
     stop: (sig) => stop(proc, sig),
     writeConfig(o) { writeFileSync(file, typeof o === 'string' ? o : gatewayYaml(o)); },
     accessLines() {
