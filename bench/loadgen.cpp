@@ -405,6 +405,7 @@ struct Shared {
   tcp::resolver::results_type endpoints;
   ssl::context* tls_ctx = nullptr;  // https only
   long prime_failed = 0;
+  std::map<std::string, long> prime_errors;
   std::string tls_version, tls_cipher, tls_group;  // what the first handshake negotiated
   long handshake_errors = 0;
   Clock::time_point deadline{};
@@ -783,7 +784,10 @@ template <class Conn>
 asio::awaitable<void> prime_one(std::shared_ptr<Conn> c, Shared& sh) {
   Result r;
   co_await one_request(c, sh, r);
-  if (r.ec || !r.error.empty() || r.status < 200 || r.status >= 300) ++sh.prime_failed;
+  if (r.ec || !r.error.empty() || r.status < 200 || r.status >= 300) {
+    ++sh.prime_failed;
+    ++sh.prime_errors[r.timed_out ? "timeout" : r.ec ? r.ec.message() : !r.error.empty() ? r.error : "status " + std::to_string(r.status)];
+  }
 }
 
 // The proxy's RSS every 200 ms while the measured requests run.
@@ -929,7 +933,16 @@ int run(asio::io_context& io, Shared& sh) {
   out += "}";
   out += ",\"connects\":" + std::to_string(sh.connects);
   out += ",\"stale_retries\":" + std::to_string(sh.stale_retries);
-  if (opt.prime) out += ",\"primed\":" + std::to_string(opt.concurrency) + ",\"prime_failed\":" + std::to_string(sh.prime_failed);
+  if (opt.prime) {
+    out += ",\"primed\":" + std::to_string(opt.concurrency) + ",\"prime_failed\":" + std::to_string(sh.prime_failed);
+    out += ",\"prime_errors\":{";
+    first = true;
+    for (auto& [k, v] : sh.prime_errors) {
+      out += (first ? "\"" : ",\"") + json_escape(k) + "\":" + std::to_string(v);
+      first = false;
+    }
+    out += "}";
+  }
   if (opt.conn_per_request) out += ",\"conn_per_request\":true";
   if (opt.tls) {
     out += ",\"tls\":{\"version\":\"" + json_escape(sh.tls_version) + "\",\"cipher\":\"" + json_escape(sh.tls_cipher) +

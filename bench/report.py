@@ -1156,7 +1156,8 @@ def build_tls(runs, sanity, hwm, meta):
              "in `listen ... ssl`), `sluice` and `sluice_tls` from bench/run.sh's config (one openai channel, "
              f"`server.workers: {sw}`" + (" = one per core" if sw == "0" else "")
              + f", `store.request_logs: {m('sluice_request_logs', 'false')}`; the second with `server.tls: "
-             "{cert, key}`). Both TLS proxies serve the same certificate, made for the run: "
+             "{cert, key}`). Sluice's `server.header_timeout` and nginx's `client_header_timeout` (both cover the "
+             f"handshake) are {m('tls_header_timeout', '?')}. Both TLS proxies serve the same certificate, made for the run: "
              f"{m('tls_key', '?')}, for 127.0.0.1, signed by a throwaway CA; the load generator verified the chain "
              "against that CA in the sanity requests and skips verification in the measured runs (a client-side "
              f"cost on the same cores). {m('openssl_version', 'OpenSSL')} everywhere; the client offers TLS 1.2 and "
@@ -1289,13 +1290,16 @@ def build_tls(runs, sanity, hwm, meta):
             a = agg(sc, t)
             if a and a.errors:
                 errs[f"{sc[4:]}/{t}"] = a.errors
-            if a:
-                pf = sum(r["result"].get("prime_failed", 0) for r in a.runs if r.get("result"))
-                if pf:
-                    errs.setdefault(f"{sc[4:]}/{t}", {})["priming request failed"] = pf
+            for r in (a.runs if a else []):
+                for e, c in ((r.get("result") or {}).get("prime_errors") or {}).items():
+                    d = errs.setdefault(f"{sc[4:]}/{t}", {})
+                    d[f"priming request: {e}"] = d.get(f"priming request: {e}", 0) + c
     if errs:
         L.append("Errors seen: " + "; ".join(f"{k}: " + ", ".join(f"{e} x{c}" for e, c in v.items())
                                               for k, v in errs.items()))
+        L.append("")
+        L.append("(A connection whose priming request failed connects again in the measured run: its connects "
+                 "and handshakes then count in that segment's figures.)")
         L.append("")
     return "\n".join(L), checks
 

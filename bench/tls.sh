@@ -27,8 +27,9 @@
 # bench/run.sh), CHUNKS (20), TLS_CONCURRENCY ("50 2000"), TLS_SECONDS (15: per target and
 # concurrency), TLS_SEGMENTS (3), TLS_CONNECT_CONCURRENCY (50), TLS_CONNECT_SECONDS (9: per target),
 # TLS_CONNECT_SEGMENTS (3), TLS_KEY (ec), TLS_NGINX_KEEPALIVE (256: nginx's idle upstream
-# connections per worker, as many as Sluice keeps), TLS_TARGETS ("nginx sluice nginx_tls
-# sluice_tls": a subset for a quick look).
+# connections per worker, as many as Sluice keeps), TLS_HEADER_TIMEOUT (60s: Sluice's
+# server.header_timeout and nginx's client_header_timeout, both covering the handshake),
+# TLS_TARGETS ("nginx sluice nginx_tls sluice_tls": a subset for a quick look).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -54,6 +55,10 @@ TLS_CONNECT_SEGMENTS=${TLS_CONNECT_SEGMENTS:-3}
 TLS_KEY=${TLS_KEY:-ec}
 TLS_NGINX_KEEPALIVE=${TLS_NGINX_KEEPALIVE:-256}
 TLS_TARGETS=${TLS_TARGETS:-nginx sluice nginx_tls sluice_tls}
+# Sluice's server.header_timeout covers the TLS handshake; nginx's client_header_timeout does
+# too. Both get nginx's default: with Sluice's (10 s), a burst of 2000 handshakes on a busy
+# 2-core machine had Sluice close connections still waiting for theirs.
+TLS_HEADER_TIMEOUT=${TLS_HEADER_TIMEOUT:-60s}
 MODEL=gpt-4o-mini
 MASTER_KEY=sk-bench-master
 REQ_TIMEOUT=10   # seconds per request in the load generator
@@ -147,6 +152,7 @@ start_nginx() {
       -e "s#@SSL@#$ssl#g" -e "s#@CERT@#$CERTS/server.pem#g" -e "s#@KEY@#$CERTS/server.key#g" \
       -e "s#@UPSTREAM@#127.0.0.1:$P_MOCK#g" -e "s#@KEEPALIVE@#$TLS_NGINX_KEEPALIVE#g" \
       -e "s#@CONNECTIONS@#$CONNECTIONS#g" -e "s#@NOFILE@#$((CONNECTIONS + 64))#g" \
+      -e "s#@HEADER_TIMEOUT@#$TLS_HEADER_TIMEOUT#g" \
       "$ROOT/bench/nginx_tls.conf.template" >"$dir/nginx.conf"
   log "starting $name on 127.0.0.1:$port (worker_processes $NGINX_WORKERS${ssl:+, listen ssl})"
   start "$name" "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log"
@@ -162,6 +168,7 @@ write_config() {
     echo "server:"
     echo "  listen: \"127.0.0.1:$port\""
     echo "  workers: $SLUICE_WORKERS"
+    echo "  header_timeout: $TLS_HEADER_TIMEOUT"
     if [[ -n $tls ]]; then
       echo "  tls:"
       echo "    cert: \"$CERTS/server.pem\""
@@ -314,7 +321,7 @@ overrides() {
   echo "$out"
 }
 # (only what was exported into this script: the knobs above are shell variables unless given)
-ours=$(env | cut -d= -f1 | grep -E '^(TLS_CONCURRENCY|TLS_SECONDS|TLS_SEGMENTS|TLS_CONNECT_CONCURRENCY|TLS_CONNECT_SECONDS|TLS_CONNECT_SEGMENTS|TLS_KEY|TLS_NGINX_KEEPALIVE|TLS_TARGETS)$' || true)
+ours=$(env | cut -d= -f1 | grep -E '^(TLS_CONCURRENCY|TLS_SECONDS|TLS_SEGMENTS|TLS_CONNECT_CONCURRENCY|TLS_CONNECT_SECONDS|TLS_CONNECT_SEGMENTS|TLS_KEY|TLS_NGINX_KEEPALIVE|TLS_HEADER_TIMEOUT|TLS_TARGETS)$' || true)
 # shellcheck disable=SC2086
 if [[ -n ${TLS_COMMAND:-} ]]; then
   CMD="$(overrides $ours)$TLS_COMMAND"
@@ -337,6 +344,7 @@ report_args=(--work "$WORK" --out "$BENCH_OUT" --set "command=$CMD"
   --set "tls_connect_concurrency=$TLS_CONNECT_CONCURRENCY" --set "tls_connect_seconds=$TLS_CONNECT_SECONDS"
   --set "tls_connect_segments=$TLS_CONNECT_SEGMENTS" --set "tls_key=$KEY_DESC"
   --set "tls_nginx_keepalive=$TLS_NGINX_KEEPALIVE" --set "tls_nofile=$(ulimit -n)"
+  --set "tls_header_timeout=$TLS_HEADER_TIMEOUT"
   --set "sluice_tls_note=$SLUICE_TLS_NOTE"
   --set "loadavg_tls_start=$LOADAVG_START" --set "loadavg_tls_end=$LOADAVG_END")
 [[ ${BENCH_STRICT:-0} == 1 ]] && report_args+=(--strict)
