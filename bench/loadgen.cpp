@@ -851,7 +851,7 @@ int run(asio::io_context& io, Shared& sh) {
   const Options& opt = sh.opt;
   rusage ru0{};
   getrusage(RUSAGE_SELF, &ru0);
-  auto on_done = [](std::exception_ptr e) {
+  auto on_done = [](const std::exception_ptr& e) {
     if (e) {
       try { std::rethrow_exception(e); }
       catch (const std::exception& ex) { std::fprintf(stderr, "sluice_loadgen: worker failed: %s\n", ex.what()); }
