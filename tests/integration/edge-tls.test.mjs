@@ -287,3 +287,35 @@ test('sluice check reports a server.tls that does not load, with its line', asyn
   assert.notEqual(m.code, 0);
   assert.match(m.out, /server\.tls: the private key \S+ does not match the certificate/);
 });
+
+test('SIGTERM: an in-flight TLS stream finishes, an idle TLS connection is closed, the process exits 0', async () => {
+  install('gen1');
+  const g = await startGateway(tlsYaml());
+  // An idle keep-alive connection after one request.
+  const idle = tls.connect({ host: '127.0.0.1', port: g.port, servername: 'localhost', ca });
+  await new Promise((resolve, reject) => { idle.once('secureConnect', resolve); idle.once('error', reject); });
+  let idleText = '';
+  const idleClosed = new Promise((resolve) => idle.on('close', resolve));
+  idle.on('data', (d) => { idleText += d; });
+  idle.on('error', () => {});
+  idle.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+  while (!idleText.includes('"ok"')) await sleep(10);
+  // A slow stream in flight.
+  const res = await new Promise((resolve, reject) => {
+    const req = https.request(`${g.url}/v1/chat/completions`, {
+      method: 'POST', ca, servername: 'localhost', agent: false,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}`,
+        'x-mock-chunks': '10', 'x-mock-chunk-interval-ms': '100' },
+    }, resolve);
+    req.on('error', reject);
+    req.end(JSON.stringify({ model: 'mock-1', stream: true, messages: [{ role: 'user', content: 'hi' }] }));
+  });
+  let text = '';
+  const done = (async () => { for await (const c of res) text += c; })();
+  while (!text.includes('data:')) await sleep(10);
+  const exited = g.stop('SIGTERM');
+  await done;
+  assert.equal(sseEvents(text).at(-1), '[DONE]');
+  await idleClosed;
+  assert.equal(await exited, 0);
+});

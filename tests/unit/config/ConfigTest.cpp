@@ -335,12 +335,12 @@ TEST(ConfigErrors, UnknownKeysListTheValidOnes) {
   auto f = failure("server:\n  listen: 127.0.0.1:1\nlogging: {}\n");
   EXPECT_EQ(f.what,
             "t.yaml:3:1: unknown key \"logging\" at the top level; valid keys: server, auth, store, "
-            "redis, routing, channels, pricing, cache, redaction, screening, guardrail");
+            "redis, routing, channels, pricing, cache, redaction, screening, guardrail, admin");
 
   f = failure("server:\n  workers: 1\n  listn: 127.0.0.1:1\n");
   EXPECT_EQ(f.what,
             "t.yaml:3:3: unknown key \"listn\" in server (did you mean \"listen\"?); valid keys: listen, "
-            "workers, max_body_bytes, max_header_bytes, header_timeout, keepalive_timeout, shutdown_grace");
+            "workers, max_body_bytes, max_header_bytes, header_timeout, keepalive_timeout, shutdown_grace, tls");
 }
 
 TEST(ConfigErrors, UnknownKeyNestedAtDepth) {
