@@ -108,17 +108,24 @@ machine_cpu_s() {
 # CPU/RSS deltas of the proxy and the mock(s); appends a record to $WORK/runs.
 # The request's model is $MEASURE_MODEL when set, else $MODEL. With $MEASURE_SETTLE (seconds)
 # the CPU is read that long after the load ends (work the proxy finishes afterwards, such as
-# the last request-log batch, then counts for the segment that caused it).
+# the last request-log batch, then counts for the segment that caused it). With MEASURE_WATCH=1
+# the load generator reads the CPU itself where its measured requests start and end (after its
+# warm-up and --prime), and samples the proxy's RSS meanwhile (proxy_rss_max_kb): then wall_s,
+# machine_cpu_s, proxy_cpu_s and mock_cpu_s are its figures.
 SEQ=0
 measure() {
   local scenario=$1 target=$2 round=$3 limit=$4; shift 4
   local ppids="" mpids="$MOCK_PID ${EXTRA_MOCK_PIDS:-}"
-  local p0 m0 p1 m1 w0 w1 c0 c1 out
+  local p0 m0 p1 m1 w0 w1 c0 c1 out watch=() wall mcpu pcpu kcpu rmax=null
   [[ -n ${PROXY_ROOT[$target]:-} ]] && ppids=$(proc_tree "${PROXY_ROOT[$target]}" | tr '\n' ' ')
+  if [[ ${MEASURE_WATCH:-0} == 1 ]]; then
+    watch=(--watch-mock "$mpids")
+    [[ -n $ppids ]] && watch+=(--watch-proxy "$ppids")
+  fi
   # shellcheck disable=SC2086
   p0=$(cpu_s $ppids); m0=$(cpu_s $mpids); w0=$(date +%s.%N); c0=$(machine_cpu_s)
   # in the background + wait, so that a signal to this script is handled at once
-  timeout "$limit" "$LOADGEN" --label "$scenario/$target" --model "${MEASURE_MODEL:-$MODEL}" "$@" >"$WORK/loadgen.out" &
+  timeout "$limit" "$LOADGEN" --label "$scenario/$target" --model "${MEASURE_MODEL:-$MODEL}" "${watch[@]}" "$@" >"$WORK/loadgen.out" &
   LOADGEN_PID=$!
   wait "$LOADGEN_PID" || true
   LOADGEN_PID=""
@@ -130,13 +137,24 @@ measure() {
   if [[ -n ${PROXY_ROOT[$target]:-} ]] && ! kill -0 "${PROXY_ROOT[$target]}" 2>/dev/null; then
     log "warning: $target exited during $scenario (see $WORK/*.log)"
   fi
+  wall=$(sub "$w1" "$w0") mcpu=$(sub "$c1" "$c0") kcpu=$(sub "$m1" "$m0") pcpu=null
+  [[ -n $ppids ]] && pcpu=$(sub "$p1" "$p0")
+  if ((${#watch[@]} > 0)) && [[ $out != null ]]; then
+    local w
+    w=$("$PYTHON" -c 'import json, sys
+w = json.load(sys.stdin).get("watch")
+if w: print(w["wall_s"], w["machine_cpu_s"], w["mock_cpu_s"], w["proxy_cpu_s"], w["proxy_rss_max_kb"])' <<<"$out" 2>/dev/null || true)
+    if [[ -n $w ]]; then
+      read -r wall mcpu kcpu p1 m1 <<<"$w"
+      [[ -n $ppids ]] && pcpu=$p1 rmax=$m1
+    fi
+  fi
   SEQ=$((SEQ + 1))
   # shellcheck disable=SC2086
-  printf '{"scenario":"%s","target":"%s","round":%s,"wall_s":%s,"machine_cpu_s":%s,"proxy_cpu_s":%s,"mock_cpu_s":%s,"proxy_hwm_kb":%s,"proxy_rss_kb":%s,"result":%s}\n' \
-    "$scenario" "$target" "$round" "$(sub "$w1" "$w0")" "$(sub "$c1" "$c0")" \
-    "$([[ -n $ppids ]] && sub "$p1" "$p0" || echo null)" "$(sub "$m1" "$m0")" \
+  printf '{"scenario":"%s","target":"%s","round":%s,"wall_s":%s,"machine_cpu_s":%s,"proxy_cpu_s":%s,"mock_cpu_s":%s,"proxy_hwm_kb":%s,"proxy_rss_kb":%s,"proxy_rss_max_kb":%s,"result":%s}\n' \
+    "$scenario" "$target" "$round" "$wall" "$mcpu" "$pcpu" "$kcpu" \
     "$([[ -n $ppids ]] && hwm_kb $ppids || echo null)" "$([[ -n $ppids ]] && rss_kb $ppids || echo null)" \
-    "$out" >"$WORK/runs/$(printf %03d $SEQ).json"
+    "$rmax" "$out" >"$WORK/runs/$(printf %03d $SEQ).json"
   if [[ $out == null ]]; then
     log "  $scenario/$target: the load generator produced no output"
   else

@@ -22,6 +22,10 @@ The protect-and-save figures (bench/protect.sh: records with scenario "protect",
 and "protect_cache_*", DIR/protect_sanity.json, DIR/protect_counters.json, DIR/protect_micro.json
 from build/sluice_protect_bench, DIR/cache_fill.json, DIR/cache_checks.jsonl) go between
 PROTECT_BEGIN/PROTECT_END.
+The TLS figures (bench/tls.sh: records with scenario "tls_keepalive_<streams>" and
+"tls_connect_<streams>", targets nginx / sluice / nginx_tls / sluice_tls, each result's "watch"
+CPU already copied into the record by measure(); DIR/tls_sanity.jsonl, DIR/tls_hwm.jsonl) go
+between TLS_BEGIN/TLS_END.
 """
 import argparse
 import datetime
@@ -47,6 +51,10 @@ SCREEN_P99_TARGET_US = 100.0  # the detector on a 2 KB prompt
 PROTECT_BEGIN = "<!-- bench:protect:begin (written by bench/report.py; edit outside the markers) -->"
 PROTECT_END = "<!-- bench:protect:end -->"
 PROTECT_TARGET = 0.9  # streaming throughput with redaction + screening on / all off
+TLS_BEGIN = "<!-- bench:tls:begin (written by bench/report.py; edit outside the markers) -->"
+TLS_END = "<!-- bench:tls:end -->"
+TLS_RPS_TARGET = 0.9  # Sluice over TLS / nginx over TLS, streaming throughput
+TLS_CPU_TARGET = 1.5  # Sluice over TLS / nginx over TLS, proxy CPU per request
 
 HEADER = """# Benchmarks
 
@@ -58,6 +66,20 @@ keep-alive connections). TTFB is the time to the first byte of the response body
 (the first SSE chunk); close is the time to the end of the response; tail is
 close minus TTFB. On a small machine the client, the mock and the proxy compete
 for the same cores, so their CPU seconds are listed beside the figures.
+
+TLS (`BENCH_ONLY=tls bash bench/run.sh`, bench/tls.sh, also the last step of
+`make bench`; its own block below): Sluice terminating TLS against nginx
+terminating TLS (`listen ... ssl`, bench/nginx_tls.conf.template) with the same
+certificate, made for the run by openssl (a throwaway CA and an ECDSA P-256
+server certificate for 127.0.0.1), both proxying to the same `sluice mock`, and
+plain-HTTP nginx and plain Sluice in the same run so that what TLS itself costs
+shows. At 50 and at 2000 concurrent kept-alive streams (every connection primed
+with one unrecorded request, then the four targets in interleaved segments):
+req/s, TTFB / close p50 and p99, the proxy's CPU seconds per 10k requests (read
+by the load generator over its measured requests only) and its RSS; then with a
+new connection per request (a full TLS handshake each time). Targets: Sluice over
+TLS >= 0.90x nginx-over-TLS throughput and <= 1.5x its CPU per request. About 4
+minutes; knobs (TLS_SECONDS, TLS_CONCURRENCY, TLS_KEY=rsa, ...) in bench/tls.sh.
 
 """
 
@@ -1082,6 +1104,206 @@ def build_protect(runs, sanity, counters, fill, cache_checks, meta, micro=None):
     return "\n".join(L), checks
 
 
+# ----------------------------------------------------------------- TLS (bench/tls.sh)
+
+def is_tls(r):
+    return str(r.get("scenario", "")).startswith("tls_")
+
+
+TLS_TARGETS = ("nginx", "sluice", "nginx_tls", "sluice_tls")
+TLS_LABELS = {"nginx": "nginx, plain HTTP", "sluice": "Sluice, plain HTTP",
+              "nginx_tls": "nginx, TLS", "sluice_tls": "Sluice, TLS"}
+
+
+def tls_levels(runs, kind):
+    """The stream counts of scenario tls_<kind>_<n> present, ascending."""
+    out = set()
+    for r in runs:
+        sc = str(r.get("scenario", ""))
+        if sc.startswith(f"tls_{kind}_") and sc[len(f"tls_{kind}_"):].isdigit():
+            out.add(int(sc[len(f"tls_{kind}_"):]))
+    return sorted(out)
+
+
+def rss_max_kb(a):
+    v = [r.get("proxy_rss_max_kb") for r in a.runs if r.get("proxy_rss_max_kb")]
+    return max(v) if v else None
+
+
+def build_tls(runs, sanity, hwm, meta):
+    m = meta.get
+    _, agg = group_runs(runs)
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    keep, conn = tls_levels(runs, "keepalive"), tls_levels(runs, "connect")
+    negotiated = {}
+    for r in sanity or []:
+        if r.get("tls"):
+            t = r["tls"]
+            negotiated[r.get("label")] = f"{t.get('version')} {t.get('cipher')} {t.get('group')}"
+    nwn = m("nginx_workers_n")
+    sw = m("sluice_workers", "0")
+    L = []
+    L.append("### TLS: Sluice terminating TLS vs nginx terminating TLS\n")
+    L.append(f"- Run: {now}, `{m('command', 'BENCH_ONLY=tls bash bench/run.sh')}` (runs `bash bench/tls.sh`); "
+             f"{machine()}")
+    L.append(f"- Load average (1/5/15 min) at the start: {m('loadavg_tls_start', '?')}, at the end: "
+             f"{m('loadavg_tls_end', '?')} (anything else running on the machine distorts the figures)")
+    L.append(f"- Four proxies on the same mock (`{m('mock_cmd', 'sluice mock')}`), started together and loaded in "
+             "turn: `nginx` and `nginx_tls` from bench/nginx_tls.conf.template (nginx "
+             f"{m('nginx_version', '?')}, `worker_processes {m('nginx_workers', 'auto')}`"
+             + (f" = {nwn} workers" if nwn else "")
+             + f", upstream `keepalive {m('tls_nginx_keepalive', '?')}`, `proxy_buffering off`; the two differ only "
+             "in `listen ... ssl`), `sluice` and `sluice_tls` from bench/run.sh's config (one openai channel, "
+             f"`server.workers: {sw}`" + (" = one per core" if sw == "0" else "")
+             + f", `store.request_logs: {m('sluice_request_logs', 'false')}`; the second with `server.tls: "
+             "{cert, key}`). Sluice's `server.header_timeout` and nginx's `client_header_timeout` (both cover the "
+             f"handshake) are {m('tls_header_timeout', '?')}. Both TLS proxies serve the same certificate, made for the run: "
+             f"{m('tls_key', '?')}, for 127.0.0.1, signed by a throwaway CA; the load generator verified the chain "
+             "against that CA in the sanity requests and skips verification in the measured runs (a client-side "
+             f"cost on the same cores). {m('openssl_version', 'OpenSSL')} everywhere; the client offers TLS 1.2 and "
+             "1.3 and resumes no session. Sluice writes its per-request access log to stdout (a file here); nginx "
+             "has `access_log off`, as in section 2.")
+    if negotiated:
+        L.append("- Negotiated (first handshake of each TLS target): "
+                 + "; ".join(f"`{k}`: {v}" for k, v in sorted(negotiated.items())))
+    if m("sluice_tls_note"):
+        L.append(f"- **Sluice over TLS was not measured**: {m('sluice_tls_note')}.")
+    L.append(f"- Every request: model `{m('model', '?')}`, `stream: true`, `x-mock-chunks: {m('chunks', '?')}`, "
+             "through the master key. Kept-alive runs: each connection first does one unrecorded request "
+             "(connect, TLS handshake, the proxy's upstream connection), then "
+             f"{m('tls_seconds', '?')} s per target and stream count in {m('tls_segments', '?')} interleaved "
+             "segments (the target order rotated each segment). CPU seconds are the proxy's (nginx: master + "
+             "workers) and the mock's, read from /proc by the load generator where its measured requests start "
+             "and end; RSS is the proxy's VmRSS sampled every 200 ms during the segments (max), and its VmHWM "
+             f"after the whole run. Open-file limit {m('tls_nofile', '?')}. Latencies in milliseconds.")
+    L.append("")
+
+    def cpu_ratio(a, b):
+        if not a or not b or not a.cpu_per_10k or not b.cpu_per_10k:
+            return None
+        return a.cpu_per_10k / b.cpu_per_10k
+
+    checks, reported = [], []
+    for n in keep:
+        s_t, n_t = agg(f"tls_keepalive_{n}", "sluice_tls"), agg(f"tls_keepalive_{n}", "nginx_tls")
+        name = f"TLS, {n} streams: throughput vs nginx-TLS"
+        if s_t and n_t and s_t.rps and n_t.rps:
+            r = s_t.rps / n_t.rps
+            checks.append((name, f">= {TLS_RPS_TARGET:.2f}x", f"{r:.2f}x ({s_t.rps:.0f} vs {n_t.rps:.0f} req/s)",
+                           "**met**" if r >= TLS_RPS_TARGET else "**missed**"))
+        else:
+            checks.append((name, f">= {TLS_RPS_TARGET:.2f}x", "n/a", "n/a (not run)"))
+        name = f"TLS, {n} streams: proxy CPU per request vs nginx-TLS"
+        r = cpu_ratio(s_t, n_t)
+        if r is not None:
+            checks.append((name, f"<= {TLS_CPU_TARGET:.1f}x",
+                           f"{r:.2f}x ({s_t.cpu_per_10k:.3f} vs {n_t.cpu_per_10k:.3f} CPU s / 10k req)",
+                           "**met**" if r <= TLS_CPU_TARGET else "**missed**"))
+        else:
+            checks.append((name, f"<= {TLS_CPU_TARGET:.1f}x", "n/a", "n/a (not run)"))
+        # what TLS itself adds to each proxy's CPU per request
+        s_p, n_p = agg(f"tls_keepalive_{n}", "sluice"), agg(f"tls_keepalive_{n}", "nginx")
+        parts = []
+        for label, tls_a, plain_a in (("Sluice", s_t, s_p), ("nginx", n_t, n_p)):
+            r = cpu_ratio(tls_a, plain_a)
+            if r is not None:
+                parts.append(f"{label} {r:.2f}x ({(tls_a.cpu_per_10k - plain_a.cpu_per_10k) * 100:+.1f} us / req)")
+        reported.append((f"TLS, {n} streams: CPU per request, TLS / plain, same proxy", "(reported)",
+                         ", ".join(parts) or "n/a", "-"))
+        sr, nr = (rss_max_kb(s_t) if s_t else None), (rss_max_kb(n_t) if n_t else None)
+        reported.append((f"TLS, {n} streams: proxy RSS (max) vs nginx-TLS", "(reported)",
+                         f"{sr / nr:.2f}x ({sr / 1024:.1f} vs {nr / 1024:.1f} MB)" if sr and nr else "n/a", "-"))
+    for n in conn:
+        s_t, n_t = agg(f"tls_connect_{n}", "sluice_tls"), agg(f"tls_connect_{n}", "nginx_tls")
+        if s_t and n_t and s_t.rps and n_t.rps:
+            reported.append((f"TLS, a handshake per request ({n} at once): throughput vs nginx-TLS", "(reported)",
+                             f"{s_t.rps / n_t.rps:.2f}x ({s_t.rps:.0f} vs {n_t.rps:.0f} req/s)", "-"))
+        r = cpu_ratio(s_t, n_t)
+        if r is not None:
+            reported.append((f"TLS, a handshake per request ({n} at once): proxy CPU per request vs nginx-TLS",
+                             "(reported)", f"{r:.2f}x ({s_t.cpu_per_10k:.3f} vs {n_t.cpu_per_10k:.3f} CPU s / 10k req)",
+                             "-"))
+    L.append(table(["target", "limit", "measured", "result"], checks + reported))
+    L.append("")
+
+    def rows_for(scenario, with_rss):
+        rows = []
+        for t in TLS_TARGETS:
+            a = agg(scenario, t)
+            if not a:
+                continue
+            same = "nginx_tls" if t.endswith("_tls") else "nginx"
+            plain = t[:-4] if t.endswith("_tls") else None
+            b, p = agg(scenario, same), agg(scenario, plain) if plain else None
+            row = [TLS_LABELS[t], a.requests, a.failed, fmt(a.rps, 0), ratio(a.rps, b.rps) if b else "n/a",
+                   ratio(a.rps, p.rps) if p else "", fmt(a.p("ttfb", 50)), fmt(a.p("ttfb", 99)),
+                   fmt(a.p("close", 50)), fmt(a.p("close", 99)), fmt(a.proxy_cpu, 2), fmt(a.cpu_per_10k, 3),
+                   ratio(a.cpu_per_10k, b.cpu_per_10k) if b else "n/a",
+                   ratio(a.cpu_per_10k, p.cpu_per_10k) if p else "", fmt(a.mock_cpu, 2), fmt(a.client_cpu, 2)]
+            if with_rss:
+                rk = rss_max_kb(a)
+                row.append(fmt(rk / 1024 if rk else None, 1))
+            rows.append(row)
+        head = ["target", "requests", "failed", "req/s", "/ nginx (same transport)", "/ plain (same proxy)",
+                "TTFB p50", "TTFB p99", "close p50", "close p99", "proxy CPU s", "proxy CPU s / 10k req",
+                "/ nginx (same transport)", "/ plain (same proxy)", "mock CPU s", "client CPU s"]
+        if with_rss:
+            head.append("proxy RSS MB (max)")
+        return head, rows
+
+    for n in keep:
+        L.append(f"#### {n} concurrent kept-alive streams, {m('chunks', '?')} chunks each\n")
+        head, rows = rows_for(f"tls_keepalive_{n}", True)
+        L.append(table(head, rows))
+        L.append("")
+    for n in conn:
+        L.append(f"#### A new connection per request ({n} at once, `Connection: close`; TLS: a full handshake, "
+                 "nothing resumed)\n")
+        L.append(f"{m('tls_connect_seconds', '?')} s per target in {m('tls_connect_segments', '?')} interleaved "
+                 "segments; TTFB and close include the TCP connect and the handshake.\n")
+        head, rows = rows_for(f"tls_connect_{n}", False)
+        L.append(table(head, rows))
+        L.append("")
+    if hwm:
+        L.append("#### Memory\n")
+        rows = []
+        for h in hwm:
+            t = h.get("target")
+            if t not in TLS_LABELS:
+                continue
+            row = [TLS_LABELS[t], h.get("processes", "?")]
+            for n in keep:
+                a = agg(f"tls_keepalive_{n}", t)
+                rk = rss_max_kb(a) if a else None
+                row.append(fmt(rk / 1024 if rk else None, 1))
+            row.append(fmt(h["hwm_kb"] / 1024 if h.get("hwm_kb") else None, 1))
+            rows.append(row)
+        L.append(table(["proxy", "processes"] + [f"RSS MB, max during {n} streams" for n in keep]
+                       + ["VmHWM MB after the run"], rows))
+        L.append("")
+        L.append("Summed over the proxy's processes (nginx: master + workers). The segments run from the smallest "
+                 "stream count up, so each column's maximum is reached with that many streams (or fewer).")
+        L.append("")
+    errs = {}
+    for sc in [f"tls_keepalive_{n}" for n in keep] + [f"tls_connect_{n}" for n in conn]:
+        for t in TLS_TARGETS:
+            a = agg(sc, t)
+            if a and a.errors:
+                errs[f"{sc[4:]}/{t}"] = a.errors
+            for r in (a.runs if a else []):
+                for e, c in ((r.get("result") or {}).get("prime_errors") or {}).items():
+                    d = errs.setdefault(f"{sc[4:]}/{t}", {})
+                    d[f"priming request: {e}"] = d.get(f"priming request: {e}", 0) + c
+    if errs:
+        L.append("Errors seen: " + "; ".join(f"{k}: " + ", ".join(f"{e} x{c}" for e, c in v.items())
+                                              for k, v in errs.items()))
+        L.append("")
+        L.append("(A connection whose priming request failed connects again in the measured run: its connects "
+                 "and handshakes then count in that segment's figures.)")
+        L.append("")
+    return "\n".join(L), checks
+
+
 def write_block(out, section, begin, end, after=None):
     """Replaces the text between begin/end in `out` (or inserts the block after the `after`
     marker, or at the end of the file)."""
@@ -1140,13 +1362,15 @@ def main():
     screen_cli = load_json(a.work, "screen_cli_eval.json")
     screen_micro = load_json(a.work, "screen_bench.json")
     screen_everyday = load_json(a.work, "screen_everyday.json")
-    main_runs = [r for r in runs if r.get("scenario") not in ("translation", "logs") and not is_protect(r)]
+    main_runs = [r for r in runs if r.get("scenario") not in ("translation", "logs") and not is_protect(r)
+                 and not is_tls(r)]
     protect_runs = [r for r in runs if is_protect(r)]
+    tls_runs = [r for r in runs if is_tls(r)]
     tr_runs = [r for r in runs if r.get("scenario") == "translation"]
     logs_runs = [r for r in runs if r.get("scenario") == "logs"]
     screen_present = bool(screen_eval or screen_micro)
     if (not main_runs and not tr_runs and not micro and not logs_runs and not store_runs and not screen_present
-            and not protect_runs):
+            and not protect_runs and not tls_runs):
         print("report.py: no runs found", file=sys.stderr)
         return 1
     checks = []
@@ -1172,8 +1396,13 @@ def main():
             load_json(a.work, "protect_micro.json"))
         write_block(a.out, protect_section, PROTECT_BEGIN, PROTECT_END, after=SCREEN_END)
         checks += protect_checks
+    if tls_runs:
+        tls_section, tls_checks = build_tls(tls_runs, load_jsonl(a.work, "tls_sanity.jsonl"),
+                                            load_jsonl(a.work, "tls_hwm.jsonl"), meta)
+        write_block(a.out, tls_section, TLS_BEGIN, TLS_END, after=PROTECT_END)
+        checks += tls_checks
     parts = [n for n, present in (("main", main_runs), ("5", tr_runs or micro), ("6", logs_runs or store_runs),
-                                  ("screen", screen_present), ("7", protect_runs)) if present]
+                                  ("screen", screen_present), ("7", protect_runs), ("tls", tls_runs)) if present]
     print(f"wrote {a.out} (sections: {', '.join(parts)})", file=sys.stderr)
     for name, limit, measured, res in checks:
         print(f"  {res.replace('**', ''):14s} {name}: {measured} (limit {limit})", file=sys.stderr)

@@ -23,7 +23,12 @@
 # block). A full run ends with bench/screen.sh (the prompt-injection detector: held-out precision /
 # recall / F1 and time per prompt, its own block; BENCH_ONLY=screen runs only that), then
 # bench/protect.sh (redaction + screening throughput on vs off, and a cache hit's latency against
-# nginx serving the same bytes: its own block; BENCH_ONLY=protect runs only that).
+# nginx serving the same bytes: its own block; BENCH_ONLY=protect runs only that), then
+# bench/tls.sh (BENCH_ONLY=tls runs only that, ~4 min): Sluice terminating TLS against nginx
+# terminating TLS (the same throwaway certificate, both on the same mock), with plain nginx and
+# plain Sluice in the same run, at 50 and at 2000 kept-alive concurrent streams (req/s, TTFB /
+# close p50 / p99, proxy CPU s per 10k requests, RSS), and with a new connection (TLS handshake)
+# per request; its own block, its knobs (TLS_*) in its header.
 #
 # Everything it starts listens on 127.0.0.1 and is killed on exit.
 # Knobs (environment): BUILD_DIR, SLUICE, LOADGEN, NGINX, NGINX_WORKERS (auto),
@@ -96,7 +101,8 @@ case $BENCH_ONLY in
   logs) FULL=0 RUN_TR=0 RUN_LOGS=1 ;;
   screen) exec bash "$ROOT/bench/screen.sh" ;;  # the prompt-injection detector only (bench/screen.sh)
   protect) exec bash "$ROOT/bench/protect.sh" ;;  # redaction / screening / cache only (bench/protect.sh)
-  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen or protect" ;;
+  tls) exec bash "$ROOT/bench/tls.sh" ;;  # Sluice vs nginx terminating TLS only (bench/tls.sh)
+  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect or tls" ;;
 esac
 
 # ---------------------------------------------------------------- build
@@ -445,6 +451,10 @@ if [[ -z $BENCH_ONLY ]]; then
     SLUICE_REQUEST_LOGS=$SLUICE_REQUEST_LOGS CONCURRENCY=$CONCURRENCY CHUNKS=$CHUNKS \
     THROUGHPUT_SECONDS=$THROUGHPUT_SECONDS BENCH_NO_BUILD=1 bash "$ROOT/bench/protect.sh" ||
     log "warning: bench/protect.sh failed; the protect-and-save block is left as it was"
+  BUILD_DIR=$BUILD_DIR SLUICE=$SLUICE LOADGEN=$LOADGEN NGINX=$NGINX BENCH_OUT=$BENCH_OUT TLS_COMMAND="$CMD" \
+    NGINX_WORKERS=$NGINX_WORKERS SLUICE_WORKERS=$SLUICE_WORKERS MOCK_WORKERS=$MOCK_WORKERS MOCK_CMD="$MOCK_CMD" \
+    SLUICE_REQUEST_LOGS=$SLUICE_REQUEST_LOGS CHUNKS=$CHUNKS BENCH_NO_BUILD=1 bash "$ROOT/bench/tls.sh" ||
+    log "warning: bench/tls.sh failed; the TLS block is left as it was"
 fi
 nginx_version=n/a nginx_workers_n=0
 if [[ -n $NGINX_PID ]]; then
