@@ -149,7 +149,9 @@ void HeadScanner::requestLine(std::string_view line) {
     return;
   }
   if (version_ != 10 && version_ != 11) {
-    refuse(400, std::string(version) + " is not supported; send HTTP/1.1");
+    std::string message(version);  // appended, not operator+: g++ 12 warns falsely on that (-Warray-bounds)
+    message.append(" is not supported; send HTTP/1.1");
+    refuse(400, std::move(message));
     return;
   }
   // Origin-form is what every client sends to a server; "*" only means something for OPTIONS;
