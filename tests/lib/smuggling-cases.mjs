@@ -70,6 +70,10 @@ const add = (group, name, bytes, outcome) => cases.push({ group, name, bytes, ..
   add(g, 'two Transfer-Encoding: chunked headers', raw({ headers: 'Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n', body }), refused());
   add(g, 'Transfer-Encoding: chunked then Transfer-Encoding: x', raw({ headers: 'Transfer-Encoding: chunked\r\nTransfer-Encoding: x\r\n', body }), refused());
   add(g, 'Transfer-Encoding: gzip then Transfer-Encoding: chunked', raw({ headers: 'Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n', body }), refused());
+  // Beast alone ignores these codings: the body would be parsed as a second request and forwarded.
+  add(g, 'identity: a body that is a whole request', raw({ headers: 'Transfer-Encoding: identity\r\n', body: SMUGGLED }), refused());
+  add(g, 'chunked, identity: a body that is a whole request', raw({ headers: 'Transfer-Encoding: chunked, identity\r\n', body: SMUGGLED }), refused());
+  add(g, 'xchunked: a body that is a whole request', withCl(SMUGGLED, 'Transfer-Encoding: xchunked\r\n').replace(/Content-Length: \d+\r\n/, ''), refused());
   add(g, 'Transfer-Encoding on HTTP/1.0', raw({ version: 'HTTP/1.0', headers: 'Transfer-Encoding: chunked\r\n', body }), refused());
   add(g, 'Transfer-Encoding on a GET', raw({ method: 'GET', target: '/v1/models', headers: 'Transfer-Encoding: identity\r\n', body: '0\r\n\r\n' + SMUGGLED }), refused());
 }
