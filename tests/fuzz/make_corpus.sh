@@ -182,3 +182,15 @@ printf 'server:\n  listen: 127.0.0.1:8080\nrouting:\n  max_retries: abc\n' >$C/c
 { printf '\x00'
   printf 'POST /v1/embeddings HTTP/1.0\r\nContent-Length: 2000000\r\n\r\n{}'
 } >$C/http_request/too_large
+
+# http_request: the request-smuggling catalog (tests/lib/smuggling-cases.mjs, also the integration
+# table), each case followed by the sentinel request, with read sizes cycling through the selector.
+node --input-type=module -e '
+import { writeFileSync } from "node:fs";
+import { cases, SENTINEL } from "../lib/smuggling-cases.mjs";
+cases.forEach((c, i) => {
+  const name = `${c.group}_${c.name}`.toLowerCase().replace(/[^a-z0-9]+/g, "_").replace(/^_|_$/g, "").slice(0, 80);
+  writeFileSync(`corpus/http_request/smuggle_${String(i).padStart(3, "0")}_${name}`,
+    Buffer.concat([Buffer.from([i % 8]), Buffer.from(c.bytes + SENTINEL, "latin1")]));
+});
+'
