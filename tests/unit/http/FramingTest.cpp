@@ -204,7 +204,9 @@ TEST_P(FramingTable, Verdict) {
       ASSERT_TRUE(v.complete()) << c.name << ": " << v.error.message;
       EXPECT_EQ(v.head_bytes, c.head.size()) << c.name;
       EXPECT_EQ(v.body, c.body) << c.name;
-      if (c.body == BodyFraming::Length) EXPECT_EQ(v.content_length, c.length) << c.name;
+      if (c.body == BodyFraming::Length) {
+        EXPECT_EQ(v.content_length, c.length) << c.name;
+      }
       expectBeastAgrees(c, v);
       break;
     case Want::Refuse:
