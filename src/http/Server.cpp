@@ -1,6 +1,7 @@
 #include "http/Server.hpp"
 
 #include "http/ServerTls.hpp"
+#include "http/HeadReader.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -373,6 +374,8 @@ net::awaitable<void> Server::serveConnection(Worker& w, int tag, tcp::socket soc
   beast::tcp_stream stream(std::move(socket));
   beast::flat_buffer buffer;
   buffer.reserve(16u * 1024);  // Beast reads up to the capacity: fewer reads for large bodies
+  // Beast bounds the head but not a chunk-size line or the trailers: this does (400 past it).
+  buffer.max_size(limits_.max_header_bytes + 64u * 1024);
   w.conns.push_front({&stream, true});
   Unregister<std::list<Worker::Conn>> unregister{w.conns, w.conns.begin()};
   co_await serveRequests(w, tag, stream, stream, buffer, unregister.it->idle, remote);
@@ -393,6 +396,7 @@ net::awaitable<void> Server::serveTlsConnection(Worker& w, int tag, std::shared_
   beast::tcp_stream& tcp = stream.next_layer();
   beast::flat_buffer buffer;
   buffer.reserve(16u * 1024);
+  buffer.max_size(limits_.max_header_bytes + 64u * 1024);
   w.conns.push_front({&tcp, true});
   Unregister<std::list<Worker::Conn>> unregister{w.conns, w.conns.begin()};
 
@@ -450,11 +454,14 @@ net::awaitable<void> Server::serveRequests(Worker& w, int tag, Stream& stream, b
     parser.header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
     parser.body_limit(limits_.max_body_bytes);
     tcp.expires_after(limits_.header_timeout);
-    auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, kTuple);
-    if (hec) {
+    auto [hec, refused] = co_await readRequestHead(stream, buffer, parser, limits_.max_header_bytes);
+    if (hec || refused) {
       Responder r = responder({});
       r.setKeepAlive(false);
-      if (hec == bhttp::error::body_limit) {
+      if (refused) {  // ambiguous framing (http/Framing.hpp): nothing after it on this connection is read
+        http::Response reply = serverError(static_cast<bhttp::status>(refused->status), refused->type, refused->message);
+        co_await r.send(std::move(reply));
+      } else if (hec == bhttp::error::body_limit) {
         http::Response reply = serverError(bhttp::status::payload_too_large, "invalid_request_error",
                                            "request body exceeds the limit of " +
                                                std::to_string(limits_.max_body_bytes) + " bytes");
@@ -492,8 +499,16 @@ net::awaitable<void> Server::serveRequests(Worker& w, int tag, Stream& stream, b
       if (cec) break;
     }
     if (!parser.is_done()) {
+      auto checkChunk = [](std::uint64_t, std::string_view ext, beast::error_code& ec) {
+        if (checkChunkExtension(ext)) ec = bhttp::error::bad_chunk_extension;
+      };
+      parser.on_chunk_header(checkChunk);
+      const auto fields = std::distance(hreq.begin(), hreq.end());
       tcp.expires_after(limits_.body_timeout);
       auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, kTuple);
+      // Beast merges trailer fields into the header, past every check made on it: refused.
+      const bool trailers = !bec && std::distance(hreq.begin(), hreq.end()) != fields;
+      if (trailers) bec = bhttp::error::bad_field;
       if (bec) {
         if (bec == bhttp::error::body_limit) {
           Responder r = responder({});
@@ -507,6 +522,15 @@ net::awaitable<void> Server::serveRequests(Worker& w, int tag, Stream& stream, b
           r.setKeepAlive(false);
           http::Response reply = serverError(bhttp::status::request_timeout, "invalid_request_error",
                                       "request body not received within the time limit");
+          co_await r.send(std::move(reply));
+        } else if (bec.category() == bhttp::make_error_code(bhttp::error::bad_chunk).category() &&
+                   bec != bhttp::error::partial_message) {
+          Responder r = responder({});
+          r.setKeepAlive(false);
+          // Named, not a temporary in the co_await: g++ 12 destroys a conditional's temporaries twice.
+          std::string message = "malformed chunked request body: " + bec.message();
+          if (trailers) message = "trailer fields after a chunked body are not accepted";
+          http::Response reply = serverError(bhttp::status::bad_request, "invalid_request_error", message);
           co_await r.send(std::move(reply));
         }
         break;

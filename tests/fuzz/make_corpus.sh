@@ -220,3 +220,15 @@ up 01 00 $'claude-sonnet-4-5\nbeta=true' >$C/upstream_path/anthropic_beta
 up 02 00 $'../../admin\nq=x#y?z' >$C/upstream_path/dot_walk
 up 03 00 $'x?key=evil#f%2e%2e%2f\na=%0d%0a' >$C/upstream_path/cut_chars
 up 2d 02 $'..\n%zz' >$C/upstream_path/dots_bad_escape
+
+# http_request: the request-smuggling catalog (tests/lib/smuggling-cases.mjs, also the integration
+# table), each case followed by the sentinel request, with read sizes cycling through the selector.
+node --input-type=module -e '
+import { writeFileSync } from "node:fs";
+import { cases, SENTINEL } from "../lib/smuggling-cases.mjs";
+cases.forEach((c, i) => {
+  const name = `${c.group}_${c.name}`.toLowerCase().replace(/[^a-z0-9]+/g, "_").replace(/^_|_$/g, "").slice(0, 80);
+  writeFileSync(`corpus/http_request/smuggle_${String(i).padStart(3, "0")}_${name}`,
+    Buffer.concat([Buffer.from([i % 8]), Buffer.from(c.bytes + SENTINEL, "latin1")]));
+});
+'
