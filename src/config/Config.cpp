@@ -31,7 +31,7 @@
 #include "cluster/RedisUrl.hpp"
 #include "config/Scalars.hpp"
 #include "http/ServerTls.hpp"
-#include "http/Server.hpp"
+#include "http/HostPort.hpp"
 #include "redact/Rules.hpp"
 
 namespace sluice::config {

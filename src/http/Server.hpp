@@ -4,6 +4,7 @@
 // handshake) deadline; drains in-flight requests on stop().
 // Thread-safety: listen() and run() from the owning thread; stop() from any thread.
 #pragma once
+#include "http/HostPort.hpp"
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -154,8 +155,5 @@ class Server {
   std::atomic<bool> stopping_{false};
   std::function<void(int)> on_worker_exit_;
 };
-
-// Parses "host:port" / "[v6]:port". Returns false when malformed.
-bool splitHostPort(const std::string& s, std::string& host, std::uint16_t& port);
 
 }  // namespace sluice::http
