@@ -12,7 +12,6 @@
 #include <random>
 #include <thread>
 
-#include <iostream>
 
 #include "cluster/Redis.hpp"
 
@@ -27,13 +26,8 @@ std::string sharedRedisUrl() {
 
 void requireRedis() {
   if (!sharedRedisUrl().empty()) return;
-  const char* no_redis = std::getenv("SLUICE_TEST_NO_REDIS");
-  if (no_redis && std::string(no_redis) == "1") {
-    std::cerr << "\n*** NOTE: SLUICE_TEST_NO_REDIS=1: the shared-Redis tests are SKIPPED. ***\n\n";
-    GTEST_SKIP() << "SLUICE_TEST_NO_REDIS=1: shared-Redis tests skipped on request";
-  }
   FAIL() << "SLUICE_TEST_REDIS_URL is unset, so Redis cannot be tested. Run the unit tests under "
-            "tests/scripts/with-redis.sh (tests/run.sh does), or set SLUICE_TEST_NO_REDIS=1 to skip them explicitly.";
+            "tests/scripts/with-redis.sh (tests/run.sh does).";
 }
 
 std::string uniquePrefix() {

@@ -14,8 +14,8 @@ namespace sluice::cluster::testing {
 
 // SLUICE_TEST_REDIS_URL, or "" when the suite runs without tests/scripts/with-redis.sh.
 std::string sharedRedisUrl();
-// Without SLUICE_TEST_REDIS_URL: fails the test, or skips it loudly when SLUICE_TEST_NO_REDIS=1
-// asks for that. Call from SetUp() or the test body and return if the test failed or skipped.
+// Without SLUICE_TEST_REDIS_URL: fails the test (never skips: tests/run.sh starts Redis).
+// Call from SetUp() or the test body and return if the test failed.
 void requireRedis();
 // A key prefix no other test (or earlier run against the same server) uses.
 std::string uniquePrefix();
