@@ -1,12 +1,78 @@
-# bench/lib.sh: what the benchmark scripts (bench/run.sh, bench/protect.sh, bench/screen.sh)
-# share: logging, a work directory whose processes are stopped on exit, starting processes and
-# waiting for their ports, free loopback ports, /proc sampling, and measure() (one load-generator
-# run with the CPU and memory deltas of the proxy and the mock, as a record in $WORK/runs that
-# bench/report.py reads). Sourced, not run; expects PYTHON (and, for measure, LOADGEN, MODEL,
-# MOCK_PID and the PROXY_ROOT associative array) to be set by the script.
+# bench/lib.sh: what the benchmark scripts (bench/run.sh, bench/protect.sh, bench/tls.sh) share:
+# the common settings (build paths, worker counts, chunks), bench_build, logging, a work directory
+# whose processes are stopped on exit, starting processes and waiting for their ports, free
+# loopback ports, /proc sampling, and measure() (one load-generator run with the CPU and memory
+# deltas of the proxy and the mock, as a record in $WORK/runs that bench/report.py reads).
+# Sourced, not run, right after the script sets ROOT; expects (for measure) MODEL, MOCK_PID and
+# the PROXY_ROOT associative array to be set by the script.
+
+# The settings every load script shares (the environment overrides each); ROOT is the caller's.
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+SLUICE=${SLUICE:-$BUILD_DIR/sluice}
+LOADGEN=${LOADGEN:-$BUILD_DIR/sluice_loadgen}
+NGINX=${NGINX:-/usr/sbin/nginx}
+BENCH_OUT=${BENCH_OUT:-$ROOT/bench/BENCHMARKS.md}
+if [[ -z ${PYTHON:-} ]]; then
+  if [[ -x /usr/bin/python3 ]]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
+fi
+SLUICE_WORKERS=${SLUICE_WORKERS:-0}
+MOCK_WORKERS=${MOCK_WORKERS:-1}
+NGINX_WORKERS=${NGINX_WORKERS:-auto}
+# Sluice's per-request database rows are off by default here, as nginx runs with access_log
+# off: the proxy hop is compared like for like (set true to include them).
+SLUICE_REQUEST_LOGS=${SLUICE_REQUEST_LOGS:-false}
+CHUNKS=${CHUNKS:-20}
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+
+# bench_build TARGET...: configures $BUILD_DIR when it has no build yet and builds the targets,
+# or does nothing with BENCH_NO_BUILD=1. A failure ends the script (with BENCH_BUILD_HINT, if set).
+bench_build() {
+  [[ ${BENCH_NO_BUILD:-0} == 1 ]] && return 0
+  if [[ ! -f $BUILD_DIR/CMakeCache.txt ]]; then
+    local gen=()
+    command -v ninja >/dev/null && gen=(-G Ninja)
+    cmake -S "$ROOT" -B "$BUILD_DIR" "${gen[@]}" >&2 || die "cmake configure failed"
+  fi
+  log "building $*"
+  cmake --build "$BUILD_DIR" --target "$@" -j"$(nproc)" >&2 || die "building $* failed${BENCH_BUILD_HINT:+ ($BENCH_BUILD_HINT)}"
+}
+
+# sluice_config FILE PORT "UPSTREAM_PORT..." SERVER_LINES [SECTION_LINES...]: a Sluice config
+# listening on PORT with one openai channel per upstream port (mock1, mock2, ..., equal priority),
+# the database a fresh file per port and store.request_logs $SLUICE_REQUEST_LOGS (a caller may set
+# it for one call). SERVER_LINES (newline-separated, may be empty) are added under server:;
+# SECTION_LINES follow the channels at the top level.
+sluice_config() {
+  local file=$1 port=$2 ups=$3 server_lines=$4 i=0 up line
+  shift 4
+  {
+    echo "server:"
+    echo "  listen: \"127.0.0.1:$port\""
+    echo "  workers: $SLUICE_WORKERS"
+    [[ -n $server_lines ]] && printf '%s\n' "$server_lines"
+    echo "auth:"
+    echo "  master_key: \"$MASTER_KEY\""
+    echo "store:"
+    echo "  url: \"sqlite://$WORK/sluice-$port.db\""
+    echo "  request_logs: $SLUICE_REQUEST_LOGS"
+    echo "routing:"
+    echo "  max_retries: 2"
+    echo "channels:"
+    for up in $ups; do
+      i=$((i + 1))
+      echo "  - name: mock$i"
+      echo "    type: openai"
+      echo "    base_url: \"http://127.0.0.1:$up/v1\""
+      echo "    keys: [\"k1\"]"
+      echo "    models: [\"*\"]"
+      echo "    priority: 1"
+      echo "    weight: 1"
+    done
+    for line in "$@"; do echo "$line"; done
+  } >"$file"
+}
 
 # bench_work PREFIX: WORK=a new /tmp/PREFIX.XXXXXX with runs/ in it; everything start()ed is
 # stopped on exit, and WORK is removed unless BENCH_KEEP_WORK=1 or the script failed.

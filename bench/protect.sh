@@ -36,20 +36,9 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR=${BUILD_DIR:-$ROOT/build}
-SLUICE=${SLUICE:-$BUILD_DIR/sluice}
-LOADGEN=${LOADGEN:-$BUILD_DIR/sluice_loadgen}
-NGINX=${NGINX:-/usr/sbin/nginx}
-BENCH_OUT=${BENCH_OUT:-$ROOT/bench/BENCHMARKS.md}
-if [[ -z ${PYTHON:-} ]]; then
-  if [[ -x /usr/bin/python3 ]]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
-fi
-SLUICE_WORKERS=${SLUICE_WORKERS:-0}
-MOCK_WORKERS=${MOCK_WORKERS:-1}
-NGINX_WORKERS=${NGINX_WORKERS:-auto}
-SLUICE_REQUEST_LOGS=${SLUICE_REQUEST_LOGS:-false}
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"  # the shared settings, log, die, bench_build, bench_work, start, measure...
 CONCURRENCY=${CONCURRENCY:-50}
-CHUNKS=${CHUNKS:-20}
 PROTECT_SECONDS=${PROTECT_SECONDS:-${THROUGHPUT_SECONDS:-15}}
 PROTECT_SEGMENTS=${PROTECT_SEGMENTS:-10}
 PROTECT_BODY=${PROTECT_BODY:-$ROOT/bench/data/protect_chat.json}
@@ -63,19 +52,9 @@ MASTER_KEY=sk-bench-master
 REDACT_KEY=bench-redaction-key-0123456789abcdef
 REQ_TIMEOUT=10   # seconds per request in the load generator
 
-# shellcheck source=bench/lib.sh
-source "$ROOT/bench/lib.sh"  # log, die, bench_work, start, wait_port, free_ports, cpu_s, measure...
 
 # ---------------------------------------------------------------- build
-if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
-  if [[ ! -f $BUILD_DIR/CMakeCache.txt ]]; then
-    gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
-    cmake -S "$ROOT" -B "$BUILD_DIR" "${gen[@]}" >&2 || die "cmake configure failed"
-  fi
-  log "building sluice, sluice_loadgen and sluice_protect_bench"
-  cmake --build "$BUILD_DIR" --target sluice sluice_loadgen sluice_protect_bench -j"$(nproc)" >&2 ||
-    die "building sluice / sluice_loadgen / sluice_protect_bench failed (Google Benchmark: SLUICE_BENCH_DEPS=1 bash scripts/install-deps.sh)"
-fi
+BENCH_BUILD_HINT="Google Benchmark: SLUICE_BENCH_DEPS=1 bash scripts/install-deps.sh" bench_build sluice sluice_loadgen sluice_protect_bench
 [[ -x $SLUICE ]] || die "sluice binary not found at $SLUICE"
 [[ -x $LOADGEN ]] || die "load generator not found at $LOADGEN"
 [[ -x $NGINX ]] || die "nginx not found at $NGINX (SLUICE_BENCH_DEPS=1 bash scripts/install-deps.sh)"
@@ -108,34 +87,6 @@ print(v)
 PY
 }
 
-# write_config FILE PORT [SECTION_LINES...]: bench/run.sh's write_config for one upstream (the
-# mock), then the given top-level YAML lines (the protect sections).
-write_config() {
-  local file=$1 port=$2; shift 2
-  {
-    echo "server:"
-    echo "  listen: \"127.0.0.1:$port\""
-    echo "  workers: $SLUICE_WORKERS"
-    echo "auth:"
-    echo "  master_key: \"$MASTER_KEY\""
-    echo "store:"
-    echo "  url: \"sqlite://$WORK/sluice-$port.db\""
-    echo "  request_logs: $SLUICE_REQUEST_LOGS"
-    echo "routing:"
-    echo "  max_retries: 2"
-    echo "channels:"
-    echo "  - name: mock1"
-    echo "    type: openai"
-    echo "    base_url: \"http://127.0.0.1:$P_MOCK/v1\""
-    echo "    keys: [\"k1\"]"
-    echo "    models: [\"*\"]"
-    echo "    priority: 1"
-    echo "    weight: 1"
-    local line
-    for line in "$@"; do echo "$line"; done
-  } >"$file"
-}
-
 LOADAVG_START=$(cut -d' ' -f1-3 /proc/loadavg)
 MOCK_ARGS=(--workers "$MOCK_WORKERS" --chunks "$CHUNKS" --ttfb-ms 0 --chunk-interval-ms 0)
 log "work dir $WORK"
@@ -146,9 +97,9 @@ wait_port mock "$MOCK_PID" "$P_MOCK" || die "the mock provider did not start (${
 
 PROTECT_SECTIONS=("redaction:" "  enabled: true" "  key: \"$REDACT_KEY\"" "screening:" "  action: block")
 CACHE_SECTIONS=("cache:" "  enabled: true" "  ttl: 1h")
-write_config "$WORK/sluice-off.yaml" "$P_OFF"
-write_config "$WORK/sluice-on.yaml" "$P_ON" "${PROTECT_SECTIONS[@]}"
-write_config "$WORK/sluice-cache.yaml" "$P_CACHE" "${CACHE_SECTIONS[@]}"
+sluice_config "$WORK/sluice-off.yaml" "$P_OFF" "$P_MOCK" ""
+sluice_config "$WORK/sluice-on.yaml" "$P_ON" "$P_MOCK" "" "${PROTECT_SECTIONS[@]}"
+sluice_config "$WORK/sluice-cache.yaml" "$P_CACHE" "$P_MOCK" "" "${CACHE_SECTIONS[@]}"
 log "starting sluice protect_off on 127.0.0.1:$P_OFF, protect_on on 127.0.0.1:$P_ON, cache on 127.0.0.1:$P_CACHE"
 start sluice_off "$SLUICE" serve -c "$WORK/sluice-off.yaml"
 OFF_PID=$PID

@@ -1166,8 +1166,6 @@ def build_tls(runs, sanity, hwm, meta):
     if negotiated:
         L.append("- Negotiated (first handshake of each TLS target): "
                  + "; ".join(f"`{k}`: {v}" for k, v in sorted(negotiated.items())))
-    if m("sluice_tls_note"):
-        L.append(f"- **Sluice over TLS was not measured**: {m('sluice_tls_note')}.")
     L.append(f"- Every request: model `{m('model', '?')}`, `stream: true`, `x-mock-chunks: {m('chunks', '?')}`, "
              "through the master key. Kept-alive runs: each connection first does one unrecorded request "
              "(connect, TLS handshake, the proxy's upstream connection), then "

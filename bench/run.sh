@@ -51,31 +51,18 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR=${BUILD_DIR:-$ROOT/build}
-SLUICE=${SLUICE:-$BUILD_DIR/sluice}
-LOADGEN=${LOADGEN:-$BUILD_DIR/sluice_loadgen}
-NGINX=${NGINX:-/usr/sbin/nginx}
-if [[ -z ${PYTHON:-} ]]; then
-  if [[ -x /usr/bin/python3 ]]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
-fi
-NGINX_WORKERS=${NGINX_WORKERS:-auto}
-SLUICE_WORKERS=${SLUICE_WORKERS:-0}
-# Sluice's per-request database rows are off by default here, as nginx runs with access_log
-# off: the proxy hop is compared like for like (set true to include them).
-SLUICE_REQUEST_LOGS=${SLUICE_REQUEST_LOGS:-false}
-MOCK_WORKERS=${MOCK_WORKERS:-1}
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"  # the shared settings, log, die, bench_build, bench_work, start, measure...
 PING_ROUNDS=${PING_ROUNDS:-3}
 PING_WARMUP=${PING_WARMUP:-3}
 PING_COUNT=${PING_COUNT:-30}
 CONCURRENCY=${CONCURRENCY:-50}
-CHUNKS=${CHUNKS:-20}
 THROUGHPUT_SECONDS=${THROUGHPUT_SECONDS:-15}
 THROUGHPUT_SEGMENTS=${THROUGHPUT_SEGMENTS:-3}
 FAILOVER_COUNT=${FAILOVER_COUNT:-2000}
 FAILOVER_CONCURRENCY=${FAILOVER_CONCURRENCY:-20}
 FAIL_RATE=${FAIL_RATE:-0.3}
 FAIL_STATUS=${FAIL_STATUS:-500}
-BENCH_OUT=${BENCH_OUT:-$ROOT/bench/BENCHMARKS.md}
 MODEL=${MODEL:-gpt-4o-mini}
 BENCH_ONLY=${BENCH_ONLY:-}
 TRANSLATION_SECONDS=${TRANSLATION_SECONDS:-$THROUGHPUT_SECONDS}
@@ -92,8 +79,6 @@ STORE_BENCH_POSTGRES=${STORE_BENCH_POSTGRES:-1}
 MASTER_KEY=sk-bench-master
 REQ_TIMEOUT=10   # seconds per request in the load generator
 
-# shellcheck source=bench/lib.sh
-source "$ROOT/bench/lib.sh"  # log, die, bench_work, start, wait_port, free_ports, cpu_s, measure...
 
 case $BENCH_ONLY in
   "") FULL=1 RUN_TR=1 RUN_LOGS=1 ;;
@@ -162,41 +147,11 @@ if [[ $FULL == 1 ]]; then
   wait_port nginx "$NGINX_PID" "$P_NGINX" || die "nginx did not start (see $WORK/nginx/error.log)"
 fi
 
-# write_config FILE PORT UPSTREAM_PORT...: one openai channel per upstream, equal priority;
-# store.request_logs is $SLUICE_REQUEST_LOGS (scenario 6 sets it for one call), the database
-# a fresh file per port.
-write_config() {
-  local file=$1 port=$2 i=0 up; shift 2
-  {
-    echo "server:"
-    echo "  listen: \"127.0.0.1:$port\""
-    echo "  workers: $SLUICE_WORKERS"
-    echo "auth:"
-    echo "  master_key: \"$MASTER_KEY\""
-    echo "store:"
-    echo "  url: \"sqlite://$WORK/sluice-$port.db\""
-    echo "  request_logs: $SLUICE_REQUEST_LOGS"
-    echo "routing:"
-    echo "  max_retries: 2"
-    echo "channels:"
-    for up in "$@"; do
-      i=$((i + 1))
-      echo "  - name: mock$i"
-      echo "    type: openai"
-      echo "    base_url: \"http://127.0.0.1:$up/v1\""
-      echo "    keys: [\"k1\"]"
-      echo "    models: [\"*\"]"
-      echo "    priority: 1"
-      echo "    weight: 1"
-    done
-  } >"$file"
-}
-
 SLUICE_PID=""
 if [[ $FULL == 0 ]]; then
   :  # BENCH_ONLY=translation: scenario 5 starts its own Sluice
 elif [[ -x $SLUICE ]]; then
-  write_config "$WORK/sluice.yaml" "$P_SLUICE" "$P_MOCK"
+  sluice_config "$WORK/sluice.yaml" "$P_SLUICE" "$P_MOCK" ""
   log "starting sluice on 127.0.0.1:$P_SLUICE (workers $SLUICE_WORKERS)"
   start sluice "$SLUICE" serve -c "$WORK/sluice.yaml"
   if wait_port sluice "$PID" "$P_SLUICE" 30; then
@@ -271,7 +226,7 @@ if [[ $FULL == 1 ]]; then
   EXTRA_MOCK_PIDS=$MOCK_FAIL_PID
   measure failover direct_failing 1 180 --url "http://127.0.0.1:$P_MOCK_FAIL/v1/chat/completions" "${FO_ARGS[@]}"
   if [[ -x $SLUICE && -n $SLUICE_PID ]]; then
-    write_config "$WORK/sluice-failover.yaml" "$P_SLUICE_FO" "$P_MOCK" "$P_MOCK_FAIL"
+    sluice_config "$WORK/sluice-failover.yaml" "$P_SLUICE_FO" "$P_MOCK $P_MOCK_FAIL" ""
     start sluice_failover "$SLUICE" serve -c "$WORK/sluice-failover.yaml"
     if wait_port sluice_failover "$PID" "$P_SLUICE_FO" 30; then
       PROXY_ROOT[sluice_failover]=$PID
@@ -364,8 +319,8 @@ LOADAVG_LOGS_START=$(cut -d' ' -f1-3 /proc/loadavg)
 if [[ $RUN_LOGS == 0 ]]; then
   :
 elif [[ -x $SLUICE ]]; then
-  SLUICE_REQUEST_LOGS=false write_config "$WORK/sluice-logs-off.yaml" "$P_SLUICE_LOGS_OFF" "$P_MOCK"
-  SLUICE_REQUEST_LOGS=true write_config "$WORK/sluice-logs-on.yaml" "$P_SLUICE_LOGS_ON" "$P_MOCK"
+  SLUICE_REQUEST_LOGS=false sluice_config "$WORK/sluice-logs-off.yaml" "$P_SLUICE_LOGS_OFF" "$P_MOCK" ""
+  SLUICE_REQUEST_LOGS=true sluice_config "$WORK/sluice-logs-on.yaml" "$P_SLUICE_LOGS_ON" "$P_MOCK" ""
   LOGS_DB="$WORK/sluice-$P_SLUICE_LOGS_ON.db"
   log "6/6 request logs: sluice with store.request_logs false on 127.0.0.1:$P_SLUICE_LOGS_OFF, true on 127.0.0.1:$P_SLUICE_LOGS_ON ($LOGS_DB)"
   start sluice_logs_off "$SLUICE" serve -c "$WORK/sluice-logs-off.yaml"
