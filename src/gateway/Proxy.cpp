@@ -1043,8 +1043,8 @@ http::Response refusalResponse(Wire wire, const RequestContext& ctx, RequestReco
 void scrubRecord(const Snapshot& snap, RequestRecord& rec) {
   const auto& s = snap.scrubber;
   if (s.empty()) return;
-  s.scrub(rec.error);
-  if (rec.status >= 400 || rec.attempts > 1) s.scrub(rec.attempts_json);
+  // The error and the attempts were made from upstream text already masked where it came in
+  // (attempt()); a logged body may hold a key the client sent or the provider quoted.
   s.scrub(rec.request_body);
   s.scrub(rec.response_body);
 }
@@ -1162,8 +1162,6 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, cluster::Li
     const auto attemptStart = Clock::now();
     auto a = co_await relay.attempt(pick, n);
     a.duration_ms = msSince(attemptStart);
-    // Failures only (a success has no `why`): what an upstream said may quote a key.
-    if (!a.why.empty()) snap.scrubber.scrub(a.why);
     snap.router->report(pick, a.outcome, a.status, a.retry_after_ms, a.why);
     appendAttempt(rec.attempts_json, pick, a);
     if (a.delivered) {

@@ -99,9 +99,9 @@ boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, c
                                    cache::ResponseCache* cache, const Caller& caller, http::Request& req, http::Responder& r,
                                    const RequestContext& ctx, const ClientCall& call, RequestRecord& rec);
 
-// Masks the snapshot's upstream secrets in what a finished request leaves for the access log and
-// the request log (error, attempts, bodies): a provider may have echoed its key. Before the
-// record is logged or queued; off the response path.
+// Masks the snapshot's upstream secrets in the bodies a finished request leaves for the request
+// log (the error and attempts come from upstream text masked as it arrived). Before the record
+// is queued; off the response path.
 void scrubRecord(const Snapshot& snap, RequestRecord& rec);
 
 // x-ratelimit-* headers for a decision (none for limits that are not set).

@@ -8,7 +8,11 @@
 #include <functional>
 #include <unordered_map>
 
+#include <boost/url/encode.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
+
 #include "config/Config.hpp"
+#include "core/JsonText.hpp"
 
 namespace sluice::pipeline {
 
@@ -36,44 +40,25 @@ struct SecretScrubber::Index {
 
 namespace {
 
-// The secret as a JSON string literal's content shows it; `slash`: '/' written as "\/".
+// The secret as a JSON string literal's content shows it; `slash`: '/' written as "\/" too.
 std::string jsonEscaped(std::string_view s, bool slash) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(s.size() + 8);
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (c == '/' && slash) {
-      out.append("\\/");
-    } else if (u < 0x20) {
-      out.append("\\u00").push_back(kHex[u >> 4]);
-      out.push_back(kHex[u & 15]);
-    } else {
-      out.push_back(c);
-    }
+  std::string quoted;
+  appendJsonString(quoted, s);
+  std::string out(quoted, 1, quoted.size() - 2);
+  if (!slash) return out;
+  std::string escaped;
+  for (char c : out) {
+    if (c == '/') escaped.push_back('\\');
+    escaped.push_back(c);
   }
-  return out;
+  return escaped;
 }
 
-// Every byte outside RFC 3986's unreserved set as %XX.
+// Every byte outside RFC 3986's unreserved set as %XX, in upper- or lower-case hex.
 std::string percentEncoded(std::string_view s, bool upper) {
-  const char* hex = upper ? "0123456789ABCDEF" : "0123456789abcdef";
-  std::string out;
-  out.reserve(s.size() + 8);
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out.push_back(c);
-    } else {
-      out.push_back('%');
-      out.push_back(hex[u >> 4]);
-      out.push_back(hex[u & 15]);
-    }
-  }
-  return out;
+  boost::urls::encoding_opts opt;
+  opt.lower_case = !upper;
+  return boost::urls::encode(s, boost::urls::unreserved_chars, opt);
 }
 
 bool credentialHeader(std::string_view name) {

@@ -4,10 +4,10 @@
 // request-log row or a key's health reason. Built once per config snapshot; immutable and cheap
 // to copy (shared index); any thread may use it.
 //
-// Where it runs (gateway/Proxy.cpp, Probe.cpp): upstream error bodies and the headers of a
-// relayed error, every failed attempt's message, probe answers, and a finished request's log
-// record (error, attempts, logged bodies) before it is logged or queued. Successful answers,
-// streamed or not, pass untouched: the hot path pays nothing.
+// Where it runs (gateway/Proxy.cpp, Probe.cpp): where upstream text comes in — an upstream
+// error body (every message, attempt list and health reason made from it follows) and the
+// headers of a relayed error — probe answers, and the logged bodies of a finished request
+// before it is queued. Successful answers, streamed or not, pass untouched.
 //
 // A secret matches as it is, JSON-escaped and percent-encoded. Secrets shorter than
 // kMinSecretBytes are left alone: a string that short occurs in ordinary text too often, and
