@@ -1,31 +1,17 @@
 #include "providers/UpstreamPath.hpp"
 
+#include <boost/url/encode.hpp>
+#include <boost/url/pct_string_view.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
 #include <fmt/format.h>
 
 #include "routing/ModelName.hpp"
 
 namespace sluice::providers {
 
+namespace urls = boost::urls;
+
 namespace {
-
-bool unreserved(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-         c == '_' || c == '~';
-}
-
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-void appendPercent(std::string& out, unsigned char c) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  out.push_back('%');
-  out.push_back(kHex[c >> 4]);
-  out.push_back(kHex[c & 15]);
-}
 
 bool pathCarriesModel(config::ChannelType type) {
   return type == config::ChannelType::Gemini || type == config::ChannelType::Azure;
@@ -36,33 +22,18 @@ bool pathCarriesModel(config::ChannelType type) {
 void appendEncoded(std::string& out, std::string_view v) {
   // A segment of only dots would be read as "here" or "up one" after the server decodes it.
   if (v == "." || v == "..") {
-    for (char c : v) appendPercent(out, static_cast<unsigned char>(c));
+    for (std::size_t i = 0; i < v.size(); ++i) out.append("%2E");
     return;
   }
-  for (char ch : v) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (unreserved(c))
-      out.push_back(ch);
-    else
-      appendPercent(out, c);
-  }
+  urls::encode(v, urls::unreserved_chars, {}, urls::string_token::append_to(out));
 }
 
-std::optional<std::string> percentDecode(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (v[i] != '%') {
-      out.push_back(v[i]);
-      continue;
-    }
-    if (i + 2 >= v.size()) return std::nullopt;
-    const int hi = hexValue(v[i + 1]), lo = hexValue(v[i + 2]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out.push_back(static_cast<char>(hi * 16 + lo));
-    i += 2;
-  }
-  return out;
+std::optional<std::string> percentDecode(std::string_view v, bool plus_is_space) {
+  auto pct = urls::make_pct_string_view(v);
+  if (!pct) return std::nullopt;
+  urls::encoding_opts opt;
+  opt.space_as_plus = plus_is_space;
+  return pct->decode(opt);
 }
 
 std::string_view pathModel(config::ChannelType type, std::string_view model) {
@@ -85,10 +56,7 @@ std::optional<std::string> pathModelProblem(config::ChannelType type, std::strin
 ForwardedQuery forwardQuery(std::string_view raw) {
   ForwardedQuery fq;
   auto decodePart = [&](std::string_view part, const char* what) -> std::optional<std::string> {
-    std::string spaced(part);
-    for (char& c : spaced)
-      if (c == '+') c = ' ';
-    auto d = percentDecode(spaced);
+    auto d = percentDecode(part, /*plus_is_space=*/true);
     if (!d) {
       fq.problem = fmt::format("the query {} \"{}\" holds a '%' that is not followed by two hex digits", what,
                                routing::printableModelName(part));

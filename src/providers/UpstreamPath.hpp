@@ -16,8 +16,9 @@ namespace sluice::providers {
 // "." or ".." is encoded too, so no dot segment can appear.
 void appendEncoded(std::string& out, std::string_view v);
 
-// Percent-decodes `v` ('+' stays '+'); nullopt for a '%' not followed by two hex digits.
-std::optional<std::string> percentDecode(std::string_view v);
+// Percent-decodes `v` (a query part with `plus_is_space`: '+' is a space); nullopt for a '%' not
+// followed by two hex digits.
+std::optional<std::string> percentDecode(std::string_view v, bool plus_is_space = false);
 
 // The model as a channel of `type` puts it in the URL path: Gemini's own "models/NAME" form
 // loses its prefix; other types keep the name (openai-style channels carry it in the body).

@@ -48,16 +48,13 @@ void checkQuery(std::string_view raw, std::string_view built) {
   std::vector<std::string> want;
   for (auto part : split(raw, '&')) {
     if (part.empty()) continue;
-    std::string spaced(part);
-    for (char& c : spaced)
-      if (c == '+') c = ' ';
-    const auto eq = spaced.find('=');
-    auto name = providers::percentDecode(std::string_view(spaced).substr(0, eq));
+    const auto eq = part.find('=');
+    auto name = providers::percentDecode(part.substr(0, eq), /*plus_is_space=*/true);
     if (!name) fail("forwardQuery accepted a bad escape", raw);
     if (name->empty() || *name == "key") continue;
     std::string pair = *name;
     if (eq != std::string::npos) {
-      auto value = providers::percentDecode(std::string_view(spaced).substr(eq + 1));
+      auto value = providers::percentDecode(part.substr(eq + 1), /*plus_is_space=*/true);
       if (!value) fail("forwardQuery accepted a bad escape", raw);
       pair += '=' + *value;
     }
