@@ -1,5 +1,7 @@
 #include "http/ClientAddress.hpp"
 
+#include <boost/beast/core/string.hpp>
+
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -25,13 +27,6 @@ std::string_view trimOws(std::string_view s) {
 bool isTchar(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
   return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
-           return lower(x) == lower(y);
-         });
 }
 
 bool validPort(std::string_view s) {
@@ -131,12 +126,12 @@ std::optional<IpAddress> forwardedHop(std::string_view element) {
                })) {
       return std::nullopt;
     }
-    if (iequals(name, "for")) {
+    if (boost::beast::iequals(name, "for")) {
       if (node) return std::nullopt;  // two for= in one element: which proxy wrote which?
       node = value;
     }
   }
-  if (!node || iequals(*node, "unknown") || validObfuscated(*node)) return std::nullopt;
+  if (!node || boost::beast::iequals(*node, "unknown") || validObfuscated(*node)) return std::nullopt;
   return parseNode(*node, false, true);
 }
 

@@ -1,5 +1,7 @@
 #include "http/Framing.hpp"
 
+#include <boost/beast/core/string.hpp>
+
 #include <array>
 #include <cstdio>
 
@@ -24,26 +26,23 @@ bool isFieldByte(unsigned char c) { return c == '\t' || (c >= 0x20 && c != 0x7F)
 
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (lower(a[i]) != lower(b[i])) return false;
-  return true;
-}
-
 std::string lowerCopy(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = lower(c);
   return out;
 }
 
-// The name with everything but letters and digits dropped, lower-cased: "Transfer_Encoding",
-// "transfer---encoding" and "Transfer.Encoding" all come out as "transferencoding".
-std::string skeleton(std::string_view name) {
-  std::string out;
-  for (char c : name)
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || isDigit(c)) out.push_back(lower(c));
-  return out;
+// Whether `name` is `word` once everything but letters and digits is dropped and the rest
+// lower-cased: "Transfer_Encoding", "transfer---encoding" and "Transfer.Encoding" all resemble
+// "transferencoding". Compared in place: this runs for every header of every request.
+bool resembles(std::string_view name, std::string_view word) {
+  std::size_t k = 0;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || isDigit(c))) continue;
+    if (k == word.size() || lower(c) != word[k]) return false;
+    ++k;
+  }
+  return k == word.size();
 }
 
 std::string byteName(unsigned char c) {
@@ -162,7 +161,7 @@ void HeadScanner::requestLine(std::string_view line) {
     return;
   }
   for (std::string_view scheme : {"http://", "https://"}) {
-    if (target.size() > scheme.size() && iequals(target.substr(0, scheme.size()), scheme)) {
+    if (target.size() > scheme.size() && boost::beast::iequals(target.substr(0, scheme.size()), scheme)) {
       std::string_view rest = target.substr(scheme.size());
       authority_ = lowerCopy(rest.substr(0, rest.find_first_of("/?#")));
       return;
@@ -201,7 +200,7 @@ void HeadScanner::fieldLine(std::string_view line) {
     }
   }
 
-  if (iequals(name, "content-length")) {
+  if (boost::beast::iequals(name, "content-length")) {
     if (++content_lengths_ > 1) {
       refuse(400, "more than one Content-Length header; send exactly one");
       return;
@@ -225,7 +224,7 @@ void HeadScanner::fieldLine(std::string_view line) {
     return;
   }
 
-  if (iequals(name, "transfer-encoding")) {
+  if (boost::beast::iequals(name, "transfer-encoding")) {
     if (++transfer_encodings_ > 1) {
       refuse(400, "more than one Transfer-Encoding header; send one: Transfer-Encoding: chunked");
       return;
@@ -239,7 +238,7 @@ void HeadScanner::fieldLine(std::string_view line) {
       return;
     }
     const std::string_view v = framingValue(raw);
-    if (iequals(v, "chunked")) {
+    if (boost::beast::iequals(v, "chunked")) {
       verdict_.body = BodyFraming::Chunked;
       return;
     }
@@ -258,13 +257,13 @@ void HeadScanner::fieldLine(std::string_view line) {
       bool token = !item.empty();
       for (char c : item) token = token && isTchar(c);
       list_ok = list_ok && token;
-      if (iequals(item, "chunked")) ++chunked;
+      if (boost::beast::iequals(item, "chunked")) ++chunked;
       ++items;
       last = item;
       if (comma == std::string_view::npos) break;
       start = comma + 1;
     }
-    if (list_ok && items > 1 && chunked == 1 && iequals(last, "chunked")) {
+    if (list_ok && items > 1 && chunked == 1 && boost::beast::iequals(last, "chunked")) {
       refuse(501, "Transfer-Encoding \"" + std::string(v) +
                       "\" is not implemented; send the body with Transfer-Encoding: chunked alone");
       return;
@@ -274,7 +273,7 @@ void HeadScanner::fieldLine(std::string_view line) {
     return;
   }
 
-  if (iequals(name, "host")) {
+  if (boost::beast::iequals(name, "host")) {
     if (++hosts_ > 1) {
       refuse(400, "more than one Host header; send exactly one");
       return;
@@ -292,10 +291,10 @@ void HeadScanner::fieldLine(std::string_view line) {
 
   // A name another parser might normalize into a framing header ("Transfer_Encoding",
   // "Content--Length") would frame the body for it but not for us.
-  const std::string sk = skeleton(name);
-  if (sk == "transferencoding" || sk == "contentlength") {
+  const bool te = resembles(name, "transferencoding");
+  if (te || resembles(name, "contentlength")) {
     refuse(400, "header name \"" + std::string(name) + "\" resembles " +
-                    (sk == "contentlength" ? "Content-Length" : "Transfer-Encoding") + "; spell it exactly");
+                    (te ? "Transfer-Encoding" : "Content-Length") + "; spell it exactly");
     return;
   }
 }

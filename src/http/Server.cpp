@@ -21,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <optional>
 #include <list>
 #include <span>
 #include <tuple>
@@ -40,6 +41,45 @@ Response serverError(bhttp::status status, std::string_view type, std::string_vi
   res.keep_alive(false);
   res.prepare_payload();
   return res;
+}
+
+// The server's own answer when a request head cannot be taken (then the connection closes);
+// nullopt: the client went away or sent nothing, so there is no one to answer.
+std::optional<Response> headFailure(const beast::error_code& ec, const std::optional<Error>& refused,
+                                    const ServerLimits& limits) {
+  if (refused)  // ambiguous framing (http/Framing.hpp): nothing after it on this connection is read
+    return serverError(static_cast<bhttp::status>(refused->status), refused->type, refused->message);
+  // A declared Content-Length over the limit is Beast's body_limit too (finish_header).
+  if (ec == bhttp::error::body_limit)
+    return serverError(bhttp::status::payload_too_large, "invalid_request_error",
+                       "request body exceeds the limit of " + std::to_string(limits.max_body_bytes) + " bytes");
+  if (ec == bhttp::error::header_limit)
+    return serverError(bhttp::status::request_header_fields_too_large, "invalid_request_error",
+                       "request header exceeds " + std::to_string(limits.max_header_bytes) +
+                           " bytes; send smaller headers");
+  if (ec == beast::error::timeout)
+    return serverError(bhttp::status::request_timeout, "invalid_request_error",
+                       "request header not received within the time limit");
+  if (ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
+      ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message)
+    return serverError(bhttp::status::bad_request, "invalid_request_error", "malformed HTTP request: " + ec.message());
+  return std::nullopt;
+}
+
+// The same for a request body; `trailers`: the chunked body ended in trailer fields.
+std::optional<Response> bodyFailure(const beast::error_code& ec, bool trailers, const ServerLimits& limits) {
+  if (ec == bhttp::error::body_limit)
+    return serverError(bhttp::status::payload_too_large, "invalid_request_error",
+                       "request body exceeds the limit of " + std::to_string(limits.max_body_bytes) + " bytes");
+  if (ec == beast::error::timeout)
+    return serverError(bhttp::status::request_timeout, "invalid_request_error",
+                       "request body not received within the time limit");
+  if (ec.category() == bhttp::make_error_code(bhttp::error::bad_chunk).category() &&
+      ec != bhttp::error::partial_message)
+    return serverError(bhttp::status::bad_request, "invalid_request_error",
+                       trailers ? std::string("trailer fields after a chunked body are not accepted")
+                                : "malformed chunked request body: " + ec.message());
+  return std::nullopt;
 }
 
 void appendHeaderLine(std::string& out, std::string_view name, std::string_view value) {
@@ -415,6 +455,12 @@ net::awaitable<void> Server::serveRequests(Worker& w, int tag, Stream& stream, b
     else
       return Responder(tcp, w.index, limits_.write_timeout, rem, tag);
   };
+  // The server's own refusal: one answer, then the connection closes.
+  auto refuse = [&](Response reply) -> net::awaitable<void> {
+    Responder r = responder({});
+    r.setKeepAlive(false);
+    co_await r.send(std::move(reply));
+  };
   for (;;) {
     idle = true;
     if (stopping()) break;
@@ -433,43 +479,10 @@ net::awaitable<void> Server::serveRequests(Worker& w, int tag, Stream& stream, b
     tcp.expires_after(limits_.header_timeout);
     auto [hec, refused] = co_await readRequestHead(stream, buffer, parser, limits_.max_header_bytes);
     if (hec || refused) {
-      Responder r = responder({});
-      r.setKeepAlive(false);
-      if (refused) {  // ambiguous framing (http/Framing.hpp): nothing after it on this connection is read
-        http::Response reply = serverError(static_cast<bhttp::status>(refused->status), refused->type, refused->message);
-        co_await r.send(std::move(reply));
-      } else if (hec == bhttp::error::body_limit) {
-        http::Response reply = serverError(bhttp::status::payload_too_large, "invalid_request_error",
-                                           "request body exceeds the limit of " +
-                                               std::to_string(limits_.max_body_bytes) + " bytes");
-        co_await r.send(std::move(reply));
-      } else if (hec == bhttp::error::header_limit) {
-        http::Response reply = serverError(bhttp::status::request_header_fields_too_large, "invalid_request_error",
-                                    "request header exceeds " + std::to_string(limits_.max_header_bytes) +
-                                        " bytes; send smaller headers");
-        co_await r.send(std::move(reply));
-      } else if (hec == beast::error::timeout) {
-        http::Response reply = serverError(bhttp::status::request_timeout, "invalid_request_error",
-                                    "request header not received within the time limit");
-        co_await r.send(std::move(reply));
-      } else if (hec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
-                 hec != bhttp::error::end_of_stream && hec != bhttp::error::partial_message) {
-        http::Response reply = serverError(bhttp::status::bad_request, "invalid_request_error",
-                                    "malformed HTTP request: " + hec.message());
-        co_await r.send(std::move(reply));
-      }
+      if (std::optional<Response> reply = headFailure(hec, refused, limits_)) co_await refuse(std::move(*reply));
       break;
     }
     auto& hreq = parser.get();
-    if (auto cl = parser.content_length(); cl && *cl > limits_.max_body_bytes) {
-      Responder r = responder({});
-      r.setKeepAlive(false);
-      http::Response reply = serverError(bhttp::status::payload_too_large, "invalid_request_error",
-                                  "request body of " + std::to_string(*cl) + " bytes exceeds the limit of " +
-                                      std::to_string(limits_.max_body_bytes) + " bytes");
-      co_await r.send(std::move(reply));
-      break;
-    }
     if (beast::iequals(hreq[bhttp::field::expect], "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       auto [cec, cn] = co_await net::async_write(stream, net::buffer(kContinue), kTuple);
@@ -487,29 +500,7 @@ net::awaitable<void> Server::serveRequests(Worker& w, int tag, Stream& stream, b
       const bool trailers = !bec && std::distance(hreq.begin(), hreq.end()) != fields;
       if (trailers) bec = bhttp::error::bad_field;
       if (bec) {
-        if (bec == bhttp::error::body_limit) {
-          Responder r = responder({});
-          r.setKeepAlive(false);
-          http::Response reply = serverError(bhttp::status::payload_too_large, "invalid_request_error",
-                                      "request body exceeds the limit of " + std::to_string(limits_.max_body_bytes) +
-                                          " bytes");
-          co_await r.send(std::move(reply));
-        } else if (bec == beast::error::timeout) {
-          Responder r = responder({});
-          r.setKeepAlive(false);
-          http::Response reply = serverError(bhttp::status::request_timeout, "invalid_request_error",
-                                      "request body not received within the time limit");
-          co_await r.send(std::move(reply));
-        } else if (bec.category() == bhttp::make_error_code(bhttp::error::bad_chunk).category() &&
-                   bec != bhttp::error::partial_message) {
-          Responder r = responder({});
-          r.setKeepAlive(false);
-          // Named, not a temporary in the co_await: g++ 12 destroys a conditional's temporaries twice.
-          std::string message = "malformed chunked request body: " + bec.message();
-          if (trailers) message = "trailer fields after a chunked body are not accepted";
-          http::Response reply = serverError(bhttp::status::bad_request, "invalid_request_error", message);
-          co_await r.send(std::move(reply));
-        }
+        if (std::optional<Response> reply = bodyFailure(bec, trailers, limits_)) co_await refuse(std::move(*reply));
         break;
       }
     }

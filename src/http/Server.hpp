@@ -85,7 +85,6 @@ class Responder {
   void setKeepAlive(bool k) { keep_alive_ = k; }
   int worker() const { return worker_; }
   int listener() const { return listener_; }  // the ListenerOptions::tag it came in on
-  bool tls() const { return tls_ != nullptr; }
   // The TCP layer (timeouts, the socket); for a TLS connection the bytes on it are encrypted.
   beast::tcp_stream& stream() { return stream_; }
   std::uint64_t bytesSent() const { return bytes_sent_; }
