@@ -170,6 +170,7 @@ std::map<std::string, std::string> parseQuery(std::string_view q) {
     if (amp == std::string_view::npos) break;
     q.remove_prefix(amp + 1);
   }
+  out.erase("key");  // the caller's own credential (?key=), not a parameter of any route
   return out;
 }
 

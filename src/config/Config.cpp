@@ -287,7 +287,7 @@ class Loader {
       } else if (key == "guardrail") {
         guardrail(v, cfg.guardrail);
       } else if (key == "admin") {
-        admin(v, cfg.admin, cfg.server);
+        admin(v, cfg.admin);
       }
     });
     checkAdminListen(cfg);
@@ -697,7 +697,7 @@ class Loader {
 
   // admin: {listen}. Its address must not overlap server.listen's: both acceptors use
   // SO_REUSEPORT, so the same address would bind twice and split connections between them.
-  void admin(const YAML::Node& node, AdminConfig& a, const ServerConfig& s) {
+  void admin(const YAML::Node& node, AdminConfig& a) {
     walk(node, "admin", kAdminKeys, [&](const std::string&, const YAML::Node& v) {
       a.listen = scalar(v, "admin.listen", "a string");
       if (a.listen.empty()) return;

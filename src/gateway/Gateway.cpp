@@ -135,6 +135,15 @@ FileStamp stampOf(const std::string& path) {
   return f;
 }
 
+// Whether the file at `path` changed since `last` (which then becomes its stamp). A file missing
+// for a moment, as an editor or a certificate renewer replaces it, is no change.
+bool fileChanged(const std::string& path, FileStamp& last) {
+  FileStamp now = stampOf(path);
+  if (!now.ok || now == last) return false;
+  last = now;
+  return true;
+}
+
 // Listener tags (http::ListenerOptions::tag): which plane a connection came in on.
 constexpr int kPublicListener = 0;
 constexpr int kAdminListener = 1;
@@ -337,7 +346,6 @@ class Gateway {
         if (ec) return;
         if (sig == SIGHUP) {
           reload("SIGHUP");
-          reloadTls("SIGHUP");
           arm();
           return;
         }
@@ -352,21 +360,11 @@ class Gateway {
       poll.expires_after(std::chrono::seconds(1));
       poll.async_wait([&](const boost::system::error_code& ec) {
         if (ec) return;
-        if (!path_.empty()) {
-          auto st = stampOf(path_);
-          if (st.ok && !(st == stamp_)) {
-            stamp_ = st;
-            reload("file change");
-          }
-        }
-        if (edge_tls_) {
-          auto cs = stampOf(tls_files_.cert);
-          auto ks = stampOf(tls_files_.key);
-          if (!(cs == tls_cert_stamp_) || !(ks == tls_key_stamp_)) {
-            tls_cert_stamp_ = cs;
-            tls_key_stamp_ = ks;
-            reloadTls("file change");
-          }
+        if (!path_.empty() && fileChanged(path_, stamp_)) {
+          reload("file change");  // reads the certificate again too
+        } else if (edge_tls_) {
+          const bool cert = fileChanged(tls_files_.cert, tls_cert_stamp_);
+          if (fileChanged(tls_files_.key, tls_key_stamp_) || cert) reloadTls("file change");
         }
         watch();
       });
@@ -388,6 +386,7 @@ class Gateway {
     } catch (const std::exception& e) {
       metrics::registry().reloads_failed.fetch_add(1);
       spdlog::error("reload ({}) rejected, keeping the running config: {}", why, e.what());
+      reloadTls(why);  // a rotated certificate still takes effect
       return {false, e.what()};
     }
     const auto& after = *next->cfg;
@@ -401,9 +400,13 @@ class Gateway {
       spdlog::warn("reload: turning server.tls on or off takes effect only after a restart");
     } else if (edge_tls_ && !(after.server.tls == tls_files_)) {
       tls_files_ = after.server.tls;
+    }
+    // Every reload (SIGHUP, the admin API, a config file change) reads the certificate again:
+    // a renewed one at the same path takes effect the same way as a new path.
+    if (edge_tls_) {
       tls_cert_stamp_ = stampOf(tls_files_.cert);
       tls_key_stamp_ = stampOf(tls_files_.key);
-      reloadTls("server.tls changed");
+      reloadTls(why);
     }
     metrics::registry().reloads_ok.fetch_add(1);
     std::string done = fmt::format("config applied, {} channels", next->cfg->channels.size());
@@ -600,29 +603,24 @@ class Gateway {
     }
     // With admin.listen set, the console and the admin API live on that listener only, and the
     // proxy API only on the public one; each answers the other's paths as unknown routes.
-    const bool adminPlane = !split_admin_ || r.listener() == kAdminListener;
-    if (split_admin_ && r.listener() == kAdminListener && !path.starts_with("/admin/api/")) {
-      if (method == bhttp::verb::head || method == bhttp::verb::get) {
-        if (std::optional<http::Response> page = console::serve(req, path)) {
-          co_await r.send(std::move(*page));
-          co_return;
-        }
+    const bool onAdmin = split_admin_ && r.listener() == kAdminListener;
+    const bool adminPlane = !split_admin_ || onAdmin;
+    const bool adminApi = path.starts_with("/admin/api/");
+    if (adminPlane && !adminApi && (method == bhttp::verb::head || method == bhttp::verb::get)) {
+      if (std::optional<http::Response> page = console::serve(req, path)) {
+        co_await r.send(std::move(*page));
+        co_return;
       }
+    }
+    if (onAdmin && !adminApi) {
       std::string message = fmt::format(
           "no route for {} {} on the admin listener (it serves the admin API, the console, /healthz and /metrics)",
           std::string(req.method_string()), path);
       co_await sendError(r, ctx, rec, Wire::OpenAI, 404, "invalid_request_error", "not_found", message);
       co_return;
     }
-    if (!split_admin_ && (method == bhttp::verb::head || method == bhttp::verb::get)) {
-      std::optional<http::Response> page = console::serve(req, path);
-      if (page) {
-        co_await r.send(std::move(*page));
-        co_return;
-      }
-    }
 
-    if (adminPlane && path.starts_with("/admin/api/")) {
+    if (adminPlane && adminApi) {
       // The control plane: master key only.
       auto key = presentedKey(req, ctx.query);
       const auto& master = snap.cfg->auth.master_key;
@@ -638,8 +636,7 @@ class Gateway {
         co_await r.send(std::move(*live));
         co_return;
       }
-      std::string adminQuery = queryWithoutKey(ctx.query);
-      http::Response res = co_await admin_->handle(req, std::move(adminPath), std::move(adminQuery));
+      http::Response res = co_await admin_->handle(req, std::move(adminPath), ctx.query);
       res.set("x-request-id", ctx.id);
       co_await r.send(std::move(res));
       co_return;
@@ -653,14 +650,6 @@ class Gateway {
       co_await sendError(r, ctx, rec, call.wire, 404, "invalid_request_error", "not_found", message);
       co_return;
     }
-    // What of the client's query may travel upstream: re-encoded, the gateway's key left out.
-    providers::ForwardedQuery forwarded = providers::forwardQuery(ctx.query);
-    if (!forwarded.problem.empty()) {
-      co_await sendError(r, ctx, rec, call.wire, 400, "invalid_request_error", "invalid_query", forwarded.problem);
-      co_return;
-    }
-    call.query = std::move(forwarded.query);
-
     // Auth before anything else reveals what is configured.
     auto key = presentedKey(req, ctx.query);
     if (key.empty()) {
@@ -688,6 +677,14 @@ class Gateway {
       caller.vk = vk;
       rec.virtual_key_id = vk->id;
     }
+
+    // What of the client's query may travel upstream: re-encoded, the gateway's key left out.
+    providers::ForwardedQuery forwarded = providers::forwardQuery(ctx.query);
+    if (!forwarded.problem.empty()) {
+      co_await sendError(r, ctx, rec, call.wire, 400, "invalid_request_error", "invalid_query", forwarded.problem);
+      co_return;
+    }
+    call.query = std::move(forwarded.query);
 
     if (isModels) {
       if (method != bhttp::verb::get) {
@@ -1022,20 +1019,6 @@ class Gateway {
       return true;
     }
     return false;
-  }
-
-  // The query to pass upstream: everything but the client's own key.
-  static std::string queryWithoutKey(std::string_view q) {
-    std::string out;
-    std::size_t pos = 0;
-    while (pos <= q.size() && !q.empty()) {
-      auto amp = q.find('&', pos);
-      auto part = q.substr(pos, amp == std::string_view::npos ? std::string_view::npos : amp - pos);
-      if (!part.empty() && !part.starts_with("key=")) out.append(out.empty() ? "" : "&").append(part);
-      if (amp == std::string_view::npos) break;
-      pos = amp + 1;
-    }
-    return out;
   }
 
   // The models the channels serve, in the listing shape of the client's API.

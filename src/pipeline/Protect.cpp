@@ -146,7 +146,9 @@ class Scanner {
 
  private:
   friend class Seg;
-  static constexpr std::size_t kMaxPath = 72;  // two parses of at most 32 levels each, and some
+  // A match's path is named down to this many levels (a string inside a string doubles them);
+  // deeper ones, which kMaxJsonDepth allows, are named to here and walked all the same.
+  static constexpr std::size_t kMaxPath = 72;
   struct PathSeg {
     std::string_view key;
     std::size_t index = 0;
