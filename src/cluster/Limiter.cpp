@@ -605,7 +605,7 @@ struct Limiter::Impl {
     redis = std::make_unique<RedisAsyncClient>(ep, opt.redis_timeout);
     sync = std::make_unique<RedisSyncClient>(ep, opt.redis_timeout);
     if (opt.probe_interval.count() > 0) {
-      prober = std::make_unique<RedisSyncClient>(ep, opt.probe_timeout);
+      prober = std::make_unique<RedisSyncClient>(ep, opt.redis_timeout);
       probe_thread = std::thread([this] { probeLoop(); });
     }
   }

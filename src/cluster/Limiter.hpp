@@ -90,10 +90,10 @@ class Limiter {
     std::chrono::milliseconds lease{std::chrono::minutes(11)};  // concurrency slot / reservation expiry
     std::chrono::milliseconds redis_timeout{200};  // per Redis command before falling back
     std::chrono::milliseconds redis_retry{1000};   // after a failure, how long to stay local before trying again
-    // A background PING on a connection of its own, so sluice_redis_up follows Redis whatever
-    // the traffic (and limits go back to Redis as soon as it answers); 0 turns it off.
+    // A background PING (on a connection of its own, so a slow answer holds no other caller;
+    // within redis_timeout, as any command) so sluice_redis_up follows Redis whatever the
+    // traffic, and limits go back to Redis as soon as it answers; 0 turns it off.
     std::chrono::milliseconds probe_interval{1000};
-    std::chrono::milliseconds probe_timeout{500};
     std::string key_prefix = "sluice:";
     // The RPM / TPM window. Always 60 s in service; tests shorten it to watch entries leave.
     std::chrono::milliseconds window{std::chrono::seconds(60)};

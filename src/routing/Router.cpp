@@ -106,11 +106,12 @@ std::string Channel::upstreamModel(std::string_view model) const {
   return std::string(model);
 }
 
-bool Channel::servesModel(std::string_view model) const {
+bool Channel::servesModel(std::string_view model) const { return servesModel(model, isModelName(model)); }
+
+bool Channel::servesModel(std::string_view model, bool valid) const {
   // A glob matches only names that follow the model-name rule: "gemini-*" must not carry
   // "gemini-x/../../admin" or "gemini-x?key=" into a URL. The gateway refuses such names before
   // routing; this keeps the glob safe for any other caller.
-  const bool valid = isModelName(model);
   for (const auto& m : cfg.models) {
     if (m.find_first_of("*?") == std::string::npos ? m == model : valid && globMatch(m, model)) return true;
   }
@@ -170,8 +171,9 @@ std::vector<const Channel*> Router::candidates(std::string_view requested, std::
       return out;
     }
   }
+  const bool valid = isModelName(model);  // once, not per channel
   for (const auto& c : channels_)
-    if (!c->keys.empty() && c->servesModel(model)) out.push_back(c.get());
+    if (!c->keys.empty() && c->servesModel(model, valid)) out.push_back(c.get());
   // Priority ascending; within one priority a weighted random order (weight 0 goes last).
   std::vector<std::pair<double, const Channel*>> keyed;
   keyed.reserve(out.size());

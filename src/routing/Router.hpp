@@ -76,6 +76,8 @@ struct Channel {
   std::size_t index = 0;
 
   bool servesModel(std::string_view model) const;
+  // The same with `valid` = routing::isModelName(model), for a caller asking every channel.
+  bool servesModel(std::string_view model, bool valid) const;
   // The name sent upstream for a model this channel serves (its model_map, else the same).
   std::string upstreamModel(std::string_view model) const;
 };

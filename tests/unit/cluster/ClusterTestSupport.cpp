@@ -12,7 +12,6 @@
 #include <random>
 #include <thread>
 
-
 #include "cluster/Redis.hpp"
 
 extern char** environ;
