@@ -6,33 +6,11 @@
 // redis-server is started here so the test can take it away.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-import { once } from 'node:events';
 import { startMock, startGateway, gatewayYaml, chat, sleep, MASTER, metrics, stop } from '../lib/harness.mjs';
+import { startRedis } from '../lib/services.mjs';
 
 const PG = process.env.SLUICE_TEST_POSTGRES_URL;
 let redis, redisUrl, mock, gw1, gw2;
-
-async function freePort() {
-  const s = createServer();
-  s.listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const { port } = s.address();
-  s.close();
-  return port;
-}
-
-async function startRedis() {
-  const port = await freePort();
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  proc.stdout.on('data', (d) => { out += d; });
-  for (let i = 0; i < 100 && !/Ready to accept connections/.test(out); i++) await sleep(50);
-  assert.match(out, /Ready to accept connections/, `redis-server did not start:\n${out}`);
-  return { proc, url: `redis://127.0.0.1:${port}` };
-}
 
 const admin = (g, path, { method = 'GET', body } = {}) => fetch(`${g.url}/admin/api${path}`, {
   method, headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },

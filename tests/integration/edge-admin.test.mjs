@@ -2,7 +2,7 @@
 // answers 404 for them; /healthz and /metrics answer on both. Without it nothing moves.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startMock, startGateway, gatewayYaml, MASTER } from '../lib/harness.mjs';
+import { startMock, startGateway, gatewayYaml, waitFor, MASTER } from '../lib/harness.mjs';
 
 let mock, split, plain;
 
@@ -87,9 +87,7 @@ test('without admin.listen, the admin API and the console stay on the one listen
 test('a change of admin.listen on reload warns that it takes a restart and changes nothing', async () => {
   const channels = [{ name: 'mock', url: mock.url }];
   split.writeConfig(gatewayYaml({ channels, extra: 'admin:\n  listen: "127.0.0.1:1"\n' }));
-  const until = Date.now() + 15000;
-  while (!/admin\.listen takes effect only after a restart/.test(split.proc.output) && Date.now() < until)
-    await new Promise((r) => setTimeout(r, 50));
+  await waitFor(() => /admin\.listen takes effect only after a restart/.test(split.proc.output), 15000);
   assert.match(split.proc.output, /admin\.listen takes effect only after a restart/);
   const keys = await get(split.adminUrl, '/admin/api/keys');
   assert.equal(keys.status, 200);

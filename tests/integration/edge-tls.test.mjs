@@ -9,7 +9,7 @@ import tls from 'node:tls';
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startMock, startGateway, gatewayYaml, tempDir, sleep, metricValue, MASTER } from '../lib/harness.mjs';
+import { startMock, startGateway, gatewayYaml, tempDir, sleep, waitFor, metricValue, MASTER, BIN } from '../lib/harness.mjs';
 
 let dir, mock, gw, ca;
 const CERT = () => join(dir, 'edge.pem');
@@ -170,8 +170,7 @@ test('renegotiation is refused and the gateway keeps serving', async () => {
   p.stdout.on('data', (d) => { out += d; });
   p.stderr.on('data', (d) => { out += d; });
   const exited = new Promise((resolve) => p.on('exit', resolve));
-  const until = Date.now() + 10000;
-  while (!/Verify return code/.test(out) && Date.now() < until) await sleep(20);
+  await waitFor(() => /Verify return code/.test(out));
   assert.match(out, /Verify return code: 0/);
   p.stdin.write('R\n');
   const timer = setTimeout(() => p.kill('SIGKILL'), 10000);
@@ -220,14 +219,14 @@ test('a silent client is dropped at the handshake deadline', async () => {
 
 test('a new certificate is picked up by new connections while an open stream finishes intact', async () => {
   assert.equal(await peerCn(), 'sluice-edge-gen1');
-  const before = metricValue(await metrics(), 'sluice_tls_reloads_total', { result: 'ok' }) ?? 0;
+  const before = metricValue(await metrics(), 'sluice_tls_reloads_total', { result: 'ok' });
   const chunks = 30;
   const res = await httpsChat({ model: 'mock-1', stream: true, messages: [{ role: 'user', content: 'hi' }] },
     { 'x-mock-chunks': String(chunks), 'x-mock-chunk-interval-ms': '100' });
   assert.equal(res.statusCode, 200);
   let text = '';
   const done = (async () => { for await (const c of res) text += c; })();
-  while (!text.includes('data:')) await sleep(10);  // the stream has started on the old certificate
+  assert.ok(await waitFor(() => text.includes('data:')), 'the stream started');  // on the old certificate
   install('gen2');
   assert.equal(await waitForCn('sluice-edge-gen2'), 'sluice-edge-gen2');
   await done;
@@ -241,10 +240,9 @@ test('a new certificate is picked up by new connections while an open stream fin
 
 test('a broken new certificate keeps the old one serving', async () => {
   await waitForCn('sluice-edge-gen2');
-  const before = metricValue(await metrics(), 'sluice_tls_reloads_total', { result: 'failed' }) ?? 0;
+  const before = metricValue(await metrics(), 'sluice_tls_reloads_total', { result: 'failed' });
   writeFileSync(CERT(), '-----BEGIN CERTIFICATE-----\nnot a certificate\n-----END CERTIFICATE-----\n');
-  const until = Date.now() + 20000;
-  while (!/tls reload \(file change\) failed, keeping the running certificate/.test(gw.proc.output) && Date.now() < until) await sleep(50);
+  await waitFor(() => /tls reload \(file change\) failed, keeping the running certificate/.test(gw.proc.output), 20000);
   assert.match(gw.proc.output, /tls reload \(file change\) failed, keeping the running certificate: the certificate \S+ is not a PEM/);
   assert.equal(await peerCn(), 'sluice-edge-gen2');
   const res = await httpsChat({ model: 'mock-1', messages: [{ role: 'user', content: 'hi' }] });
@@ -255,7 +253,7 @@ test('a broken new certificate keeps the old one serving', async () => {
   // A key that belongs to another certificate is refused the same way.
   copyFileSync(join(dir, 'gen3.key'), KEY());
   copyFileSync(join(dir, 'gen2.pem'), CERT());
-  while (!/does not match the certificate/.test(gw.proc.output) && Date.now() < until + 20000) await sleep(50);
+  await waitFor(() => /does not match the certificate/.test(gw.proc.output), 20000);
   assert.match(gw.proc.output, /does not match the certificate/);
   assert.equal(await peerCn(), 'sluice-edge-gen2');
   install('gen2');
@@ -265,8 +263,7 @@ test('SIGHUP reloads the certificate', async () => {
   install('gen3');
   gw.proc.kill('SIGHUP');
   assert.equal(await waitForCn('sluice-edge-gen3'), 'sluice-edge-gen3');
-  const until = Date.now() + 10000;
-  while (!/tls reload \(SIGHUP\): certificate/.test(gw.proc.output) && Date.now() < until) await sleep(50);
+  await waitFor(() => /tls reload \(SIGHUP\): certificate/.test(gw.proc.output));
   assert.match(gw.proc.output, /tls reload \(SIGHUP\): certificate \S+ loaded/);
 });
 
@@ -279,11 +276,11 @@ test('pointing server.tls at other files on a config reload takes effect without
 test('sluice check reports a server.tls that does not load, with its line', async () => {
   const bad = join(dir, 'bad.yaml');
   writeFileSync(bad, tlsYaml(join(dir, 'missing.pem'), KEY()));
-  const r = await run(process.env.SLUICE_BIN || 'build/sluice', ['check', '-c', bad]);
+  const r = await run(BIN, ['check', '-c', bad]);
   assert.notEqual(r.code, 0);
   assert.match(r.out, /bad\.yaml:\d+:\d+: server\.tls: cannot read the certificate \S+missing\.pem/);
   writeFileSync(bad, tlsYaml(join(dir, 'gen1.pem'), join(dir, 'gen2.key')));
-  const m = await run(process.env.SLUICE_BIN || 'build/sluice', ['check', '-c', bad]);
+  const m = await run(BIN, ['check', '-c', bad]);
   assert.notEqual(m.code, 0);
   assert.match(m.out, /server\.tls: the private key \S+ does not match the certificate/);
 });
@@ -299,7 +296,7 @@ test('SIGTERM: an in-flight TLS stream finishes, an idle TLS connection is close
   idle.on('data', (d) => { idleText += d; });
   idle.on('error', () => {});
   idle.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
-  while (!idleText.includes('"ok"')) await sleep(10);
+  assert.ok(await waitFor(() => idleText.includes('"ok"')), 'the idle connection was answered');
   // A slow stream in flight.
   const res = await new Promise((resolve, reject) => {
     const req = https.request(`${g.url}/v1/chat/completions`, {
@@ -312,7 +309,7 @@ test('SIGTERM: an in-flight TLS stream finishes, an idle TLS connection is close
   });
   let text = '';
   const done = (async () => { for await (const c of res) text += c; })();
-  while (!text.includes('data:')) await sleep(10);
+  assert.ok(await waitFor(() => text.includes('data:')), 'the stream started');
   const exited = g.stop('SIGTERM');
   await done;
   assert.equal(sseEvents(text).at(-1), '[DONE]');

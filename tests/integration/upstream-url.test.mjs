@@ -273,24 +273,36 @@ test('query values are re-encoded one by one; the client key and control charact
   assert.deepEqual(problems, []);
 });
 
-test('forwarded headers cannot add a line: folded, bare-LF and NUL values never split the upstream head', async () => {
+test('forwarded headers cannot add a line: folded, bare-LF, bare-CR and NUL values are refused; others reach the upstream as sent', async () => {
   const gw = await gatewayFor('anthropic');
   const body = JSON.stringify({ model: 'gemini-2.5-flash', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
+  // [extra header line(s), status wanted, the x-note value the upstream must get (accepted ones)]
+  const cases = [
+    ['x-note: a\r\n Host: evil.example', 400], ['x-note: a\nHost: evil.example', 400],
+    ['x-note: a\rHost: evil.example', 400], ['x-note: a\u0000Host: evil.example', 400],
+    ['x-note: a\r\n\tX-Injected: 1', 400],
+    ['x-note: a\tb', 200, 'a\tb'], ['x-note: caf\u00e9', 200, 'caf\u00e9'],
+  ];
   const problems = [];
   try {
-    for (const extra of ['x-note: a\r\n Host: evil.example', 'x-note: a\nHost: evil.example', 'x-note: a\rHost: evil.example',
-      'x-note: a\u0000Host: evil.example', 'x-note: a\r\n\tX-Injected: 1']) {
+    for (const [extra, want, note] of cases) {
       up.clear();
       const head = `POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-api-key: ${MASTER}\r\n` +
         `anthropic-version: 2023-06-01\r\nconnection: close\r\n${extra}\r\ncontent-length: ${body.length}\r\n\r\n`;
       const res = await rawExchange(gw.port, Buffer.from(head + body, 'latin1'));
-      for (const r of up.requests()) {
-        const hosts = r.headers.filter(([k]) => k.toLowerCase() === 'host').map(([, v]) => v);
-        if (r.malformed || hosts.length !== 1 || hosts[0] !== `127.0.0.1:${up.port}` || r.header('x-injected') !== undefined ||
-            /[\r\n\0]/.test(r.header('x-note') ?? ''))
-          problems.push(`${JSON.stringify(extra)}: upstream head ${JSON.stringify(r.rawHead)}`);
+      const got = up.requests();
+      const where = JSON.stringify(extra);
+      if (res.status !== want) problems.push(`${where}: status ${res.status}, want ${want}`);
+      if (want !== 200) {
+        if (got.length) problems.push(`${where}: refused, yet ${got.length} upstream requests`);
+        continue;
       }
-      if (res.status !== 200 && res.status !== 400) problems.push(`${JSON.stringify(extra)}: status ${res.status}`);
+      if (got.length !== 1) { problems.push(`${where}: ${got.length} upstream requests, want 1`); continue; }
+      const r = got[0];
+      const hosts = r.headers.filter(([k]) => k.toLowerCase() === 'host').map(([, v]) => v);
+      if (r.malformed || hosts.length !== 1 || hosts[0] !== `127.0.0.1:${up.port}` || r.header('x-injected') !== undefined)
+        problems.push(`${where}: upstream head ${JSON.stringify(r.rawHead)}`);
+      if (r.header('x-note') !== note) problems.push(`${where}: upstream x-note ${JSON.stringify(r.header('x-note'))}, want ${JSON.stringify(note)}`);
     }
   } finally {
     await gw.stop();

@@ -127,6 +127,17 @@ export async function readSse(res) {
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// Polls `pred` (may be async) until it is truthy or `ms` have passed; returns its last value, so
+// the caller's assertion says what never happened. Every wait in a test has a deadline.
+export async function waitFor(pred, ms = 10000, every = 20) {
+  const until = Date.now() + ms;
+  for (;;) {
+    const v = await pred();
+    if (v || Date.now() > until) return v;
+    await sleep(every);
+  }
+}
+
 export async function metrics(gw) { return (await fetch(`${gw.url}/metrics`)).text(); }
 
 // Access lines leave the gateway in batches (every 50 ms): wait for the one wanted.
