@@ -1,5 +1,7 @@
 #include "gateway/ControlPlane.hpp"
 
+#include "gateway/Chain.hpp"
+
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 #include <fmt/format.h>
@@ -175,6 +177,7 @@ std::shared_ptr<const Snapshot> ControlPlane::makeSnapshot(const std::shared_ptr
   }
   s->safety = safety_;
   s->switches = switchesFrom(st.gateway_settings);
+  s->stages = buildStages(*s);
   // A key disabled by hand in the store is disabled here; one enabled there comes back.
   std::map<std::int64_t, const store::UpstreamKey*> byId;
   for (const auto& k : st.upstream_keys) byId[k.id] = &k;

@@ -33,6 +33,7 @@
 #include "core/JsonText.hpp"
 #include "core/LineWriter.hpp"
 #include "gateway/Auth.hpp"
+#include "gateway/Chain.hpp"
 #include "gateway/ControlPlane.hpp"
 #include "gateway/Probe.hpp"
 #include "gateway/Proxy.hpp"
@@ -644,71 +645,14 @@ class Gateway {
 
     // Which API the client speaks decides the error format from here on.
     ClientCall call;
-    bool isModels = false;
-    if (!classify(path, req, call, isModels)) {
+    if (!classify(path, req, call)) {
       std::string message = fmt::format("no route for {} {}", std::string(req.method_string()), path);
       co_await sendError(r, ctx, rec, call.wire, 404, "invalid_request_error", "not_found", message);
       co_return;
     }
-    // Auth before anything else reveals what is configured.
-    auto key = presentedKey(req, ctx.query);
-    if (key.empty()) {
-      std::string message = "no API key: send 'Authorization: Bearer YOUR_KEY' (or x-api-key, x-goog-api-key)";
-      co_await sendError(r, ctx, rec, call.wire, 401, "invalid_request_error", "missing_api_key", message);
-      co_return;
-    }
-    Caller caller;
-    const auto& master = snap.cfg->auth.master_key;
-    if (master.empty() || !constantTimeEquals(key, master)) {
-      const pipeline::VirtualKeyEntry* vk = nullptr;
-      if (pipeline::looksLikeVirtualKey(key)) vk = snap.keys->find(pipeline::hashVirtualKeySecret(key));
-      std::string message;
-      if (!vk) {
-        message = "the API key is not valid for this gateway";
-      } else if (vk->revoked) {
-        message = fmt::format("the API key {}... ({}) was revoked", vk->prefix, vk->name);
-      } else if (vk->expired(unixNowMs())) {
-        message = fmt::format("the API key {}... ({}) expired", vk->prefix, vk->name);
-      }
-      if (!message.empty()) {
-        co_await sendError(r, ctx, rec, call.wire, 401, "invalid_request_error", "invalid_api_key", message);
-        co_return;
-      }
-      caller.vk = vk;
-      rec.virtual_key_id = vk->id;
-    }
-
-    // What of the client's query may travel upstream: re-encoded, the gateway's key left out.
-    providers::ForwardedQuery forwarded = providers::forwardQuery(ctx.query);
-    if (!forwarded.problem.empty()) {
-      co_await sendError(r, ctx, rec, call.wire, 400, "invalid_request_error", "invalid_query", forwarded.problem);
-      co_return;
-    }
-    call.query = std::move(forwarded.query);
-
-    if (isModels) {
-      if (method != bhttp::verb::get) {
-        std::string message = fmt::format("{} takes GET", path);
-        co_await sendError(r, ctx, rec, call.wire, 405, "invalid_request_error", "method_not_allowed", message);
-        co_return;
-      }
-      rec.status = 200;
-      json::value list = modelList(snap, call.wire, caller.vk);
-      co_await sendJson(r, ctx, 200, list);
-      co_return;
-    }
-    if (call.wire == Wire::OpenAI && path == "/v1/responses" &&
-        boost::beast::iequals(req[bhttp::field::upgrade], "websocket")) {
-      std::string message = "WebSocket is not supported on /v1/responses; use HTTP";
-      co_await sendError(r, ctx, rec, call.wire, 426, "invalid_request_error", "upgrade_required", message);
-      co_return;
-    }
-    if (method != bhttp::verb::post) {
-      std::string message = fmt::format("{} takes POST", path);
-      co_await sendError(r, ctx, rec, call.wire, 405, "invalid_request_error", "method_not_allowed", message);
-      co_return;
-    }
-    co_await proxy(snap, ws.pool, limiter_, cache_.get(), caller, req, r, ctx, call, rec);
+    // The request path, stage by stage (gateway/Chain.cpp).
+    Exchange ex(snap, Services{ws.pool, limiter_, cache_.get()}, req, r, ctx, call, rec);
+    co_await runChain(ex);
   }
 
   static http::Response adminJson(int status, const json::value& v) {
@@ -974,7 +918,7 @@ class Gateway {
 
   // Maps a path to the API it belongs to. False: no such endpoint (call.wire still says
   // which format the 404 should take).
-  static bool classify(const std::string& path, const http::Request& req, ClientCall& call, bool& isModels) {
+  static bool classify(const std::string& path, const http::Request& req, ClientCall& call) {
     std::string_view p = path;
     if (p.starts_with("/anthropic/")) {
       call.wire = Wire::Anthropic;
@@ -992,12 +936,12 @@ class Gateway {
     if (p == "/v1/models") {
       // Anthropic's SDK lists models at the same path; its version header tells them apart.
       if (!req["anthropic-version"].empty()) call.wire = Wire::Anthropic;
-      isModels = call.wire != Wire::Gemini;
-      return isModels;
+      call.models_list = call.wire != Wire::Gemini;
+      return call.models_list;
     }
     if (call.wire == Wire::Gemini) {
       if (p == "/v1beta/models") {
-        isModels = true;
+        call.models_list = true;
         return true;
       }
       static constexpr std::string_view kModels = "/v1beta/models/";
@@ -1019,34 +963,6 @@ class Gateway {
       return true;
     }
     return false;
-  }
-
-  // The models the channels serve, in the listing shape of the client's API.
-  static json::value modelList(const Snapshot& snap, Wire w, const pipeline::VirtualKeyEntry* vk) {
-    json::array data;
-    auto names = snap.router->modelNames();
-    if (vk) std::erase_if(names, [&](const std::string& n) { return !vk->allowsModel(n); });
-    switch (w) {
-      case Wire::OpenAI:
-        for (const auto& name : names)
-          data.push_back(json::object{{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "sluice"}});
-        return json::object{{"object", "list"}, {"data", std::move(data)}};
-      case Wire::Anthropic: {
-        for (const auto& name : names)
-          data.push_back(json::object{{"type", "model"}, {"id", name}, {"display_name", name},
-                                      {"created_at", "1970-01-01T00:00:00Z"}});
-        json::value first = names.empty() ? json::value(nullptr) : json::value(names.front());
-        json::value last = names.empty() ? json::value(nullptr) : json::value(names.back());
-        return json::object{{"data", std::move(data)}, {"has_more", false}, {"first_id", first}, {"last_id", last}};
-      }
-      case Wire::Gemini:
-        for (const auto& name : names)
-          data.push_back(json::object{{"name", "models/" + name}, {"displayName", name},
-                                      {"supportedGenerationMethods",
-                                       json::array{"generateContent", "streamGenerateContent", "countTokens"}}});
-        return json::object{{"models", std::move(data)}};
-    }
-    return json::object{};
   }
 
   static void renderKeyStates(const Snapshot& snap, std::string& out) {

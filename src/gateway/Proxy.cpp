@@ -18,7 +18,11 @@
 #include "cache/Replay.hpp"
 #include "core/Clock.hpp"
 #include "core/JsonText.hpp"
+#include "gateway/BodyFacts.hpp"
+#include "gateway/LimitRefusal.hpp"
 #include "gateway/StreamTaps.hpp"
+#include "gateway/stages/Stages.hpp"
+#include "guard/Webhook.hpp"
 #include "metrics/Metrics.hpp"
 #include "pipeline/Protect.hpp"
 #include "providers/Translate.hpp"
@@ -148,170 +152,25 @@ double msSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-// Byte offset -> "line L, column C" for JSON error messages.
-std::string positionOf(std::string_view text, std::size_t offset) {
-  std::size_t line = 1, col = 1;
-  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return fmt::format("line {}, column {} (byte {})", line, col, offset);
-}
-
-// What the proxy needs from a request body, read in one parse. The parse uses a per-thread
-// arena and ends before the caller's next suspension, so requests on one worker never share it.
-struct BodyFacts {
-  std::string model;
-  bool stream = false;
-  bool asked_usage = false;      // stream_options.include_usage: true
-  bool has_stream_options = false;
-  std::int64_t max_tokens = 0;   // the output cap the client set (0: none), for estimates
-  std::string error;             // non-empty: a 400 with this message
-  std::string error_code;
-};
-
-// keep (optional): the parsed body is moved there (parsed in keep's own storage), for the
-// protect stages (pipeline::scanRequest) to use rather than parse the body again.
-BodyFacts inspectBody(std::string_view text, const ClientCall& call, json::value* keep = nullptr) {
-  BodyFacts f;
-  auto bad = [&](std::string code, std::string msg) {
-    f.error_code = std::move(code);
-    f.error = std::move(msg);
-    return f;
-  };
-  if (text.empty()) return bad("invalid_json", "request body is empty: send a JSON object with \"model\" and the request fields");
-  thread_local unsigned char arena[16 * 1024];
-  thread_local unsigned char scratch[4 * 1024];
-  json::monotonic_resource mr(arena, sizeof arena);  // overflows to the heap for big bodies
-  json::parser jp(json::storage_ptr(), jsonParseOptions(), scratch, sizeof scratch);
-  jp.reset(keep != nullptr ? keep->storage() : json::storage_ptr(&mr));
-  boost::system::error_code ec;
-  std::size_t used = jp.write(text.data(), text.size(), ec);
-  if (isTooDeep(ec)) return bad("invalid_json", tooDeepMessage("request body"));
-  if (ec) return bad("invalid_json", fmt::format("request body is not valid JSON at {}: {}", positionOf(text, used), ec.message()));
-  json::value parsed = jp.release();
-  json::value& body = keep != nullptr ? (*keep = std::move(parsed)) : parsed;
-  if (!body.is_object()) return bad("invalid_json", "request body must be a JSON object");
-  const auto& obj = body.as_object();
-  auto cap = [&](const json::value* v) {
-    if (v && v->is_int64() && v->as_int64() > 0) f.max_tokens = v->as_int64();
-    else if (v && v->is_uint64()) f.max_tokens = static_cast<std::int64_t>(std::min<std::uint64_t>(v->as_uint64(), INT64_MAX));
-  };
-  if (call.wire == Wire::Gemini) {
-    // The model is in the path; streaming is the method.
-    f.model = call.model;
-    f.stream = call.op == "streamGenerateContent";
-    if (const auto* gc = obj.if_contains("generationConfig"); gc && gc->is_object())
-      cap(gc->as_object().if_contains("maxOutputTokens"));
-    return f;
-  }
-  for (const char* name : {"max_tokens", "max_completion_tokens", "max_output_tokens"}) cap(obj.if_contains(name));
-  const auto* modelV = obj.if_contains("model");
-  if (!modelV || !modelV->is_string() || modelV->as_string().empty())
-    return bad("missing_model", call.wire == Wire::Anthropic
-                                    ? "\"model\" is required and must be a non-empty string, e.g. \"claude-sonnet-4-5\""
-                                    : "\"model\" is required and must be a non-empty string, e.g. \"gpt-4o-mini\"");
-  f.model = std::string(modelV->as_string());
-  if (const auto* s = obj.if_contains("stream")) {
-    if (!s->is_bool() && !s->is_null()) return bad("invalid_type", "\"stream\" must be true or false");
-    f.stream = s->is_bool() && s->as_bool();
-  }
-  if (const auto* so = obj.if_contains("stream_options")) {
-    f.has_stream_options = true;
-    if (so->is_object())
-      if (const auto* iu = so->as_object().if_contains("include_usage"); iu && iu->is_bool()) f.asked_usage = iu->as_bool();
-  }
-  return f;
-}
-
-// The body to send upstream when the model name or the usage option must change. The common
-// case (only adding stream_options) is a splice after the opening brace; anything else is a
-// parse, edit and serialize.
-std::string rewriteBody(std::string_view text, const BodyFacts& facts, const std::string* new_model, bool inject_usage) {
-  if (!new_model && inject_usage && !facts.has_stream_options) {
-    auto brace = text.find('{');
-    static constexpr std::string_view kAdd = "\"stream_options\":{\"include_usage\":true},";
-    std::string out;
-    out.reserve(text.size() + kAdd.size());
-    out.append(text.substr(0, brace + 1)).append(kAdd).append(text.substr(brace + 1));
-    return out;
-  }
-  // inspectBody parsed the same text with the same limit: this parse does not fail.
-  boost::system::error_code ec;
-  json::value body = sluice::parseJson(text, ec);
-  auto& obj = body.as_object();
-  if (new_model) obj["model"] = *new_model;
-  if (inject_usage) {
-    auto& so = obj["stream_options"];
-    if (!so.is_object()) so = json::object{};
-    so.as_object()["include_usage"] = true;
-  }
-  return json::serialize(body);
-}
-
-// What one admitted request holds on the limiter, given back when the request ends.
-struct Held {
-  cluster::Subject subject;
-  cluster::Charge charge;
-  // The channel (and key) the charge is for; both null for the caller's own (virtual key).
-  const routing::Channel* channel = nullptr;
-  const routing::UpstreamKey* key = nullptr;
-};
-
-// 16 KB parse arenas, recycled per thread: a request may keep one from inspectBody until its
-// protect scan, across a suspension and possibly ending on another thread; in the steady state
-// none is allocated (an allocation this large would also make glibc consolidate its fast bins).
-class ParseArena {
- public:
-  static constexpr std::size_t kBytes = 16 * 1024;
-  ParseArena() {
-    auto& spare = spares();
-    if (spare.empty()) {
-      buf_.reset(new unsigned char[kBytes]);
-    } else {
-      buf_ = std::move(spare.back());
-      spare.pop_back();
-    }
-  }
-  ~ParseArena() {
-    if (auto& spare = spares(); buf_ && spare.size() < kMaxSpares) spare.push_back(std::move(buf_));
-  }
-  ParseArena(const ParseArena&) = delete;
-  ParseArena& operator=(const ParseArena&) = delete;
-  unsigned char* data() const { return buf_.get(); }
-
- private:
-  static constexpr std::size_t kMaxSpares = 8;
-  static std::vector<std::unique_ptr<unsigned char[]>>& spares() {
-    thread_local std::vector<std::unique_ptr<unsigned char[]>> s;
-    return s;
-  }
-  std::unique_ptr<unsigned char[]> buf_;
-};
-
-// A request body parsed once, kept from inspectBody until the protect stages have scanned it (the
-// per-thread parse arena inspectBody otherwise uses does not outlive a suspension). A body that
-// does not fit the arena overflows to the heap.
-struct ParsedBody {
-  ParsedBody() : mr(arena.data(), ParseArena::kBytes), doc(json::storage_ptr(&mr)) {}
-  ParsedBody(const ParsedBody&) = delete;
-  ParsedBody& operator=(const ParsedBody&) = delete;
-  ParseArena arena;
-  json::monotonic_resource mr;
-  json::value doc;  // declared last: destroyed first
-};
-
-struct Relay;
-std::string reviewPayloadOf(const Relay& relay, std::string_view phase, std::string_view answer);
-// Defined below (needs RequestContext/Caller only).
-http::Response failure(Wire wire, const RequestContext& ctx, RequestRecord& rec, int status, std::string_view type,
-                       std::string_view code, const std::string& msg);
-
 struct Relay {
+  explicit Relay(Exchange& e)
+      : ex(e),
+        snap(e.snap),
+        pool(e.svc.pool),
+        req(e.req),
+        r(e.r),
+        ctx(e.ctx),
+        call(e.call),
+        rec(e.rec),
+        facts(e.route.facts),
+        routed_model(e.route.routed_model),
+        stream(e.route.facts.stream),
+        strip_usage(e.route.inject_usage),
+        deadline{e.ctx.start + e.snap.cfg->routing.timeouts.total},
+        upstream_model(e.route.upstream_model),
+        plan(e.answer) {}
+
+  Exchange& ex;
   const Snapshot& snap;
   upstream::Pool& pool;
   http::Request& req;
@@ -329,50 +188,24 @@ struct Relay {
   std::string body_key;
   std::string body_made;
   bool body_is_original = false;
-  std::string upstream_model;  // for the current attempt
-
-  // Redaction issued tokens for this request: answers are restored with this cipher.
-  std::shared_ptr<const redact::TokenCipher> restore_cipher;
-  std::shared_ptr<redact::RestoreStats> restore_stats;
-  std::shared_ptr<const redact::SealMemo> restore_memo;  // the tokens this request sealed
-  std::unique_ptr<ParsedBody> parsed_body;  // req.body() as inspectBody parsed it, for scanRequest
-  // The response cache records this answer under cache_key (set when a write is decided).
-  cache::ResponseCache* cache = nullptr;
-  std::optional<cache::CacheKey> cache_key;
-  std::chrono::milliseconds cache_ttl{0};
-  std::size_t cache_max_entry = cache::kDefaultMaxEntryBytes;
+  std::string& upstream_model;  // for the current attempt (the limits stage prices by it)
+  // What the stages before decided for the answer's way back: restoring, recording, review,
+  // and the headers every answer carries.
+  AnswerPlan& plan;
   std::shared_ptr<const cache::Entry> recorded;  // the entry made from this answer
-  // Headers the protect stages add to every answer (screening, guardrail, cache).
-  std::vector<std::pair<std::string, std::string>> extra_headers;
-  // Responses clients are answered from a Chat translation (even by an openai channel) when the
-  // answer must be restored or recorded: neither has a decoder for the native Responses stream.
-  bool force_translate = false;
-  bool translatable = false;  // a chat-style request (the protect stages apply to these)
   std::vector<const routing::Channel*> candidates_seen;  // for the message when none could be tried
-  // guardrail.review_response: the webhook reviews a non-streamed answer before it is sent.
-  const guard::WebhookTarget* review_answer = nullptr;
-  bool review_fail_open = true;
-  const Caller* caller = nullptr;
-  std::vector<pipeline::OutgoingText> outgoing;
+  std::shared_ptr<const providers::openai::ResponsesEcho> responses_echo;
 
   Wire upWire(const routing::Pick& p) const { return channelWire(p.channel->cfg.type); }
-  bool responsesClient() const { return call.wire == Wire::OpenAI && call.op == "/responses"; }
   // Same format: relayed as it is. Responses requests go natively only to `openai` channels;
   // other OpenAI-format upstreams (vLLM, Ollama, DeepSeek...) get them as chat completions.
   bool translating(const routing::Pick& p) const {
     if (upWire(p) != call.wire) return true;
-    return responsesClient() && (p.channel->cfg.type != config::ChannelType::OpenAI || force_translate);
+    return call.responses() && (p.channel->cfg.type != config::ChannelType::OpenAI || plan.force_translate);
   }
   // Streams go through a decoder and encoder when translated or restored.
-  bool decodeStream(const routing::Pick& p) const { return translating(p) || restore_cipher != nullptr; }
-  providers::Format clientFormat() const {
-    switch (call.wire) {
-      case Wire::Anthropic: return providers::Format::AnthropicMessages;
-      case Wire::Gemini: return providers::Format::GeminiGenerate;
-      case Wire::OpenAI: break;
-    }
-    return responsesClient() ? providers::Format::OpenAIResponses : providers::Format::OpenAIChat;
-  }
+  bool decodeStream(const routing::Pick& p) const { return translating(p) || plan.restore_cipher != nullptr; }
+  providers::Format clientFormat() const { return call.format(); }
   providers::Format upstreamFormat(const routing::Pick& p) const {
     switch (upWire(p)) {
       case Wire::Anthropic: return providers::Format::AnthropicMessages;
@@ -381,69 +214,30 @@ struct Relay {
     }
     return providers::Format::OpenAIChat;
   }
-  // A Gemini client of streamGenerateContent without alt=sse reads one JSON array.
-  bool geminiJsonArray() const {
-    return call.wire == Wire::Gemini && stream && call.query.find("alt=sse") == std::string::npos;
-  }
+  bool geminiJsonArray() const { return ex.geminiJsonArray(); }
   providers::TranslateContext translateContext(const routing::Pick& p) const {
     providers::TranslateContext tc;
     tc.upstream_model = std::string(upstream_model);
     tc.openai_max_completion_tokens = p.channel->cfg.type == config::ChannelType::OpenAI;
-    tc.include_usage = client_asked_usage;
+    tc.include_usage = facts.asked_usage;
     tc.client_model = call.model;
     tc.client_stream = stream;
     tc.gemini_json_array = geminiJsonArray();
     tc.responses_echo = responses_echo;
-    if (restore_cipher) {
-      auto cipher = restore_cipher;
-      auto stats = restore_stats;
-      auto memo = restore_memo;
+    if (plan.restore_cipher) {
+      auto cipher = plan.restore_cipher;
+      auto stats = plan.restore_stats;
+      auto memo = plan.restore_memo;
       tc.wrap_encoder = [cipher, stats, memo](std::unique_ptr<providers::StreamEncoder> inner) {
         return pipeline::makeRestoringEncoder(std::move(inner), cipher, stats, memo);
       };
     }
     return tc;
   }
-  std::shared_ptr<const providers::openai::ResponsesEcho> responses_echo;
-  bool client_asked_usage = false;
-  // The caller's x-ratelimit-* figures; when set they replace the provider's.
-  std::vector<std::pair<std::string, std::string>> rate_headers;
-  std::size_t body_cap = 0;  // store.log_bodies: keep this much of the response for the log
 
-  // Limits held for this request, settled once: right before the answer's last bytes go out,
-  // so a client that sends its next request as soon as it has the answer finds its slot,
-  // tokens and spend already counted; on the other paths, when the request ends.
-  cluster::Limiter* limiter = nullptr;
-  std::vector<Held> held;
-  std::optional<config::Price> price;  // of the routed model, for the cost
-  bool settled = false;
-
-  // Marks the request settled and computes its cost from the real usage, at the price of the
-  // model the channel was asked for. True when limits are held: then settleHeld() must follow.
-  // Synchronous, so requests that hold no limits (the master key's) make no coroutine frame.
-  bool beginSettle() {
-    if (settled) return false;
-    settled = true;
-    const std::int64_t in = std::max<std::int64_t>(rec.input_tokens, 0);
-    const std::int64_t out = std::max<std::int64_t>(rec.output_tokens, 0);
-    if (in + out > 0) {
-      auto p = upstream_model.empty() || upstream_model == routed_model ? price : snap.prices->find(upstream_model);
-      if (!p) p = price;
-      if (p) rec.cost_usd = pipeline::PriceTable::cost(*p, in, out, rec.cached_tokens);
-    }
-    return !held.empty();
-  }
-
-  // `served`: the attempt that answered (its channel and key are charged the real usage).
-  boost::asio::awaitable<void> settleHeld(const routing::Pick* served) {
-    const std::int64_t tokens = std::max<std::int64_t>(rec.input_tokens, 0) + std::max<std::int64_t>(rec.output_tokens, 0);
-    for (auto& h : held) {
-      const bool real = !h.channel || (served && h.channel == served->channel && (!h.key || h.key == served->key));
-      const double cost = h.channel ? 0.0 : rec.cost_usd;
-      co_await limiter->settle(h.subject, h.charge, real ? tokens : 0, real ? cost : 0.0);
-    }
-    held.clear();
-  }
+  // Settles the limits right before the answer's last bytes go out (gateway/Settlement.hpp).
+  bool beginSettle() { return ex.settle.begin(*snap.prices, rec, routed_model, upstream_model); }
+  boost::asio::awaitable<void> settleHeld(const routing::Pick* served) { co_await ex.settle.settleHeld(served, rec); }
 
   // A whole answer as a cache entry: an object body, or the JSON array of a Gemini stream
   // requested without alt=sse (its elements are the stream's chunks).
@@ -453,7 +247,7 @@ struct Relay {
       boost::system::error_code ec;
       json::value arr = sluice::parseJson(body, ec);
       if (ec || !arr.is_array() || status < 200 || status > 299) return std::nullopt;
-      auto rec = cache::Recorder::forStream(f, cache_max_entry);
+      auto rec = cache::Recorder::forStream(f, plan.cache_max_entry);
       if (!rec) return std::nullopt;
       for (const auto& el : arr.as_array()) {
         std::string event = "data: " + json::serialize(el) + "\r\n\r\n";
@@ -461,61 +255,47 @@ struct Relay {
       }
       return rec->finish();
     }
-    return cache::Recorder::fromWhole(f, status, body, cache_max_entry);
+    return cache::Recorder::fromWhole(f, status, body, plan.cache_max_entry);
   }
 
   // guardrail.review_response: the webhook's verdict on the answer; a refusal to send instead.
   boost::asio::awaitable<std::optional<http::Response>> reviewAnswer(const std::string& answer) {
     auto& counters = metrics::registry().safety;
-    const std::string payload = reviewPayloadOf(*this, "response", answer);
-    guard::Verdict v = co_await guard::review(pool, *review_answer, payload);
+    const std::string payload = reviewPayload(ex, plan.outgoing, "response", answer);
+    guard::Verdict v = co_await guard::review(pool, *plan.review, payload);
     counters.guardrail(v.action == guard::Verdict::Action::Failed && v.timed_out ? "timeout" : guard::verdictName(v.action));
     std::optional<http::Response> out;
     if (v.action == guard::Verdict::Action::Warn) {
-      extra_headers.emplace_back("x-sluice-guardrail", "warn");
+      plan.headers.emplace_back("x-sluice-guardrail", "warn");
     } else if (v.action == guard::Verdict::Action::Block) {
       out = failure(call.wire, ctx, rec, 400, "invalid_request_error", "guardrail_blocked",
                     "the answer was withheld by the gateway's guardrail" + (v.reason.empty() ? std::string() : ": " + v.reason));
     } else if (v.action == guard::Verdict::Action::Failed) {
       spdlog::warn("request {}: guardrail webhook failed on the answer ({}): {}", ctx.id,
-                   review_fail_open ? "fail_open" : "fail_closed", v.reason);
-      if (!review_fail_open) {
+                   plan.review_fail_open ? "fail_open" : "fail_closed", v.reason);
+      if (!plan.review_fail_open) {
         out = failure(call.wire, ctx, rec, 503, "api_error", "guardrail_unavailable",
                       "the gateway's guardrail could not review the answer (" + v.reason +
                           ") and is configured fail_closed; retry later");
       } else {
-        extra_headers.emplace_back("x-sluice-guardrail", "unavailable");
+        plan.headers.emplace_back("x-sluice-guardrail", "unavailable");
       }
     }
-    if (out) {
-      setOwnHeaders(*out);
-    }
+    if (out) plan.apply(*out);
     co_return out;
   }
 
   // Puts the recorded answer in the cache (once).
   boost::asio::awaitable<void> storeRecorded() {
-    if (!recorded || !cache || !cache_key) co_return;
-    const cache::CacheKey& key = *cache_key;
+    if (!recorded || !plan.cache || !plan.cache_key) co_return;
     const std::shared_ptr<const cache::Entry> entry = std::move(recorded);
-    const std::chrono::milliseconds ttl = cache_ttl;
-    co_await cache->put(key, entry, ttl);
+    co_await plan.cache->put(*plan.cache_key, entry, plan.cache_ttl);
   }
 
-  void countRestored(const redact::RestoreStats& st) {
-    auto& m = metrics::registry().safety;
-    if (st.restored) m.restored.fetch_add(st.restored, std::memory_order_relaxed);
-    if (st.tampered) m.tampered.fetch_add(st.tampered, std::memory_order_relaxed);
-  }
-
-  bool ownRateHeader(std::string_view name) const {
-    return !rate_headers.empty() && name.size() > 12 && boost::beast::iequals(name.substr(0, 12), "x-ratelimit-");
-  }
-  void keepBody(std::string_view bytes) {
-    if (body_cap == 0 || rec.response_body.size() >= body_cap) return;
-    rec.response_body.append(bytes.substr(0, body_cap - rec.response_body.size()));
-  }
-
+  bool ownRateHeader(std::string_view name) const { return plan.ownRateHeader(name); }
+  void keepBody(std::string_view bytes) { ex.keepBody(bytes); }
+  void setOwnHeaders(bhttp::fields& to) const { plan.apply(to); }
+  void appendOwnHeaderLines(std::string& out) const { plan.appendLines(out); }
   // The body to send to p's channel, or an error the client must fix (bad for that format).
   std::optional<providers::TranslateError> prepareBody(const routing::Pick& p, std::string_view& out) {
     upstream_model = p.channel->upstreamModel(routed_model);
@@ -613,16 +393,6 @@ struct Relay {
     to.set("x-sluice-channel", p.channel->cfg.name);
     to.set("x-sluice-attempts", std::to_string(attempts));
     setOwnHeaders(to);
-  }
-
-  // The caller's x-ratelimit-* figures and the protect stages' headers, on any answer.
-  void setOwnHeaders(bhttp::fields& to) const {
-    for (const auto& [k, v] : rate_headers) to.set(k, v);
-    for (const auto& [k, v] : extra_headers) to.set(k, v);
-  }
-  void appendOwnHeaderLines(std::string& out) const {
-    for (const auto& [k, v] : rate_headers) out.append(k).append(": ").append(v).append("\r\n");
-    for (const auto& [k, v] : extra_headers) out.append(k).append(": ").append(v).append("\r\n");
   }
 
   // One attempt on one (channel, key). Never throws.
@@ -747,13 +517,13 @@ struct Relay {
     auto& head = parser.get();
     const providers::Format recFormat = translating(p) ? upstreamFormat(p) : clientFormat();
     std::optional<cache::Entry> canonical;  // the answer decoded, when caching or reviewing needs it
-    if (cache_key || (review_answer && !stream)) canonical = decodeAnswer(recFormat, a.status, whole);
-    if (cache_key && canonical) {
+    if (plan.cache_key || (plan.review && !stream)) canonical = decodeAnswer(recFormat, a.status, whole);
+    if (plan.cache_key && canonical) {
       // Recorded from the upstream's own bytes, tokens and all: a replay is restored per request.
       canonical->stored_at_ms = unixNowMs();
       recorded = std::make_shared<const cache::Entry>(*canonical);
     }
-    if (review_answer && !stream) {
+    if (plan.review && !stream) {
       std::string text;
       if (canonical)
         for (const auto& part : canonical->response.content)
@@ -791,9 +561,9 @@ struct Relay {
       rec.cached_tokens = usage.cached_tokens;
     }
     keepBody(whole);  // the log keeps the answer as it came, tokens sealed
-    if (restore_cipher) {
+    if (plan.restore_cipher) {
       redact::RestoreStats st;
-      pipeline::restoreWholeBody(whole, *restore_cipher, st, restore_memo.get());
+      pipeline::restoreWholeBody(whole, *plan.restore_cipher, st, plan.restore_memo.get());
       countRestored(st);
     }
     http::Response res{head.result(), 11};
@@ -822,14 +592,14 @@ struct Relay {
     const providers::Format upFormat = translating(p) ? upstreamFormat(p) : clientFormat();
     // OpenAI Chat to OpenAI Chat with tokens to restore: a tap that parses only the events
     // that may hold one (the common case by far; the others decode and re-encode every event).
-    const bool rawRestore = restore_cipher && !translating(p) && clientFormat() == providers::Format::OpenAIChat;
-    auto tap = rawRestore        ? makeRestoringChatTap(strip_usage, restore_cipher, restore_stats, restore_memo)
+    const bool rawRestore = plan.restore_cipher && !translating(p) && clientFormat() == providers::Format::OpenAIChat;
+    auto tap = rawRestore        ? makeRestoringChatTap(strip_usage, plan.restore_cipher, plan.restore_stats, plan.restore_memo)
                : decodeStream(p) ? makeTranslatingTap(providers::makeStreamTranslator(clientFormat(), upFormat,
                                                                                       translateContext(p)))
                                  : makeStreamTap(call.wire, strip_usage);
     auto& filter = *tap;
     std::unique_ptr<cache::Recorder> recorder;
-    if (cache_key) recorder = cache::Recorder::forStream(upFormat, cache_max_entry);
+    if (plan.cache_key) recorder = cache::Recorder::forStream(upFormat, plan.cache_max_entry);
     std::string out;
     out.reserve(kReadChunk);
     char buf[kReadChunk];
@@ -848,7 +618,7 @@ struct Relay {
       auto [ec, n] = co_await conn->readBody(parser, buf, sizeof buf, deadline.cap(sent ? t.idle : t.first_byte));
       out.clear();
       if (recorder) recorder->feed(std::string_view(buf, n));
-      if (restore_cipher) keepBody(std::string_view(buf, n));  // logged as it came, tokens sealed
+      if (plan.restore_cipher) keepBody(std::string_view(buf, n));  // logged as it came, tokens sealed
       bool ok = filter.feed(std::string_view(buf, n), out);
       if (!ok) ec = boost::beast::errc::make_error_code(boost::beast::errc::message_size);
       // The usual last read carries the final events and the upstream's end: send both in one write.
@@ -861,7 +631,7 @@ struct Relay {
             recorded = std::make_shared<const cache::Entry>(std::move(*entry));
           }
         }
-        if (restore_stats) countRestored(*restore_stats);
+        if (plan.restore_stats) countRestored(*plan.restore_stats);
         if (const auto u = filter.usage(); u.known()) {
           rec.input_tokens = u.prompt_tokens;
           rec.output_tokens = u.completion_tokens;
@@ -877,7 +647,7 @@ struct Relay {
           begun = true;
         }
         if (!out.empty() && rec.ttfb_ms < 0) rec.ttfb_ms = msSince(ctx.start);
-        if (!restore_cipher) keepBody(out);
+        if (!plan.restore_cipher) keepBody(out);
         bool written = last ? co_await r.writeLastChunk(out) : co_await r.writeChunk(out);
         if (!written) {
           // The client left: stop reading and drop the upstream connection so the provider
@@ -946,98 +716,6 @@ void appendAttempt(std::string& json_array, const routing::Pick& p, const Attemp
   json_array.append("}]");
 }
 
-std::string formatReset(std::int64_t ms) {
-  if (ms <= 0) return "0s";
-  if (ms < 1000) return std::to_string(ms) + "ms";
-  std::int64_t secs = (ms + 999) / 1000;
-  if (secs < 60) return std::to_string(secs) + "s";
-  return std::to_string(secs / 60) + "m" + std::to_string(secs % 60) + "s";
-}
-
-// Tokens a request may use, before it runs: about 4 bytes of prompt per token (OpenAI's own
-// rule for rate limits) plus the output cap the client set.
-std::int64_t estimateTokens(std::string_view body, std::int64_t max_tokens) {
-  return static_cast<std::int64_t>(body.size() / 4) + max_tokens;
-}
-
-// Output assumed for a budget reservation when the client set no cap.
-constexpr std::int64_t kDefaultOutputEstimate = 1024;
-
-struct LimitRefusal {
-  int status = 429;
-  std::string type, code, message;
-  std::int64_t retry_after_ms = 0;
-  bool retryable = true;
-};
-
-// `est_tokens`: what the request was charged up front (to explain a request larger than a limit).
-LimitRefusal refusalFor(const cluster::Decision& d, std::string_view who, std::int64_t est_tokens) {
-  LimitRefusal r;
-  r.retry_after_ms = d.retry_after_ms;
-  r.type = "rate_limit_error";
-  r.code = "rate_limit_exceeded";
-  switch (d.hit) {
-    case cluster::LimitKind::Requests:
-      r.message = fmt::format("{} is over its limit of {} requests per minute; retry in {}", who, d.limit_requests,
-                              formatReset(d.retry_after_ms));
-      break;
-    case cluster::LimitKind::Tokens:
-      if (est_tokens > d.limit_tokens) {
-        // Waiting will not help: the request alone does not fit in a minute's tokens.
-        r.retryable = false;
-        r.message = fmt::format("this request is estimated at {} tokens (prompt bytes / 4 + max_tokens), more than "
-                                "{}'s limit of {} tokens per minute: lower max_tokens or shorten the prompt",
-                                est_tokens, who, d.limit_tokens);
-      } else {
-        r.message = fmt::format("{} is over its limit of {} tokens per minute; retry in {}", who, d.limit_tokens,
-                                formatReset(d.retry_after_ms));
-      }
-      break;
-    case cluster::LimitKind::Concurrency:
-      r.code = "concurrency_limit_exceeded";
-      r.message = fmt::format("{} has as many requests in flight as it may; retry when one finishes", who);
-      break;
-    case cluster::LimitKind::BudgetDaily:
-    case cluster::LimitKind::BudgetMonthly:
-    case cluster::LimitKind::BudgetTotal: {
-      r.type = "insufficient_quota";
-      r.code = "budget_exceeded";
-      r.retryable = false;
-      const char* span = d.hit == cluster::LimitKind::BudgetDaily     ? "daily"
-                         : d.hit == cluster::LimitKind::BudgetMonthly ? "monthly"
-                                                                      : "total";
-      r.message = d.hit == cluster::LimitKind::BudgetTotal
-                      ? fmt::format("{} has used its {} budget", who, span)
-                      : fmt::format("{} has used its {} budget; it resets in {}", who, span, formatReset(d.retry_after_ms));
-      break;
-    }
-    case cluster::LimitKind::None:
-      r.message = fmt::format("{} is over a limit", who);
-      break;
-  }
-  return r;
-}
-
-// An error answer in the caller's format, noted in the request's record.
-http::Response failure(Wire wire, const RequestContext& ctx, RequestRecord& rec, int status, std::string_view type,
-                       std::string_view code, const std::string& msg) {
-  rec.status = status;
-  rec.error = msg;
-  auto res = errorResponse(wire, status, type, code, msg);
-  res.set("x-request-id", ctx.id);
-  return res;
-}
-
-http::Response refusalResponse(Wire wire, const RequestContext& ctx, RequestRecord& rec, const LimitRefusal& why,
-                               const std::vector<std::pair<std::string, std::string>>& headers) {
-  auto res = failure(wire, ctx, rec, why.status, why.type, why.code, why.message);
-  if (why.retry_after_ms > 0) res.set(bhttp::field::retry_after, std::to_string((why.retry_after_ms + 999) / 1000));
-  // The SDKs retry 429s on their own; a spent budget will not come back within their retries.
-  if (!why.retryable) res.set("x-should-retry", "false");
-  for (const auto& [k, v] : headers) res.set(k, v);
-  return res;
-}
-
 }  // namespace
 
 void scrubRecord(const Snapshot& snap, RequestRecord& rec) {
@@ -1049,43 +727,16 @@ void scrubRecord(const Snapshot& snap, RequestRecord& rec) {
   s.scrub(rec.response_body);
 }
 
-Snapshot::Switches switchesFrom(const std::map<std::string, std::string>& rows) {
-  Snapshot::Switches sw;
-  auto flag = [&](const char* name) -> std::optional<bool> {
-    auto it = rows.find(name);
-    if (it == rows.end()) return std::nullopt;
-    if (it->second == "true") return true;
-    if (it->second == "false") return false;
-    return std::nullopt;
-  };
-  sw.cache = flag("cache.enabled");
-  sw.redaction = flag("redaction.enabled");
-  sw.guardrail = flag("guardrail.enabled");
-  if (auto it = rows.find("screening.action"); it != rows.end()) sw.screening = config::parseScreenAction(it->second);
-  return sw;
-}
-
-std::vector<std::pair<std::string, std::string>> rateLimitHeaders(const cluster::Decision& d) {
-  std::vector<std::pair<std::string, std::string>> h;
-  if (d.limit_requests >= 0) {
-    h.emplace_back("x-ratelimit-limit-requests", std::to_string(d.limit_requests));
-    h.emplace_back("x-ratelimit-remaining-requests", std::to_string(std::max<std::int64_t>(d.remaining_requests, 0)));
-    h.emplace_back("x-ratelimit-reset-requests", formatReset(d.reset_requests_ms));
-  }
-  if (d.limit_tokens >= 0) {
-    h.emplace_back("x-ratelimit-limit-tokens", std::to_string(d.limit_tokens));
-    h.emplace_back("x-ratelimit-remaining-tokens", std::to_string(std::max<std::int64_t>(d.remaining_tokens, 0)));
-    h.emplace_back("x-ratelimit-reset-tokens", formatReset(d.reset_tokens_ms));
-  }
-  return h;
-}
-
 namespace {
 
-// The relay proper, after the caller's own limits admitted the request.
-boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, cluster::Limiter& limiter, Relay& relay,
-                                               std::vector<const routing::Channel*> candidates, std::int64_t estTokens) {
-  auto& held = relay.held;
+// The failover loop: picks (channel, key) pairs in the router's order, charges the channels'
+// and keys' own quotas, and makes attempts until one is delivered to the client or none is left;
+// then answers why in the caller's format.
+boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<const routing::Channel*>& candidates,
+                                               std::int64_t estTokens) {
+  const auto& snap = relay.snap;
+  auto& settle = relay.ex.settle;
+  auto& limiter = settle.limiter();
   auto& rec = relay.rec;
   auto& r = relay.r;
   const auto& ctx = relay.ctx;
@@ -1095,7 +746,7 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, cluster::Li
     return failure(call.wire, ctx, rec, status, type, code, msg);
   };
   relay.candidates_seen = candidates;
-  routing::Attempts attempts(*snap.router, std::move(candidates));
+  routing::Attempts attempts(*snap.router, candidates);
   std::vector<std::string> summary;
   bool allTimeouts = true, all429 = true;
   std::int64_t retryAfter = 0;
@@ -1139,9 +790,9 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, cluster::Li
         continue;
       }
       charged.push_back(&ch);
-      held.push_back(std::move(h));
+      settle.hold(std::move(h));
     }
-    std::size_t keyHeld = held.size();
+    const std::size_t keyHeld = settle.heldCount();
     if (ch.cfg.key_rpm > 0 || ch.cfg.key_tpm > 0) {
       Held h{cluster::Subject{"uk:" + ch.cfg.name + ":" + pick.key->ref, {}}, cluster::Charge{ctx.id, estTokens, 0},
              &ch, pick.key};
@@ -1154,7 +805,7 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, cluster::Li
         if (pick.probe) ch.health->probing.store(false);
         continue;  // the key stays in the tried set; the channel's other keys are next
       }
-      held.push_back(std::move(h));
+      settle.hold(std::move(h));
     }
     rec.attempts = n;
     rec.channel = ch.cfg.name;
@@ -1171,11 +822,7 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, cluster::Li
       co_return;
     }
     // A failed attempt used the key's request but none of its tokens.
-    if (keyHeld < held.size()) {
-      auto h = std::move(held[keyHeld]);
-      held.erase(held.begin() + static_cast<std::ptrdiff_t>(keyHeld));
-      co_await limiter.settle(h.subject, h.charge, 0, 0);
-    }
+    if (keyHeld < settle.heldCount()) co_await settle.releaseAt(keyHeld);
     summary.push_back(fmt::format("#{} {} key {}: {}", n, ch.cfg.name, pick.key->id, a.why));
     allTimeouts = allTimeouts && a.timeout;
     all429 = all429 && a.status == 429;
@@ -1194,7 +841,7 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, cluster::Li
     why.code = "rate_limit_exceeded";
     why.message = "every channel that serves this model is at its rate limit: " + quotaWhy;
     why.retry_after_ms = quotaRetry;
-    res = refusalResponse(call.wire, ctx, rec, why, relay.rate_headers);
+    res = refusalResponse(call.wire, ctx, rec, why, relay.plan.rate_headers);
   } else if (!summary.empty() && all429 && rec.attempts > 0) {
     res = fail(429, "rate_limit_error", "upstream_rate_limited",
                "every upstream key is rate limited: " + joined);
@@ -1220,489 +867,28 @@ boost::asio::awaitable<void> relayWithFailover(const Snapshot& snap, cluster::Li
   if (retryAfter > 0 && res.find(bhttp::field::retry_after) == res.end())
     res.set(bhttp::field::retry_after, std::to_string((retryAfter + 999) / 1000));
   res.set("x-sluice-attempts", std::to_string(rec.attempts));
-  for (const auto& [k, v] : relay.rate_headers) res.set(k, v);
+  for (const auto& [k, v] : relay.plan.rate_headers) res.set(k, v);
   co_await r.send(std::move(res));
 }
 
+// relay: the last stage. Routing and failover over the route's channels, each attempt's body
+// and head made for its channel, translation both ways, and the answer's way back as the plan
+// says (restore, record, review), with usage read on the way; it always answers.
+class RelayStage final : public Stage {
+ public:
+  static bool applies(const Exchange&) { return true; }
 
-// The request's text as the guardrail webhook sees it (after redaction).
-std::string reviewPayload(const RequestContext& ctx, const Caller& caller, std::string_view model,
-                          const std::vector<pipeline::OutgoingText>& texts, std::string_view phase,
-                          std::string_view answer) {
-  std::string out;
-  out.reserve(256);
-  out.append("{\"phase\":");
-  appendJsonString(out, phase);
-  out.append(",\"request_id\":");
-  appendJsonString(out, ctx.id);
-  out.append(",\"model\":");
-  appendJsonString(out, model);
-  out.append(",\"key\":");
-  if (caller.vk) {
-    out.append("{\"id\":").append(std::to_string(caller.vk->id)).append(",\"name\":");
-    appendJsonString(out, caller.vk->name);
-    out.append("}");
-  } else {
-    out.append("null");
+  boost::asio::awaitable<Step> onRequest(Exchange& ex) override {
+    Relay relay(ex);
+    co_await relayWithFailover(relay, ex.route.candidates, ex.route.est_tokens);
+    co_return Step::Answered;
   }
-  out.append(",\"messages\":[");
-  bool first = true;
-  for (const auto& t : texts) {
-    if (!first) out.push_back(',');
-    first = false;
-    out.append("{\"role\":");
-    appendJsonString(out, t.role);
-    out.append(",\"text\":");
-    appendJsonString(out, t.text);
-    out.append("}");
-  }
-  out.append("]");
-  if (phase == "response") {
-    out.append(",\"response\":");
-    appendJsonString(out, answer);
-  }
-  out.append("}");
-  return out;
-}
+};
 
-std::string reviewPayloadOf(const Relay& relay, std::string_view phase, std::string_view answer) {
-  return reviewPayload(relay.ctx, *relay.caller, relay.facts.model, relay.outgoing, phase, answer);
-}
-
-// A cached entry with the tokens of this request's scope opened (the entry keeps them sealed).
-std::shared_ptr<const cache::Entry> restoredEntry(const std::shared_ptr<const cache::Entry>& e,
-                                                  const redact::TokenCipher& cipher, redact::RestoreStats& st,
-                                                  const redact::SealMemo* memo) {
-  std::shared_ptr<cache::Entry> copy;
-  for (std::size_t i = 0; i < e->response.content.size(); ++i) {
-    const auto& part = e->response.content[i];
-    const bool args = part.kind == providers::Part::Kind::ToolCall;
-    const std::string& text = args ? part.arguments : part.text;
-    if (text.find(redact::kTokenPrefix) == std::string::npos) continue;
-    std::string restored = redact::restoreAll(text, cipher, args ? 1 : 0, &st, memo);
-    if (restored == text) continue;
-    if (!copy) copy = std::make_shared<cache::Entry>(*e);
-    auto& dst = copy->response.content[i];
-    (args ? dst.arguments : dst.text) = std::move(restored);
-    if (i < copy->pieces.size()) copy->pieces[i].clear();  // one piece: the delta sizes changed
-  }
-  return copy ? std::shared_ptr<const cache::Entry>(std::move(copy)) : e;
-}
-
-// Answers from a cache entry, streamed or whole, in the client's format.
-// `sealed`: the entry as stored (for the log when `e` had tokens opened).
-boost::asio::awaitable<void> replayHit(Relay& relay, const cache::Entry& e, const cache::Entry& sealed) {
-  auto& r = relay.r;
-  auto& rec = relay.rec;
-  const auto& ctx = relay.ctx;
-  const auto fmt = relay.clientFormat();
-  cache::ReplayOptions ro;
-  ro.include_usage = relay.client_asked_usage;
-  ro.gemini_json_array = relay.geminiJsonArray();
-  if (relay.responsesClient()) {
-    // The Responses answer echoes request fields: take them from a translation of this request.
-    std::string scratch;
-    providers::RequestInfo info;
-    providers::TranslateContext tc;
-    if (!providers::translateRequest(fmt, providers::Format::OpenAIChat, relay.req.body(), scratch, tc, &info))
-      ro.responses_echo = std::move(info.responses_echo);
-  }
-  const std::int64_t age = std::max<std::int64_t>(0, (unixNowMs() - e.stored_at_ms) / 1000);
-  rec.channel = "cache";
-  rec.status = e.status;
-  rec.attempts = 0;
-  if (e.response.usage.input >= 0) rec.input_tokens = e.response.usage.input;
-  if (e.response.usage.output >= 0) rec.output_tokens = e.response.usage.output;
-  const bool logSealed = &e != &sealed && relay.body_cap > 0;
-  if (logSealed) relay.keepBody(cache::replayWhole(fmt, sealed, ro));
-  if (relay.stream) {
-    std::vector<std::string> chunks = cache::replayStream(fmt, e, ro);
-    std::string lines;
-    lines.append(ro.gemini_json_array ? "Content-Type: application/json\r\n" : "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n");
-    lines.append("x-request-id: ").append(ctx.id).append("\r\n");
-    lines.append("x-sluice-channel: cache\r\nx-sluice-attempts: 0\r\n");
-    lines.append("age: ").append(std::to_string(age)).append("\r\n");
-    relay.appendOwnHeaderLines(lines);
-    co_await r.beginStream(e.status, "OK", lines);
-    rec.ttfb_ms = msSince(ctx.start);
-    for (std::size_t i = 0; i < chunks.size(); ++i) {
-      if (!logSealed) relay.keepBody(chunks[i]);
-      const bool last = i + 1 == chunks.size();
-      bool written = last ? co_await r.writeLastChunk(chunks[i]) : co_await r.writeChunk(chunks[i]);
-      if (!written) {
-        rec.status = 499;
-        rec.error = "client closed the connection mid-stream";
-        co_return;
-      }
-    }
-    if (!r.finished()) co_await r.endStream();
-    co_return;
-  }
-  http::Response res{static_cast<bhttp::status>(e.status), 11};
-  res.set(bhttp::field::content_type, "application/json");
-  res.set("x-request-id", ctx.id);
-  res.set("x-sluice-channel", "cache");
-  res.set("x-sluice-attempts", "0");
-  res.set(bhttp::field::age, std::to_string(age));
-  relay.setOwnHeaders(res);
-  res.body() = cache::replayWhole(fmt, e, ro);
-  if (!logSealed) relay.keepBody(res.body());
-  rec.ttfb_ms = msSince(ctx.start);
-  co_await r.send(std::move(res));
-}
-
-// The protect-and-save stages between admission and the relay: prompt-injection screening,
-// redaction, the guardrail webhook, then the response cache. Every refusal here answers in the
-// caller's format; the caller settles the limits held.
-boost::asio::awaitable<void> protectAndRelay(const Snapshot& snap, upstream::Pool& pool, cluster::Limiter& limiter,
-                                             cache::ResponseCache* cache, const Caller& caller, Relay& relay,
-                                             std::vector<const routing::Channel*> candidates, std::int64_t estTokens) {
-  const auto& sf = *snap.safety;
-  const auto& cfg = *snap.cfg;
-  auto& rec = relay.rec;
-  auto& r = relay.r;
-  auto& req = relay.req;
-  const auto& ctx = relay.ctx;
-  const auto& call = relay.call;
-  const auto* vk = caller.vk;
-  const auto& firstCh = candidates.front()->cfg;
-  auto& counters = metrics::registry().safety;
-  auto fail = [&](int status, std::string_view type, std::string_view code, const std::string& msg) {
-    auto res = failure(call.wire, ctx, rec, status, type, code, msg);
-    relay.setOwnHeaders(res);
-    return res;
-  };
-  const bool translatable = relay.translatable;
-
-  // Screening: the key's and the channel's settings over the gateway's default; when both are
-  // set the stricter one applies (either may be the one that must not be weakened).
-  config::ScreenAction screenAction = snap.screeningDefault();
-  if (firstCh.screening || (vk && vk->screening)) {
-    const auto keyAction = vk && vk->screening ? *vk->screening : config::ScreenAction::Off;
-    const auto chAction = firstCh.screening.value_or(config::ScreenAction::Off);
-    screenAction = std::max(keyAction, chAction);
-  }
-  const bool screening = translatable && screenAction != config::ScreenAction::Off;
-  const bool redacting = translatable && snap.redactionOn();
-  const auto* webhook = translatable && snap.guardrailOn() ? sf.webhook() : nullptr;
-  std::vector<pipeline::OutgoingText> outgoing;
-  if (screening || redacting || webhook) {
-    // Tokens are sealed per caller: the key's limiter subject id ("vk:ID") names it already.
-    static const std::string kMasterScope = "master";
-    const std::string& scope = vk ? vk->subject.id : kMasterScope;
-    std::shared_ptr<const redact::TokenCipher> cipher = redacting ? sf.cipherFor(scope) : nullptr;
-    std::optional<redact::Redactor> redactor;
-    std::shared_ptr<redact::SealMemo> memo;
-    if (redacting) {
-      memo = std::make_shared<redact::SealMemo>();
-      redactor.emplace(sf.rules(), cipher.get(), memo.get());
-    }
-    pipeline::ScanOptions so;
-    so.collect_user_text = screening;
-    so.collect_outgoing = webhook != nullptr;
-    const auto parsed = std::move(relay.parsed_body);  // freed once scanned
-    pipeline::RequestScan scan = pipeline::scanRequest(relay.clientFormat(), req.body(), redactor ? &*redactor : nullptr,
-                                                       so, parsed ? &parsed->doc : nullptr);
-    if (scan.ok && screening && !scan.user_text.empty()) {
-      counters.screened_total.fetch_add(1, std::memory_order_relaxed);
-      const pipeline::ScreenResult verdict = sf.screen(scan.user_text);
-      if (verdict.flagged) {
-        const std::string why = verdict.deny.empty()
-                                    ? fmt::format("prompt-injection score {:.2f} (threshold {:.2f})", verdict.score, sf.threshold())
-                                    : fmt::format("the prompt matches the deny-list pattern {}", verdict.deny);
-        if (!verdict.deny.empty()) counters.screened("deny_hit");
-        switch (screenAction) {
-          case config::ScreenAction::Block: {
-            counters.screened("blocked");
-            spdlog::info("request {}: blocked by the prompt-injection screen: {}", ctx.id, why);
-            http::Response reply = fail(400, "invalid_request_error", "prompt_injection_detected",
-                                        "the request was refused by the gateway's prompt-injection screen: " + why);
-            co_await r.send(std::move(reply));
-            co_return;
-          }
-          case config::ScreenAction::Warn:
-            counters.screened("flagged_warn");
-            relay.extra_headers.emplace_back("x-sluice-screening", fmt::format("flagged; score={:.2f}", verdict.score));
-            break;
-          case config::ScreenAction::Log:
-          case config::ScreenAction::Off:
-            counters.screened("flagged_log");
-            break;
-        }
-        spdlog::info("request {}: flagged by the prompt-injection screen ({}): {}", ctx.id,
-                     config::screenActionName(screenAction), why);
-        rec.error = "screening: " + why;  // noted in the log even though the request goes on
-      }
-    }
-    if (scan.ok && redacting) {
-      if (!scan.blocked_rule.empty()) {
-        counters.redacted(scan.blocked_rule, "block");
-        http::Response reply = fail(400, "invalid_request_error", "redaction_blocked",
-                                    fmt::format("the request contains data the gateway may not send upstream ({} in {}); "
-                                                "remove it and retry", scan.blocked_rule, scan.blocked_path));
-        co_await r.send(std::move(reply));
-        co_return;
-      }
-      for (const auto& rule : scan.rules_hit) counters.redacted(rule, "redact");
-      if (scan.changed) req.body() = std::move(scan.body);
-      if (scan.encrypted > 0 && cipher) {
-        relay.restore_cipher = cipher;
-        relay.restore_stats = std::make_shared<redact::RestoreStats>();
-        relay.restore_memo = std::move(memo);
-        relay.force_translate = true;
-      }
-    }
-    outgoing = std::move(scan.outgoing);
-  }
-  relay.parsed_body.reset();  // not needed past here (when no stage scanned it)
-  relay.caller = &caller;
-  if (cfg.store.log_bodies && redacting) rec.request_body = req.body().substr(0, cfg.store.log_body_max_bytes);
-
-  if (webhook) {
-    const std::string payload = reviewPayload(ctx, caller, relay.facts.model, outgoing, "request", {});
-    guard::Verdict v = co_await guard::review(pool, *webhook, payload);
-    const char* name = v.action == guard::Verdict::Action::Failed && v.timed_out ? "timeout" : guard::verdictName(v.action);
-    counters.guardrail(name);
-    switch (v.action) {
-      case guard::Verdict::Action::Allow: break;
-      case guard::Verdict::Action::Warn:
-        relay.extra_headers.emplace_back("x-sluice-guardrail", "warn");
-        break;
-      case guard::Verdict::Action::Block: {
-        http::Response reply = fail(400, "invalid_request_error", "guardrail_blocked",
-                                    "the request was refused by the gateway's guardrail" +
-                                        (v.reason.empty() ? std::string() : ": " + v.reason));
-        co_await r.send(std::move(reply));
-        co_return;
-      }
-      case guard::Verdict::Action::Failed:
-        spdlog::warn("request {}: guardrail webhook failed ({}): {}", ctx.id, sf.failOpen() ? "fail_open" : "fail_closed",
-                     v.reason);
-        if (!sf.failOpen()) {
-          http::Response reply = fail(503, "api_error", "guardrail_unavailable",
-                                      "the gateway's guardrail could not review the request (" + v.reason +
-                                          ") and is configured fail_closed; retry later");
-          co_await r.send(std::move(reply));
-          co_return;
-        }
-        relay.extra_headers.emplace_back("x-sluice-guardrail", "unavailable");
-        break;
-    }
-  }
-
-  if (webhook && sf.reviewResponse() && !relay.stream) {
-    relay.review_answer = webhook;
-    relay.review_fail_open = sf.failOpen();
-    relay.outgoing = outgoing;
-  }
-
-  // The exact cache, on the (redacted) body.
-  const auto& cc = sf.cache();
-  if (cache && translatable) {
-    std::string_view cacheControl = req[bhttp::field::cache_control];
-    std::string_view sluiceCache = req["x-sluice-cache"];
-    const cache::RequestControls controls = cache::parseRequestControls(cacheControl, sluiceCache);
-    cache::CacheSettings gateway{snap.cacheOn(), cc.ttl};
-    cache::CacheSettings keySettings;
-    if (vk) keySettings = cache::CacheSettings{vk->cache, vk->cache_ttl};
-    cache::CacheSettings channel{firstCh.cache, firstCh.cache_ttl};
-    const cache::CacheDecision d = cache::decide(controls, gateway, keySettings, channel);
-    if (d.read || d.write) {
-      std::optional<std::int64_t> vkId;
-      if (vk) vkId = vk->id;
-      const std::string ns = cache::namespaceFor(vkId, cc.shared);
-      cache::KeyResult kr = cache::makeCacheKey(relay.clientFormat(), req.body(), ns, call.model);
-      if (kr.key) {
-        if (d.read) {
-          const cache::CacheKey& key = *kr.key;
-          std::shared_ptr<const cache::Entry> hit = co_await cache->get(key);
-          if (hit) {
-            std::shared_ptr<const cache::Entry> sealed = hit;
-            if (relay.restore_cipher) hit = restoredEntry(hit, *relay.restore_cipher, *relay.restore_stats, relay.restore_memo.get());
-            relay.extra_headers.emplace_back("x-sluice-cache", "hit");
-            // A hit costs nothing upstream: the limits get their reservations back, and the
-            // metrics count what it would have cost.
-            relay.settled = true;
-            for (auto& h : relay.held) co_await limiter.settle(h.subject, h.charge, 0, 0.0);
-            relay.held.clear();
-            if (relay.price) {
-              const auto& u = hit->response.usage;
-              double saved = pipeline::PriceTable::cost(*relay.price, std::max<std::int64_t>(u.input, 0),
-                                                        std::max<std::int64_t>(u.output, 0), std::max<std::int64_t>(u.cached, 0));
-              counters.cache_saved_micro_usd.fetch_add(static_cast<std::uint64_t>(saved * 1e6), std::memory_order_relaxed);
-            }
-            co_await replayHit(relay, *hit, *sealed);
-            if (relay.restore_stats) relay.countRestored(*relay.restore_stats);
-            co_return;
-          }
-          relay.extra_headers.emplace_back("x-sluice-cache", "miss");
-        } else {
-          relay.extra_headers.emplace_back("x-sluice-cache", "refresh");
-        }
-        if (d.write) {
-          relay.cache = cache;
-          relay.cache_key = *kr.key;
-          relay.cache_ttl = d.ttl;
-          relay.cache_max_entry = cc.max_entry_bytes;
-          relay.force_translate = true;  // Responses clients: record a decodable stream
-        }
-      } else {
-        relay.extra_headers.emplace_back("x-sluice-cache", "uncacheable");
-      }
-    }
-  }
-
-  co_await relayWithFailover(snap, limiter, relay, std::move(candidates), estTokens);
-}
 }  // namespace
 
-boost::asio::awaitable<void> proxy(const Snapshot& snap, upstream::Pool& pool, cluster::Limiter& limiter,
-                                   cache::ResponseCache* cache, const Caller& caller, http::Request& req, http::Responder& r,
-                                   const RequestContext& ctx, const ClientCall& call, RequestRecord& rec) {
-  auto fail = [&](int status, std::string_view type, std::string_view code, const std::string& msg) {
-    return failure(call.wire, ctx, rec, status, type, code, msg);
-  };
-
-  // Parse the body once: the model picks the channels, stream decides the relay.
-  const auto& text = req.body();
-  const auto& cfg = *snap.cfg;
-  // With redaction on, bodies are logged once redacted (in protectAndRelay); a request refused
-  // before that logs none, so the log never holds what redaction keeps from leaving.
-  if (cfg.store.log_bodies && !snap.redactionOn()) rec.request_body = text.substr(0, cfg.store.log_body_max_bytes);
-  // When protect stages will read the body too, the parse is kept for them (in storage of this
-  // request's own: the per-thread arena does not outlive a suspension).
-  const bool keepParse = snap.redactionOn() || snap.guardrailOn() || snap.screeningDefault() != config::ScreenAction::Off ||
-                         (caller.vk && caller.vk->screening);
-  auto kept = keepParse ? std::make_unique<ParsedBody>() : nullptr;
-  BodyFacts facts = inspectBody(text, call, kept ? &kept->doc : nullptr);
-  if (!facts.error.empty()) {
-    http::Response reply = fail(400, "invalid_request_error", facts.error_code, facts.error);
-    co_await r.send(std::move(reply));
-    co_return;
-  }
-  const std::string& model = facts.model;
-  const bool stream = facts.stream;
-  // The name reaches upstream URLs and logs: it follows the model-name rule before any routing
-  // (so a channel glob only ever sees valid names) and any upstream byte.
-  if (auto problem = routing::modelNameProblem(model)) {
-    rec.model = routing::printableModelName(model);
-    http::Response reply = fail(400, "invalid_request_error", "invalid_model", routing::modelNameError(model, *problem));
-    co_await r.send(std::move(reply));
-    co_return;
-  }
-  rec.model = model;
-  rec.stream = stream;
-  const auto* vk = caller.vk;
-
-  std::string routedModel;
-  auto candidates = snap.router->candidates(model, routedModel);
-  if (vk && !vk->allowsModel(model) && !vk->allowsModel(routedModel)) {
-    http::Response reply = fail(403, "permission_error", "model_not_allowed",
-                                fmt::format("this key ({}) may not use model \"{}\"", vk->name, model));
-    co_await r.send(std::move(reply));
-    co_return;
-  }
-  // Gemini and Azure channels put the model in the URL path as one segment: one that cannot take
-  // this name (a '/' in it) is no candidate, and when no other channel serves it, the client
-  // hears why.
-  if (!candidates.empty()) {
-    std::string pathProblem;
-    std::erase_if(candidates, [&](const routing::Channel* c) {
-      auto p = providers::pathModelProblem(c->cfg.type, c->upstreamModel(routedModel));
-      if (p && pathProblem.empty())
-        pathProblem = fmt::format("\"model\" \"{}\" cannot be sent to channel \"{}\": the name it goes upstream as {}",
-                                  routing::printableModelName(model), c->cfg.name, *p);
-      return p.has_value();
-    });
-    if (candidates.empty()) {
-      http::Response reply = fail(400, "invalid_request_error", "invalid_model", pathProblem);
-      co_await r.send(std::move(reply));
-      co_return;
-    }
-  }
-  // Channels of the client's own format take the request as it is; chat requests are
-  // translated between the OpenAI and Anthropic formats. When the preferred channel can take it
-  // neither way, say so rather than quietly answering from a lower-priority one.
-  const bool translatable = (call.wire == Wire::OpenAI && (call.op == "/chat/completions" || call.op == "/responses")) ||
-                            (call.wire == Wire::Anthropic && call.op == "/v1/messages") ||
-                            (call.wire == Wire::Gemini && (call.op == "generateContent" || call.op == "streamGenerateContent"));
-  auto sameWire = [&](const routing::Channel* c) { return translatable || channelWire(c->cfg.type) == call.wire; };
-  if (!candidates.empty() && !sameWire(candidates.front())) {
-    const auto* c = candidates.front();
-    http::Response reply = fail(501, "invalid_request_error", "format_not_supported",
-                                fmt::format("model \"{}\" is served by channel \"{}\" of type {}, and relaying "
-                                            "{}-format requests to that provider's API is not supported yet",
-                                            model, c->cfg.name, config::channelTypeName(c->cfg.type),
-                                            wireName(call.wire)));
-    co_await r.send(std::move(reply));
-    co_return;
-  }
-  std::erase_if(candidates, [&](const routing::Channel* c) { return !sameWire(c); });
-  if (candidates.empty()) {
-    auto names = snap.router->modelNames();
-    std::string list;
-    std::size_t shown = 0;
-    for (std::size_t i = 0; i < names.size() && shown < 50; ++i) {
-      if (vk && !vk->allowsModel(names[i])) continue;
-      list += (shown++ ? ", " : "") + names[i];
-    }
-    http::Response reply = fail(404, "invalid_request_error", "model_not_found",
-                         fmt::format("model \"{}\" is not served by any channel; available: {}", model,
-                                     list.empty() ? "(none configured)" : list));
-    co_await r.send(std::move(reply));
-    co_return;
-  }
-  if (vk) {
-    std::erase_if(candidates, [&](const routing::Channel* c) { return !vk->allowsChannel(c->cfg.name); });
-    if (candidates.empty()) {
-      http::Response reply = fail(403, "permission_error", "channel_not_allowed",
-                                  fmt::format("this key ({}) may not use any channel that serves model \"{}\"",
-                                              vk->name, model));
-      co_await r.send(std::move(reply));
-      co_return;
-    }
-  }
-
-  // What goes upstream: the original bytes unless the model name or usage option must change.
-  bool injectUsage = call.wire == Wire::OpenAI && stream && !facts.asked_usage && call.op == "/chat/completions";
-  Relay relay{snap, pool, req, r, ctx, call, rec, facts, routedModel, stream, injectUsage,
-              Deadline{ctx.start + cfg.routing.timeouts.total}};
-  relay.client_asked_usage = facts.asked_usage;
-  relay.translatable = translatable;
-  relay.parsed_body = std::move(kept);
-  if (cfg.store.log_bodies) relay.body_cap = cfg.store.log_body_max_bytes;
-
-  const std::int64_t estTokens = estimateTokens(text, facts.max_tokens);
-  relay.limiter = &limiter;
-  relay.price = snap.prices->find(routedModel);
-  const auto& price = relay.price;
-  if (vk && vk->subject.spec.any()) {
-    double estCost = price ? pipeline::PriceTable::cost(*price, static_cast<std::int64_t>(text.size() / 4),
-                                                        facts.max_tokens > 0 ? facts.max_tokens : kDefaultOutputEstimate, 0)
-                           : 0.0;
-    Held h{vk->subject, cluster::Charge{ctx.id, estTokens, estCost}, nullptr, nullptr};
-    auto d = co_await limiter.acquire(h.subject, h.charge);
-    relay.rate_headers = rateLimitHeaders(d);
-    if (!d.allowed) {
-      std::string who = "key " + vk->name;
-      auto why = refusalFor(d, who, estTokens);
-      http::Response reply = refusalResponse(call.wire, ctx, rec, why, relay.rate_headers);
-      co_await r.send(std::move(reply));
-      co_return;
-    }
-    relay.held.push_back(std::move(h));
-  }
-
-  std::exception_ptr failure;
-  try {
-    co_await protectAndRelay(snap, pool, limiter, cache, caller, relay, std::move(candidates), estTokens);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  // Every path that did not settle already (no channel answered, an exception): the caller's
-  // own charge gets what usage is known, the channels' and keys' give their tokens back.
-  if (relay.beginSettle()) co_await relay.settleHeld(nullptr);
-  if (failure) std::rethrow_exception(failure);
+std::unique_ptr<const StageConfig> makeRelayStage(const Snapshot&) {
+  return std::make_unique<SimpleStageConfig<RelayStage>>("relay");
 }
 
 }  // namespace sluice::gateway
