@@ -1,8 +1,8 @@
 #include "gateway/BodyFacts.hpp"
 
+#include <fmt/format.h>
 #include <boost/json/parser.hpp>
 #include <boost/json/serialize.hpp>
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <vector>
@@ -59,7 +59,8 @@ BodyFacts inspectBody(std::string_view text, const ClientCall& call, json::value
     f.error = std::move(msg);
     return f;
   };
-  if (text.empty()) return bad("invalid_json", "request body is empty: send a JSON object with \"model\" and the request fields");
+  if (text.empty())
+    return bad("invalid_json", "request body is empty: send a JSON object with \"model\" and the request fields");
   thread_local unsigned char arena[16 * 1024];
   thread_local unsigned char scratch[4 * 1024];
   json::monotonic_resource mr(arena, sizeof arena);  // overflows to the heap for big bodies
@@ -68,14 +69,18 @@ BodyFacts inspectBody(std::string_view text, const ClientCall& call, json::value
   boost::system::error_code ec;
   std::size_t used = jp.write(text.data(), text.size(), ec);
   if (isTooDeep(ec)) return bad("invalid_json", tooDeepMessage("request body"));
-  if (ec) return bad("invalid_json", fmt::format("request body is not valid JSON at {}: {}", positionOf(text, used), ec.message()));
+  if (ec)
+    return bad("invalid_json",
+               fmt::format("request body is not valid JSON at {}: {}", positionOf(text, used), ec.message()));
   json::value parsed = jp.release();
   json::value& body = keep != nullptr ? (*keep = std::move(parsed)) : parsed;
   if (!body.is_object()) return bad("invalid_json", "request body must be a JSON object");
   const auto& obj = body.as_object();
   auto cap = [&](const json::value* v) {
-    if (v && v->is_int64() && v->as_int64() > 0) f.max_tokens = v->as_int64();
-    else if (v && v->is_uint64()) f.max_tokens = static_cast<std::int64_t>(std::min<std::uint64_t>(v->as_uint64(), INT64_MAX));
+    if (v && v->is_int64() && v->as_int64() > 0)
+      f.max_tokens = v->as_int64();
+    else if (v && v->is_uint64())
+      f.max_tokens = static_cast<std::int64_t>(std::min<std::uint64_t>(v->as_uint64(), INT64_MAX));
   };
   if (call.wire == Wire::Gemini) {
     // The model is in the path; streaming is the method.
@@ -99,12 +104,14 @@ BodyFacts inspectBody(std::string_view text, const ClientCall& call, json::value
   if (const auto* so = obj.if_contains("stream_options")) {
     f.has_stream_options = true;
     if (so->is_object())
-      if (const auto* iu = so->as_object().if_contains("include_usage"); iu && iu->is_bool()) f.asked_usage = iu->as_bool();
+      if (const auto* iu = so->as_object().if_contains("include_usage"); iu && iu->is_bool())
+        f.asked_usage = iu->as_bool();
   }
   return f;
 }
 
-std::string rewriteBody(std::string_view text, const BodyFacts& facts, const std::string* new_model, bool inject_usage) {
+std::string rewriteBody(std::string_view text, const BodyFacts& facts, const std::string* new_model,
+                        bool inject_usage) {
   if (!new_model && inject_usage && !facts.has_stream_options) {
     auto brace = text.find('{');
     static constexpr std::string_view kAdd = "\"stream_options\":{\"include_usage\":true},";

@@ -9,18 +9,24 @@ namespace sluice::gateway {
 
 providers::Format ClientCall::format() const {
   switch (wire) {
-    case Wire::Anthropic: return providers::Format::AnthropicMessages;
-    case Wire::Gemini: return providers::Format::GeminiGenerate;
-    case Wire::OpenAI: break;
+    case Wire::Anthropic:
+      return providers::Format::AnthropicMessages;
+    case Wire::Gemini:
+      return providers::Format::GeminiGenerate;
+    case Wire::OpenAI:
+      break;
   }
   return responses() ? providers::Format::OpenAIResponses : providers::Format::OpenAIChat;
 }
 
 bool ClientCall::translatable() const {
   switch (wire) {
-    case Wire::OpenAI: return op == "/chat/completions" || op == "/responses";
-    case Wire::Anthropic: return op == "/v1/messages";
-    case Wire::Gemini: return op == "generateContent" || op == "streamGenerateContent";
+    case Wire::OpenAI:
+      return op == "/chat/completions" || op == "/responses";
+    case Wire::Anthropic:
+      return op == "/v1/messages";
+    case Wire::Gemini:
+      return op == "generateContent" || op == "streamGenerateContent";
   }
   return false;
 }
@@ -48,7 +54,8 @@ Exchange::Exchange(const Snapshot& s, Services services, http::Request& request,
   if (snap.cfg->store.log_bodies) body_cap = snap.cfg->store.log_body_max_bytes;
 }
 
-http::Response Exchange::failure(int status, std::string_view type, std::string_view code, const std::string& msg) const {
+http::Response Exchange::failure(int status, std::string_view type, std::string_view code,
+                                 const std::string& msg) const {
   http::Response res = gateway::failure(call.wire, ctx, rec, status, type, code, msg);
   answer.apply(res);
   return res;

@@ -81,8 +81,8 @@ struct ClientCall {
   // OpenAI: the path under /v1 ("/chat/completions"); Anthropic: "/v1/messages" or
   // "/v1/messages/count_tokens"; Gemini: the method ("generateContent", "streamGenerateContent"...).
   std::string op;
-  std::string model;  // Gemini: from the path (the body has none)
-  std::string query;  // Gemini: the query to pass on (the client's key= removed); set by the route stage
+  std::string model;         // Gemini: from the path (the body has none)
+  std::string query;         // Gemini: the query to pass on (the client's key= removed); set by the route stage
   bool models_list = false;  // GET /v1/models (or the Gemini and Anthropic equivalents)
 
   bool responses() const { return wire == Wire::OpenAI && op == "/responses"; }
@@ -96,10 +96,10 @@ struct ClientCall {
 struct BodyFacts {
   std::string model;
   bool stream = false;
-  bool asked_usage = false;      // stream_options.include_usage: true
+  bool asked_usage = false;  // stream_options.include_usage: true
   bool has_stream_options = false;
-  std::int64_t max_tokens = 0;   // the output cap the client set (0: none), for estimates
-  std::string error;             // non-empty: a 400 with this message
+  std::int64_t max_tokens = 0;  // the output cap the client set (0: none), for estimates
+  std::string error;            // non-empty: a 400 with this message
   std::string error_code;
 };
 
@@ -119,12 +119,12 @@ struct Route {
   Route& operator=(const Route&) = delete;
 
   BodyFacts facts;
-  std::string routed_model;  // after aliases and CHANNEL/ pinning
-  std::string upstream_model;  // what the current (last) attempt asked its channel for (the relay)
+  std::string routed_model;                         // after aliases and CHANNEL/ pinning
+  std::string upstream_model;                       // what the current (last) attempt asked its channel for (the relay)
   std::vector<const routing::Channel*> candidates;  // in preference order; never empty once routed
-  bool inject_usage = false;  // OpenAI chat streams: the gateway asks for usage itself
-  std::int64_t est_tokens = 0;  // what the limits charge up front
-  std::unique_ptr<ParsedBody> parsed;  // the body as inspectBody parsed it, for the scan stage
+  bool inject_usage = false;                        // OpenAI chat streams: the gateway asks for usage itself
+  std::int64_t est_tokens = 0;                      // what the limits charge up front
+  std::unique_ptr<ParsedBody> parsed;               // the body as inspectBody parsed it, for the scan stage
 };
 
 // The one parse of the body the protect stages share (the scan stage makes it).
@@ -178,11 +178,11 @@ struct Exchange {
   ClientCall& call;
   RequestRecord& rec;
 
-  Caller caller;        // auth
-  Route route;          // route
-  Settlement settle;    // limits (and the relay's channel and key quotas)
-  ProtectScan protect;  // scan
-  AnswerPlan answer;    // screening, redaction, guardrail, cache, limits
+  Caller caller;             // auth
+  Route route;               // route
+  Settlement settle;         // limits (and the relay's channel and key quotas)
+  ProtectScan protect;       // scan
+  AnswerPlan answer;         // screening, redaction, guardrail, cache, limits
   std::size_t body_cap = 0;  // store.log_bodies: keep this much of the response for the log
 
   // An error answer in the caller's format, noted in the record, with the answer plan's headers.

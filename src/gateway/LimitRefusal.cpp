@@ -1,7 +1,7 @@
 #include "gateway/LimitRefusal.hpp"
 
-#include <boost/beast/http/field.hpp>
 #include <fmt/format.h>
+#include <boost/beast/http/field.hpp>
 
 #include <algorithm>
 
@@ -35,9 +35,10 @@ LimitRefusal refusalFor(const cluster::Decision& d, std::string_view who, std::i
       if (est_tokens > d.limit_tokens) {
         // Waiting will not help: the request alone does not fit in a minute's tokens.
         r.retryable = false;
-        r.message = fmt::format("this request is estimated at {} tokens (prompt bytes / 4 + max_tokens), more than "
-                                "{}'s limit of {} tokens per minute: lower max_tokens or shorten the prompt",
-                                est_tokens, who, d.limit_tokens);
+        r.message = fmt::format(
+            "this request is estimated at {} tokens (prompt bytes / 4 + max_tokens), more than "
+            "{}'s limit of {} tokens per minute: lower max_tokens or shorten the prompt",
+            est_tokens, who, d.limit_tokens);
       } else {
         r.message = fmt::format("{} is over its limit of {} tokens per minute; retry in {}", who, d.limit_tokens,
                                 formatReset(d.retry_after_ms));
@@ -56,9 +57,9 @@ LimitRefusal refusalFor(const cluster::Decision& d, std::string_view who, std::i
       const char* span = d.hit == cluster::LimitKind::BudgetDaily     ? "daily"
                          : d.hit == cluster::LimitKind::BudgetMonthly ? "monthly"
                                                                       : "total";
-      r.message = d.hit == cluster::LimitKind::BudgetTotal
-                      ? fmt::format("{} has used its {} budget", who, span)
-                      : fmt::format("{} has used its {} budget; it resets in {}", who, span, formatReset(d.retry_after_ms));
+      r.message = d.hit == cluster::LimitKind::BudgetTotal ? fmt::format("{} has used its {} budget", who, span)
+                                                           : fmt::format("{} has used its {} budget; it resets in {}",
+                                                                         who, span, formatReset(d.retry_after_ms));
       break;
     }
     case cluster::LimitKind::None:

@@ -28,7 +28,8 @@ bool Settlement::begin(const pipeline::PriceTable& prices, RequestRecord& rec, s
 }
 
 boost::asio::awaitable<void> Settlement::settleHeld(const routing::Pick* served, const RequestRecord& rec) {
-  const std::int64_t tokens = std::max<std::int64_t>(rec.input_tokens, 0) + std::max<std::int64_t>(rec.output_tokens, 0);
+  const std::int64_t tokens =
+      std::max<std::int64_t>(rec.input_tokens, 0) + std::max<std::int64_t>(rec.output_tokens, 0);
   for (auto& h : held_) {
     const bool real = !h.channel || (served && h.channel == served->channel && (!h.key || h.key == served->key));
     const double cost = h.channel ? 0.0 : rec.cost_usd;

@@ -1,8 +1,8 @@
 // auth: who is calling, before anything else reveals what is configured. The master key, or a
 // virtual key of the snapshot's table that is neither revoked nor expired; anything else is a
 // 401 in the caller's format.
-#include <boost/beast/http/field.hpp>
 #include <fmt/format.h>
+#include <boost/beast/http/field.hpp>
 
 #include "core/Clock.hpp"
 #include "gateway/Auth.hpp"
@@ -22,8 +22,8 @@ class AuthStage final : public Stage {
   boost::asio::awaitable<Step> onRequest(Exchange& ex) override {
     const std::string key = presentedKey(ex.req, ex.ctx.query);
     if (key.empty()) {
-      http::Response reply =
-          refusal(ex, "missing_api_key", "no API key: send 'Authorization: Bearer YOUR_KEY' (or x-api-key, x-goog-api-key)");
+      http::Response reply = refusal(
+          ex, "missing_api_key", "no API key: send 'Authorization: Bearer YOUR_KEY' (or x-api-key, x-goog-api-key)");
       co_await ex.r.send(std::move(reply));
       co_return Step::Answered;
     }

@@ -74,7 +74,8 @@ boost::asio::awaitable<void> replayHit(Exchange& ex, const cache::Entry& e, cons
   if (ex.route.facts.stream) {
     std::vector<std::string> chunks = cache::replayStream(fmt, e, ro);
     std::string lines;
-    lines.append(ro.gemini_json_array ? "Content-Type: application/json\r\n" : "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n");
+    lines.append(ro.gemini_json_array ? "Content-Type: application/json\r\n"
+                                      : "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n");
     lines.append("x-request-id: ").append(ctx.id).append("\r\n");
     lines.append("x-sluice-channel: cache\r\nx-sluice-attempts: 0\r\n");
     lines.append("age: ").append(std::to_string(age)).append("\r\n");
@@ -157,15 +158,17 @@ class CacheStage final : public Stage {
   static boost::asio::awaitable<void> answerHit(Exchange& ex, std::shared_ptr<const cache::Entry>& hit) {
     std::shared_ptr<const cache::Entry> sealed = hit;
     const auto& plan = ex.answer;
-    if (plan.restore_cipher) hit = restoredEntry(hit, *plan.restore_cipher, *plan.restore_stats, plan.restore_memo.get());
+    if (plan.restore_cipher)
+      hit = restoredEntry(hit, *plan.restore_cipher, *plan.restore_stats, plan.restore_memo.get());
     ex.answer.headers.emplace_back("x-sluice-cache", "hit");
     // A hit costs nothing upstream: the limits get their reservations back, and the metrics
     // count what it would have cost.
     co_await ex.settle.releaseAll();
     if (const auto& price = ex.settle.price) {
       const auto& u = hit->response.usage;
-      const double saved = pipeline::PriceTable::cost(*price, std::max<std::int64_t>(u.input, 0),
-                                                      std::max<std::int64_t>(u.output, 0), std::max<std::int64_t>(u.cached, 0));
+      const double saved =
+          pipeline::PriceTable::cost(*price, std::max<std::int64_t>(u.input, 0), std::max<std::int64_t>(u.output, 0),
+                                     std::max<std::int64_t>(u.cached, 0));
       metrics::registry().safety.cache_saved_micro_usd.fetch_add(static_cast<std::uint64_t>(saved * 1e6),
                                                                  std::memory_order_relaxed);
     }

@@ -25,27 +25,29 @@ class GuardrailStage final : public Stage {
     auto& outgoing = ex.protect.scan.outgoing;
     const std::string payload = reviewPayload(ex, outgoing, "request", {});
     guard::Verdict v = co_await guard::review(ex.svc.pool, *webhook, payload);
-    const char* name = v.action == guard::Verdict::Action::Failed && v.timed_out ? "timeout" : guard::verdictName(v.action);
+    const char* name =
+        v.action == guard::Verdict::Action::Failed && v.timed_out ? "timeout" : guard::verdictName(v.action);
     metrics::registry().safety.guardrail(name);
     switch (v.action) {
-      case guard::Verdict::Action::Allow: break;
+      case guard::Verdict::Action::Allow:
+        break;
       case guard::Verdict::Action::Warn:
         ex.answer.headers.emplace_back("x-sluice-guardrail", "warn");
         break;
       case guard::Verdict::Action::Block: {
         http::Response reply = ex.failure(400, "invalid_request_error", "guardrail_blocked",
-                           "the request was refused by the gateway's guardrail" +
-                               (v.reason.empty() ? std::string() : ": " + v.reason));
+                                          "the request was refused by the gateway's guardrail" +
+                                              (v.reason.empty() ? std::string() : ": " + v.reason));
         co_await ex.r.send(std::move(reply));
         co_return Step::Answered;
       }
       case guard::Verdict::Action::Failed:
-        spdlog::warn("request {}: guardrail webhook failed ({}): {}", ex.ctx.id, sf.failOpen() ? "fail_open" : "fail_closed",
-                     v.reason);
+        spdlog::warn("request {}: guardrail webhook failed ({}): {}", ex.ctx.id,
+                     sf.failOpen() ? "fail_open" : "fail_closed", v.reason);
         if (!sf.failOpen()) {
           http::Response reply = ex.failure(503, "api_error", "guardrail_unavailable",
-                             "the gateway's guardrail could not review the request (" + v.reason +
-                                 ") and is configured fail_closed; retry later");
+                                            "the gateway's guardrail could not review the request (" + v.reason +
+                                                ") and is configured fail_closed; retry later");
           co_await ex.r.send(std::move(reply));
           co_return Step::Answered;
         }

@@ -25,10 +25,11 @@ class RedactionStage final : public Stage {
     if (scan.ok) {
       if (!scan.blocked_rule.empty()) {
         counters.redacted(scan.blocked_rule, "block");
-        http::Response reply = ex.failure(400, "invalid_request_error", "redaction_blocked",
-                           fmt::format("the request contains data the gateway may not send upstream ({} in {}); "
-                                       "remove it and retry",
-                                       scan.blocked_rule, scan.blocked_path));
+        http::Response reply =
+            ex.failure(400, "invalid_request_error", "redaction_blocked",
+                       fmt::format("the request contains data the gateway may not send upstream ({} in {}); "
+                                   "remove it and retry",
+                                   scan.blocked_rule, scan.blocked_path));
         co_await ex.r.send(std::move(reply));
         co_return Step::Answered;
       }

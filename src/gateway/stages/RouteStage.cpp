@@ -3,9 +3,9 @@
 // kept for the protect stages when they will read it); the model-name rule; the channels that
 // serve the model, less those the caller may not use or whose URL cannot take the name; and
 // what the limits charge up front. Every refusal is in the caller's format.
+#include <fmt/format.h>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
-#include <fmt/format.h>
 
 #include <optional>
 
@@ -36,17 +36,18 @@ json::value modelList(const Snapshot& snap, Wire w, const pipeline::VirtualKeyEn
       return json::object{{"object", "list"}, {"data", std::move(data)}};
     case Wire::Anthropic: {
       for (const auto& name : names)
-        data.push_back(json::object{{"type", "model"}, {"id", name}, {"display_name", name},
-                                    {"created_at", "1970-01-01T00:00:00Z"}});
+        data.push_back(json::object{
+            {"type", "model"}, {"id", name}, {"display_name", name}, {"created_at", "1970-01-01T00:00:00Z"}});
       json::value first = names.empty() ? json::value(nullptr) : json::value(names.front());
       json::value last = names.empty() ? json::value(nullptr) : json::value(names.back());
       return json::object{{"data", std::move(data)}, {"has_more", false}, {"first_id", first}, {"last_id", last}};
     }
     case Wire::Gemini:
       for (const auto& name : names)
-        data.push_back(json::object{{"name", "models/" + name}, {"displayName", name},
-                                    {"supportedGenerationMethods",
-                                     json::array{"generateContent", "streamGenerateContent", "countTokens"}}});
+        data.push_back(json::object{
+            {"name", "models/" + name},
+            {"displayName", name},
+            {"supportedGenerationMethods", json::array{"generateContent", "streamGenerateContent", "countTokens"}}});
       return json::object{{"models", std::move(data)}};
   }
   return json::object{};
@@ -107,9 +108,9 @@ class RouteStage final : public Stage {
     if (cfg.store.log_bodies && !snap.redactionOn()) rec.request_body = text.substr(0, cfg.store.log_body_max_bytes);
     // When protect stages will read the body too, the parse is kept for them (in storage of this
     // request's own: the per-thread arena does not outlive a suspension).
-    const bool keepParse = call.translatable() &&
-                           (snap.redactionOn() || snap.guardrailOn() ||
-                            snap.screeningDefault() != config::ScreenAction::Off || (vk && vk->screening));
+    const bool keepParse =
+        call.translatable() && (snap.redactionOn() || snap.guardrailOn() ||
+                                snap.screeningDefault() != config::ScreenAction::Off || (vk && vk->screening));
     if (keepParse) route.parsed = std::make_unique<ParsedBody>();
     route.facts = inspectBody(text, call, route.parsed ? &route.parsed->doc : nullptr);
     const BodyFacts& facts = route.facts;
@@ -128,7 +129,7 @@ class RouteStage final : public Stage {
     candidates = snap.router->candidates(model, route.routed_model);
     if (vk && !vk->allowsModel(model) && !vk->allowsModel(route.routed_model))
       return refused(ex, 403, "model_not_allowed",
-                                 fmt::format("this key ({}) may not use model \"{}\"", vk->name, model));
+                     fmt::format("this key ({}) may not use model \"{}\"", vk->name, model));
     // Gemini and Azure channels put the model in the URL path as one segment: one that cannot
     // take this name (a '/' in it) is no candidate, and when no other channel serves it, the
     // client hears why.
@@ -137,8 +138,9 @@ class RouteStage final : public Stage {
       std::erase_if(candidates, [&](const routing::Channel* c) {
         auto p = providers::pathModelProblem(c->cfg.type, c->upstreamModel(route.routed_model));
         if (p && pathProblem.empty())
-          pathProblem = fmt::format("\"model\" \"{}\" cannot be sent to channel \"{}\": the name it goes upstream as {}",
-                                    routing::printableModelName(model), c->cfg.name, *p);
+          pathProblem =
+              fmt::format("\"model\" \"{}\" cannot be sent to channel \"{}\": the name it goes upstream as {}",
+                          routing::printableModelName(model), c->cfg.name, *p);
         return p.has_value();
       });
       if (candidates.empty()) return refused(ex, 400, "invalid_model", pathProblem);
@@ -151,10 +153,9 @@ class RouteStage final : public Stage {
     if (!candidates.empty() && !sameWire(candidates.front())) {
       const auto* c = candidates.front();
       return refused(ex, 501, "format_not_supported",
-                                 fmt::format("model \"{}\" is served by channel \"{}\" of type {}, and relaying "
-                                             "{}-format requests to that provider's API is not supported yet",
-                                             model, c->cfg.name, config::channelTypeName(c->cfg.type),
-                                             wireName(call.wire)));
+                     fmt::format("model \"{}\" is served by channel \"{}\" of type {}, and relaying "
+                                 "{}-format requests to that provider's API is not supported yet",
+                                 model, c->cfg.name, config::channelTypeName(c->cfg.type), wireName(call.wire)));
     }
     std::erase_if(candidates, [&](const routing::Channel* c) { return !sameWire(c); });
     if (candidates.empty()) {
@@ -166,18 +167,18 @@ class RouteStage final : public Stage {
         list += (shown++ ? ", " : "") + names[i];
       }
       return refused(ex, 404, "model_not_found",
-                                 fmt::format("model \"{}\" is not served by any channel; available: {}", model,
-                                             list.empty() ? "(none configured)" : list));
+                     fmt::format("model \"{}\" is not served by any channel; available: {}", model,
+                                 list.empty() ? "(none configured)" : list));
     }
     if (vk) {
       std::erase_if(candidates, [&](const routing::Channel* c) { return !vk->allowsChannel(c->cfg.name); });
       if (candidates.empty())
         return refused(ex, 403, "channel_not_allowed",
-                                   fmt::format("this key ({}) may not use any channel that serves model \"{}\"",
-                                               vk->name, model));
+                       fmt::format("this key ({}) may not use any channel that serves model \"{}\"", vk->name, model));
     }
     // What goes upstream: the original bytes unless the model name or usage option must change.
-    route.inject_usage = call.wire == Wire::OpenAI && facts.stream && !facts.asked_usage && call.op == "/chat/completions";
+    route.inject_usage =
+        call.wire == Wire::OpenAI && facts.stream && !facts.asked_usage && call.op == "/chat/completions";
     route.est_tokens = estimateTokens(text, facts.max_tokens);
     ex.settle.price = snap.prices->find(route.routed_model);
     return std::nullopt;

@@ -25,9 +25,10 @@ class ScreeningStage final : public Stage {
     counters.screened_total.fetch_add(1, std::memory_order_relaxed);
     const pipeline::ScreenResult verdict = sf.screen(ex.protect.scan.user_text);
     if (!verdict.flagged) co_return Step::Continue;
-    const std::string why = verdict.deny.empty()
-                                ? fmt::format("prompt-injection score {:.2f} (threshold {:.2f})", verdict.score, sf.threshold())
-                                : fmt::format("the prompt matches the deny-list pattern {}", verdict.deny);
+    const std::string why =
+        verdict.deny.empty()
+            ? fmt::format("prompt-injection score {:.2f} (threshold {:.2f})", verdict.score, sf.threshold())
+            : fmt::format("the prompt matches the deny-list pattern {}", verdict.deny);
     if (!verdict.deny.empty()) counters.screened("deny_hit");
     const config::ScreenAction action = ex.protect.screen;
     switch (action) {
@@ -35,7 +36,7 @@ class ScreeningStage final : public Stage {
         counters.screened("blocked");
         spdlog::info("request {}: blocked by the prompt-injection screen: {}", ex.ctx.id, why);
         http::Response reply = ex.failure(400, "invalid_request_error", "prompt_injection_detected",
-                           "the request was refused by the gateway's prompt-injection screen: " + why);
+                                          "the request was refused by the gateway's prompt-injection screen: " + why);
         co_await ex.r.send(std::move(reply));
         co_return Step::Answered;
       }

@@ -26,7 +26,8 @@ struct Log {
 
 class FakeStage final : public Stage {
  public:
-  FakeStage(Log& log, std::string name, Step step, bool throws) : log_(log), name_(std::move(name)), step_(step), throws_(throws) {}
+  FakeStage(Log& log, std::string name, Step step, bool throws)
+      : log_(log), name_(std::move(name)), step_(step), throws_(throws) {}
   boost::asio::awaitable<Step> onRequest(Exchange&) override {
     log_.events.push_back("request " + name_);
     if (throws_) throw std::runtime_error("boom in " + name_);

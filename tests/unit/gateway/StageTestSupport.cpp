@@ -60,7 +60,8 @@ StageHarness::StageHarness(std::shared_ptr<Snapshot> snap, cluster::Limiter* lim
 
 StageHarness::~StageHarness() = default;
 
-void StageHarness::request(std::string path, std::string body, std::vector<std::pair<std::string, std::string>> headers) {
+void StageHarness::request(std::string path, std::string body,
+                           std::vector<std::pair<std::string, std::string>> headers) {
   req_ = http::Request{boost::beast::http::verb::post, path, 11};
   for (const auto& [k, v] : headers) req_.set(k, v);
   req_.body() = std::move(body);
@@ -88,11 +89,17 @@ Stage* StageHarness::start(std::string_view name) {
   throw std::invalid_argument("no stage named " + std::string(name));
 }
 
-Step StageHarness::onRequest(Stage& s) { return run(s.onRequest(*ex_)); }
+Step StageHarness::onRequest(Stage& s) {
+  return run(s.onRequest(*ex_));
+}
 
-void StageHarness::onComplete(Stage& s) { run(s.onComplete(*ex_)); }
+void StageHarness::onComplete(Stage& s) {
+  run(s.onComplete(*ex_));
+}
 
-void StageHarness::runChain() { run(gateway::runChain(*ex_)); }
+void StageHarness::runChain() {
+  run(gateway::runChain(*ex_));
+}
 
 std::string StageHarness::Answer::header(std::string_view name) const {
   std::string needle = "\r\n" + std::string(name) + ": ";

@@ -3,7 +3,6 @@
 // "cache", no attempt), and the request's own no-store control is honoured.
 #include <gtest/gtest.h>
 
-
 #include "../StageTestSupport.hpp"
 #include "cache/MemoryCache.hpp"
 #include "core/Clock.hpp"

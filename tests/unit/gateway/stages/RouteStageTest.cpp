@@ -19,7 +19,8 @@ channels:
 
 TEST(RouteStage, ARoutedRequestCarriesItsFactsForTheLaterStages) {
   StageHarness h(makeSnapshot(kYaml));
-  const std::string body = R"({"model":"gpt-4o-mini","stream":true,"max_tokens":100,"messages":[{"role":"user","content":"hi"}]})";
+  const std::string body =
+      R"({"model":"gpt-4o-mini","stream":true,"max_tokens":100,"messages":[{"role":"user","content":"hi"}]})";
   h.request("/v1/chat/completions", body);
   EXPECT_EQ(h.onRequest(*h.start("route")), Step::Continue);
   const auto& route = h.ex().route;

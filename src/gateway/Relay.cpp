@@ -1,0 +1,631 @@
+#include "gateway/Relay.hpp"
+
+#include <fmt/format.h>
+#include <boost/beast/http/field.hpp>
+#include <boost/json/monotonic_resource.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/parser.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include <algorithm>
+#include <optional>
+
+#include <spdlog/spdlog.h>
+
+#include "cache/Controls.hpp"
+#include "cache/Recorder.hpp"
+#include "cache/Replay.hpp"
+#include "core/Clock.hpp"
+#include "core/JsonText.hpp"
+#include "gateway/BodyFacts.hpp"
+#include "gateway/LimitRefusal.hpp"
+#include "gateway/StreamTaps.hpp"
+#include "gateway/stages/Stages.hpp"
+#include "guard/Webhook.hpp"
+#include "metrics/Metrics.hpp"
+#include "pipeline/Protect.hpp"
+#include "providers/Translate.hpp"
+#include "providers/UpstreamPath.hpp"
+#include "redact/Redactor.hpp"
+#include "redact/Restorer.hpp"
+#include "routing/ModelName.hpp"
+
+namespace sluice::gateway::relay {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::size_t kReadChunk = 16u * 1024;
+constexpr std::size_t kMaxErrorBody = 64u * 1024;
+constexpr std::size_t kMaxWholeBody = 64u << 20;
+
+bool isHopByHop(std::string_view name) {
+  static constexpr std::string_view kSkip[] = {
+      "connection", "keep-alive",        "proxy-connection", "proxy-authorization", "te",
+      "trailer",    "transfer-encoding", "upgrade",          "content-length",      "host"};
+  return std::any_of(std::begin(kSkip), std::end(kSkip),
+                     [&](std::string_view s) { return boost::beast::iequals(s, name); });
+}
+
+// Client headers that must not reach the provider: our own credentials and controls, and
+// encodings we would have to undo to read the stream.
+bool dropTowardUpstream(std::string_view name) {
+  if (isHopByHop(name)) return true;
+  static constexpr std::string_view kDrop[] = {"authorization",   "x-api-key", "x-goog-api-key",
+                                               "accept-encoding", "cookie",    "expect"};
+  if (std::any_of(std::begin(kDrop), std::end(kDrop),
+                  [&](std::string_view s) { return boost::beast::iequals(s, name); }))
+    return true;
+  return name.size() >= 9 && boost::beast::iequals(name.substr(0, 9), "x-sluice-");
+}
+
+bool dropTowardClient(std::string_view name) {
+  if (isHopByHop(name)) return true;
+  static constexpr std::string_view kDrop[] = {"set-cookie", "server", "alt-svc", "date"};
+  return std::any_of(std::begin(kDrop), std::end(kDrop),
+                     [&](std::string_view s) { return boost::beast::iequals(s, name); });
+}
+
+std::int64_t parseRetryAfterMs(const bhttp::fields& h) {
+  if (auto ms = h["retry-after-ms"]; !ms.empty()) {
+    try {
+      return static_cast<std::int64_t>(std::stod(std::string(ms)));
+    } catch (...) {
+    }
+  }
+  auto ra = h[bhttp::field::retry_after];
+  if (ra.empty()) return 0;
+  try {
+    std::size_t used = 0;
+    double secs = std::stod(std::string(ra), &used);
+    if (used == ra.size()) return static_cast<std::int64_t>(secs * 1000);
+  } catch (...) {
+  }
+  // An HTTP-date: honour it roughly by parsing with the C library.
+  struct tm tm {};
+  if (strptime(std::string(ra).c_str(), "%a, %d %b %Y %H:%M:%S", &tm)) {
+    auto when = timegm(&tm);
+    auto delta = static_cast<std::int64_t>(when - time(nullptr));
+    return delta > 0 ? delta * 1000 : 0;
+  }
+  return 0;
+}
+
+std::string errorMessageFromBody(std::string_view body) {
+  boost::system::error_code ec;
+  auto v = sluice::parseJson(body, ec);
+  if (!ec && v.is_object()) {
+    if (auto* e = v.as_object().if_contains("error")) {
+      if (e->is_object()) {
+        if (auto* m = e->as_object().if_contains("message"); m && m->is_string()) return std::string(m->as_string());
+      } else if (e->is_string()) {
+        return std::string(e->as_string());
+      }
+    }
+    if (auto* m = v.as_object().if_contains("message"); m && m->is_string()) return std::string(m->as_string());
+  }
+  std::string s(body.substr(0, 200));
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+// Header values of an error answer relayed from upstream, with the secrets masked.
+void scrubFields(const pipeline::SecretScrubber& s, bhttp::fields& f) {
+  if (s.empty()) return;
+  std::vector<std::pair<std::string, std::string>> masked;
+  for (auto it = f.begin(); it != f.end();) {
+    if (s.contains(it->value())) {
+      masked.emplace_back(std::string(it->name_string()), s.scrubbed(it->value()));
+      it = f.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& [name, value] : masked) f.insert(name, value);
+}
+
+}  // namespace
+
+bool Relay::translating(const routing::Pick& p) const {
+  if (upWire(p) != call.wire) return true;
+  return call.responses() && (p.channel->cfg.type != config::ChannelType::OpenAI || plan.force_translate);
+}
+
+providers::Format Relay::upstreamFormat(const routing::Pick& p) const {
+  switch (upWire(p)) {
+    case Wire::Anthropic:
+      return providers::Format::AnthropicMessages;
+    case Wire::Gemini:
+      return providers::Format::GeminiGenerate;
+    case Wire::OpenAI:
+      break;
+  }
+  return providers::Format::OpenAIChat;
+}
+
+providers::TranslateContext Relay::translateContext(const routing::Pick& p) const {
+  providers::TranslateContext tc;
+  tc.upstream_model = std::string(upstream_model);
+  tc.openai_max_completion_tokens = p.channel->cfg.type == config::ChannelType::OpenAI;
+  tc.include_usage = facts.asked_usage;
+  tc.client_model = call.model;
+  tc.client_stream = stream;
+  tc.gemini_json_array = geminiJsonArray();
+  tc.responses_echo = responses_echo;
+  if (plan.restore_cipher) {
+    auto cipher = plan.restore_cipher;
+    auto stats = plan.restore_stats;
+    auto memo = plan.restore_memo;
+    tc.wrap_encoder = [cipher, stats, memo](std::unique_ptr<providers::StreamEncoder> inner) {
+      return pipeline::makeRestoringEncoder(std::move(inner), cipher, stats, memo);
+    };
+  }
+  return tc;
+}
+
+std::optional<cache::Entry> Relay::decodeAnswer(providers::Format f, int status, const std::string& body) const {
+  const auto first = body.find_first_not_of(" \t\r\n");
+  if (f == providers::Format::GeminiGenerate && first != std::string::npos && body[first] == '[') {
+    boost::system::error_code ec;
+    json::value arr = sluice::parseJson(body, ec);
+    if (ec || !arr.is_array() || status < 200 || status > 299) return std::nullopt;
+    auto rec = cache::Recorder::forStream(f, plan.cache_max_entry);
+    if (!rec) return std::nullopt;
+    for (const auto& el : arr.as_array()) {
+      std::string event = "data: " + json::serialize(el) + "\r\n\r\n";
+      rec->feed(event);
+    }
+    return rec->finish();
+  }
+  return cache::Recorder::fromWhole(f, status, body, plan.cache_max_entry);
+}
+
+boost::asio::awaitable<std::optional<http::Response>> Relay::reviewAnswer(const std::string& answer) {
+  auto& counters = metrics::registry().safety;
+  const std::string payload = reviewPayload(ex, plan.outgoing, "response", answer);
+  guard::Verdict v = co_await guard::review(pool, *plan.review, payload);
+  counters.guardrail(v.action == guard::Verdict::Action::Failed && v.timed_out ? "timeout"
+                                                                               : guard::verdictName(v.action));
+  std::optional<http::Response> out;
+  if (v.action == guard::Verdict::Action::Warn) {
+    plan.headers.emplace_back("x-sluice-guardrail", "warn");
+  } else if (v.action == guard::Verdict::Action::Block) {
+    out = failure(
+        call.wire, ctx, rec, 400, "invalid_request_error", "guardrail_blocked",
+        "the answer was withheld by the gateway's guardrail" + (v.reason.empty() ? std::string() : ": " + v.reason));
+  } else if (v.action == guard::Verdict::Action::Failed) {
+    spdlog::warn("request {}: guardrail webhook failed on the answer ({}): {}", ctx.id,
+                 plan.review_fail_open ? "fail_open" : "fail_closed", v.reason);
+    if (!plan.review_fail_open) {
+      out = failure(call.wire, ctx, rec, 503, "api_error", "guardrail_unavailable",
+                    "the gateway's guardrail could not review the answer (" + v.reason +
+                        ") and is configured fail_closed; retry later");
+    } else {
+      plan.headers.emplace_back("x-sluice-guardrail", "unavailable");
+    }
+  }
+  if (out) plan.apply(*out);
+  co_return out;
+}
+
+boost::asio::awaitable<void> Relay::storeRecorded() {
+  if (!recorded || !plan.cache || !plan.cache_key) co_return;
+  const std::shared_ptr<const cache::Entry> entry = std::move(recorded);
+  co_await plan.cache->put(*plan.cache_key, entry, plan.cache_ttl);
+}
+
+std::optional<providers::TranslateError> Relay::prepareBody(const routing::Pick& p, std::string_view& out) {
+  upstream_model = p.channel->upstreamModel(routed_model);
+  std::string key = std::string(wireName(upWire(p))) + '\n' + upstream_model;
+  if (key != body_key) {
+    body_key = std::move(key);
+    body_is_original = false;
+    if (translating(p)) {
+      body_made.clear();
+      providers::RequestInfo info;
+      if (auto err = providers::translateRequest(clientFormat(), upstreamFormat(p), req.body(), body_made,
+                                                 translateContext(p), &info)) {
+        body_key.clear();
+        return err;
+      }
+      responses_echo = std::move(info.responses_echo);
+    } else {
+      bool rename = upstream_model != facts.model && call.wire != Wire::Gemini;  // Gemini: model in the path
+      if (rename || strip_usage) {
+        body_made = rewriteBody(req.body(), facts, rename ? &upstream_model : nullptr, strip_usage);
+      } else {
+        body_is_original = true;
+      }
+    }
+  }
+  out = body_is_original ? std::string_view(req.body()) : std::string_view(body_made);
+  return std::nullopt;
+}
+
+std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view sendBody) const {
+  const auto& ch = *p.channel;
+  std::string h;
+  h.reserve(512);
+  const Wire up = upWire(p);
+  const bool azure = ch.cfg.type == config::ChannelType::Azure;
+  providers::TargetParts target{ch.endpoint.base_path, ch.cfg.type, ch.cfg.api_version, translating(p), stream, call.op,
+                                upstream_model,        call.query};
+  h.append("POST ").append(providers::upstreamTarget(target)).append(" HTTP/1.1\r\n");
+  h.append("Host: ").append(ch.endpoint.host_header).append("\r\n");
+  bool haveType = false;
+  for (const auto& f : req) {
+    auto name = f.name_string();
+    if (dropTowardUpstream(name)) continue;
+    bool overridden = false;
+    for (const auto& [k, v] : ch.cfg.headers) overridden = overridden || boost::beast::iequals(k, name);
+    if (overridden) continue;
+    haveType = haveType || f.name() == bhttp::field::content_type;
+    h.append(name).append(": ").append(f.value()).append("\r\n");
+  }
+  for (const auto& [k, v] : ch.cfg.headers) h.append(k).append(": ").append(v).append("\r\n");
+  if (!haveType) h.append("Content-Type: application/json\r\n");
+  if (!p.key->secret.empty()) {
+    switch (up) {
+      case Wire::OpenAI:
+        h.append(azure ? "api-key: " : "Authorization: Bearer ");
+        break;
+      case Wire::Anthropic:
+        h.append("x-api-key: ");
+        break;
+      case Wire::Gemini:
+        h.append("x-goog-api-key: ");
+        break;
+    }
+    h.append(p.key->secret).append("\r\n");
+  }
+  if (up == Wire::Anthropic && req["anthropic-version"].empty()) h.append("anthropic-version: 2023-06-01\r\n");
+  h.append("Content-Length: ").append(std::to_string(sendBody.size())).append("\r\n\r\n");
+  return h;
+}
+
+std::string Relay::responseFieldLines(const bhttp::fields& from, const routing::Pick& p, int attempts,
+                                      bool json_array) const {
+  std::string out;
+  out.reserve(256);
+  if (json_array) out.append("Content-Type: application/json\r\n");
+  for (const auto& f : from) {
+    if (dropTowardClient(f.name_string()) || ownRateHeader(f.name_string())) continue;
+    if (json_array && f.name() == bhttp::field::content_type) continue;
+    // The provider's request id stays available under another name; x-request-id is ours.
+    if (boost::beast::iequals(f.name_string(), "x-request-id"))
+      out.append("x-upstream-request-id");
+    else
+      out.append(f.name_string());
+    out.append(": ").append(f.value()).append("\r\n");
+  }
+  out.append("x-request-id: ").append(ctx.id).append("\r\n");
+  out.append("x-sluice-channel: ").append(p.channel->cfg.name).append("\r\n");
+  out.append("x-sluice-attempts: ").append(std::to_string(attempts)).append("\r\n");
+  appendOwnHeaderLines(out);
+  return out;
+}
+
+void Relay::copyResponseHeaders(const bhttp::fields& from, bhttp::fields& to, const routing::Pick& p,
+                                int attempts) const {
+  for (const auto& f : from) {
+    if (dropTowardClient(f.name_string()) || ownRateHeader(f.name_string())) continue;
+    if (boost::beast::iequals(f.name_string(), "x-request-id"))
+      to.insert("x-upstream-request-id", f.value());
+    else
+      to.insert(f.name_string(), f.value());
+  }
+  to.set("x-request-id", ctx.id);
+  to.set("x-sluice-channel", p.channel->cfg.name);
+  to.set("x-sluice-attempts", std::to_string(attempts));
+  setOwnHeaders(to);
+}
+
+boost::asio::awaitable<Attempt> Relay::attempt(const routing::Pick& p, int attemptNo) {
+  const auto& t = snap.cfg->routing.timeouts;
+  Attempt a;
+  std::unique_ptr<upstream::Connection> conn;
+  std::optional<upstream::ResponseParser> parser;
+  std::string_view sendBody;
+  if (auto err = prepareBody(p, sendBody)) {
+    // A request that cannot be expressed in this channel's format is the client's to fix:
+    // answer now rather than try another channel.
+    a.outcome = Outcome::ClientError;
+    a.status = err->status;
+    a.why = err->message;
+    http::Response res{static_cast<bhttp::status>(err->status), 11};
+    res.set(bhttp::field::content_type, "application/json");
+    res.set("x-request-id", ctx.id);
+    res.body() = providers::errorBody(clientFormat(), *err);
+    rec.status = err->status;
+    rec.error = err->message;
+    co_await r.send(std::move(res));
+    a.delivered = true;
+    co_return a;
+  }
+  const std::string upHead = buildUpstreamHead(p, sendBody);
+
+  // A pooled connection the provider closed while idle shows up as a failed write or an
+  // early EOF; that is not the provider's fault, so try once more on a fresh connection.
+  for (int fresh = 0; fresh < 2; ++fresh) {
+    auto [cec, c] = co_await pool.acquire(p.channel->endpoint, deadline.cap(t.connect), fresh == 0);
+    if (cec) {
+      a.timeout = cec == boost::beast::error::timeout;
+      a.why = a.timeout ? "connect timed out" : "connect failed: " + cec.message();
+      co_return a;
+    }
+    conn = std::move(c);
+    auto wec = co_await conn->writeRaw(upHead, sendBody, deadline.cap(t.connect));
+    if (!wec) {
+      parser.emplace();
+      parser->body_limit(boost::none);
+      wec = co_await conn->readHeader(*parser, deadline.cap(t.first_byte));
+      if (!wec) break;
+    }
+    bool stale = conn->reused && wec != boost::beast::error::timeout;
+    conn->close();
+    conn.reset();
+    if (stale && fresh == 0) continue;
+    a.timeout = wec == boost::beast::error::timeout;
+    a.why = a.timeout ? "no response header within the first_byte timeout" : "upstream failed: " + wec.message();
+    co_return a;
+  }
+  auto& head = parser->get();
+  a.status = static_cast<int>(head.result_int());
+
+  if (a.status >= 400) {
+    // Read the (bounded) error body: it says why, and the connection can be reused.
+    std::string errBody;
+    char buf[4096];
+    while (!parser->is_done() && errBody.size() < kMaxErrorBody) {
+      auto [ec, n] = co_await conn->readBody(*parser, buf, sizeof buf, deadline.cap(t.idle));
+      errBody.append(buf, n);
+      if (ec) break;
+    }
+    if (parser->is_done() && head.keep_alive()) {
+      pool.release(std::move(conn));
+    } else {
+      conn->close();
+    }
+    // Some providers quote the key they were given: nothing of it may pass this point (the
+    // client's answer, the attempt list, the key's health reason, the logs).
+    snap.scrubber.scrub(errBody);
+    auto msg = errorMessageFromBody(errBody);
+    a.why = fmt::format("upstream answered {}: {}", a.status, msg);
+    if (a.status == 429 || a.status == 401 || a.status == 403) {
+      a.outcome = Outcome::KeyFailure;
+      a.retry_after_ms = parseRetryAfterMs(head);
+    } else if (a.status >= 500 || a.status == 408) {
+      a.outcome = Outcome::ChannelFailure;
+    } else {
+      // The request itself was refused: the client must fix it, another channel won't help.
+      a.outcome = Outcome::ClientError;
+      http::Response res{head.result(), 11};
+      copyResponseHeaders(head, res, p, attemptNo);
+      scrubFields(snap.scrubber, res);
+      if (translating(p)) {
+        res.body() = providers::translateError(clientFormat(), upstreamFormat(p), a.status, errBody);
+        res.set(bhttp::field::content_type, "application/json");
+      } else {
+        res.body() = std::move(errBody);
+      }
+      rec.status = a.status;
+      co_await r.send(std::move(res));
+      a.delivered = true;
+    }
+    co_return a;
+  }
+
+  bool sse = stream && head[bhttp::field::content_type].find("text/event-stream") != std::string_view::npos;
+  if (!sse) co_return co_await relayWhole(p, attemptNo, std::move(conn), *parser, a);
+  co_return co_await relayStream(p, attemptNo, std::move(conn), *parser, a);
+}
+
+boost::asio::awaitable<Attempt> Relay::relayWhole(const routing::Pick& p, int attemptNo,
+                                                  std::unique_ptr<upstream::Connection> conn,
+                                                  upstream::ResponseParser& parser, Attempt a) {
+  const auto& t = snap.cfg->routing.timeouts;
+  std::string whole;
+  if (auto cl = parser.content_length()) whole.reserve(std::min<std::uint64_t>(*cl, kMaxWholeBody));
+  char buf[kReadChunk];
+  while (!parser.is_done()) {
+    auto [ec, n] = co_await conn->readBody(parser, buf, sizeof buf, deadline.cap(t.idle));
+    whole.append(buf, n);
+    if (ec || whole.size() > kMaxWholeBody) {
+      conn->close();
+      a.outcome = Outcome::ChannelFailure;
+      a.timeout = ec == boost::beast::error::timeout;
+      a.why = ec ? "response body broke: " + ec.message() : "response body over 64 MiB";
+      co_return a;
+    }
+  }
+  auto& head = parser.get();
+  const providers::Format recFormat = translating(p) ? upstreamFormat(p) : clientFormat();
+  std::optional<cache::Entry> canonical;  // the answer decoded, when caching or reviewing needs it
+  if (plan.cache_key || (plan.review && !stream)) canonical = decodeAnswer(recFormat, a.status, whole);
+  if (plan.cache_key && canonical) {
+    // Recorded from the upstream's own bytes, tokens and all: a replay is restored per request.
+    canonical->stored_at_ms = unixNowMs();
+    recorded = std::make_shared<const cache::Entry>(*canonical);
+  }
+  if (plan.review && !stream) {
+    std::string text;
+    if (canonical)
+      for (const auto& part : canonical->response.content)
+        if (part.kind == providers::Part::Kind::Text) text += part.text;
+    std::optional<http::Response> refusal = co_await reviewAnswer(text);
+    if (refusal) {
+      if (head.keep_alive())
+        pool.release(std::move(conn));
+      else
+        conn->close();
+      recorded.reset();
+      co_await r.send(std::move(*refusal));
+      a.outcome = Outcome::Success;
+      a.delivered = true;
+      co_return a;
+    }
+  }
+  Usage usage;
+  if (translating(p)) {
+    std::string clientBody;
+    providers::Usage cu;
+    if (auto err = providers::translateResponse(clientFormat(), upstreamFormat(p), whole, clientBody,
+                                                translateContext(p), &cu)) {
+      conn->close();
+      a.outcome = Outcome::ChannelFailure;
+      a.why = "upstream response could not be translated: " + err->message;
+      co_return a;
+    }
+    whole = std::move(clientBody);
+    usage = fromCanonical(cu);
+    rec.input_tokens = usage.prompt_tokens;
+    rec.output_tokens = usage.completion_tokens;
+    rec.cached_tokens = usage.cached_tokens;
+  } else if (usageFromBody(call.wire, whole, usage)) {
+    rec.input_tokens = usage.prompt_tokens;
+    rec.output_tokens = usage.completion_tokens;
+    rec.cached_tokens = usage.cached_tokens;
+  }
+  keepBody(whole);  // the log keeps the answer as it came, tokens sealed
+  if (plan.restore_cipher) {
+    redact::RestoreStats st;
+    pipeline::restoreWholeBody(whole, *plan.restore_cipher, st, plan.restore_memo.get());
+    countRestored(st);
+  }
+  http::Response res{head.result(), 11};
+  copyResponseHeaders(head, res, p, attemptNo);
+  res.body() = std::move(whole);
+  if (head.keep_alive()) {
+    pool.release(std::move(conn));
+  } else {
+    conn->close();
+  }
+  rec.status = a.status;
+  rec.ttfb_ms = msSince(ctx.start);
+  if (beginSettle()) co_await settleHeld(&p);
+  co_await storeRecorded();  // before the answer goes out: an immediate repeat finds it
+  co_await r.send(std::move(res));
+  a.outcome = Outcome::Success;
+  a.delivered = true;
+  co_return a;
+}
+
+boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int attemptNo,
+                                                   std::unique_ptr<upstream::Connection> conn,
+                                                   upstream::ResponseParser& parser, Attempt a) {
+  const auto& t = snap.cfg->routing.timeouts;
+  // A same-format stream that must be restored goes through a same-format translator.
+  const providers::Format upFormat = translating(p) ? upstreamFormat(p) : clientFormat();
+  // OpenAI Chat to OpenAI Chat with tokens to restore: a tap that parses only the events
+  // that may hold one (the common case by far; the others decode and re-encode every event).
+  const bool rawRestore = plan.restore_cipher && !translating(p) && clientFormat() == providers::Format::OpenAIChat;
+  auto tap = rawRestore ? makeRestoringChatTap(strip_usage, plan.restore_cipher, plan.restore_stats, plan.restore_memo)
+             : decodeStream(p)
+                 ? makeTranslatingTap(providers::makeStreamTranslator(clientFormat(), upFormat, translateContext(p)))
+                 : makeStreamTap(call.wire, strip_usage);
+  auto& filter = *tap;
+  std::unique_ptr<cache::Recorder> recorder;
+  if (plan.cache_key) recorder = cache::Recorder::forStream(upFormat, plan.cache_max_entry);
+  std::string out;
+  out.reserve(kReadChunk);
+  char buf[kReadChunk];
+  auto& head = parser.get();
+  bool begun = false;
+  auto& active = metrics::registry().active_streams;
+  active.fetch_add(1, std::memory_order_relaxed);
+  struct Dec {
+    std::atomic<std::int64_t>& g;
+    ~Dec() { g.fetch_sub(1, std::memory_order_relaxed); }
+  } dec{active};
+
+  for (;;) {
+    // Until a byte reaches the client the first-byte timeout applies and failure is retryable.
+    bool sent = r.bytesSent() > 0;
+    auto [ec, n] = co_await conn->readBody(parser, buf, sizeof buf, deadline.cap(sent ? t.idle : t.first_byte));
+    out.clear();
+    if (recorder) recorder->feed(std::string_view(buf, n));
+    if (plan.restore_cipher) keepBody(std::string_view(buf, n));  // logged as it came, tokens sealed
+    bool ok = filter.feed(std::string_view(buf, n), out);
+    if (!ok) ec = boost::beast::errc::make_error_code(boost::beast::errc::message_size);
+    // The usual last read carries the final events and the upstream's end: send both in one write.
+    bool last = parser.is_done() && !ec;
+    if (last) {
+      filter.finish(out);
+      if (recorder) {
+        if (auto entry = recorder->finish()) {
+          entry->stored_at_ms = unixNowMs();
+          recorded = std::make_shared<const cache::Entry>(std::move(*entry));
+        }
+      }
+      if (plan.restore_stats) countRestored(*plan.restore_stats);
+      if (const auto u = filter.usage(); u.known()) {
+        rec.input_tokens = u.prompt_tokens;
+        rec.output_tokens = u.completion_tokens;
+        rec.cached_tokens = u.cached_tokens;
+      }
+      if (beginSettle()) co_await settleHeld(&p);
+      if (head.result_int() >= 200 && head.result_int() < 300) co_await storeRecorded();
+    }
+    if (!out.empty() || last) {
+      if (!begun) {
+        std::string lines = responseFieldLines(head, p, attemptNo, decodeStream(p) && geminiJsonArray());
+        co_await r.beginStream(static_cast<int>(head.result_int()), head.reason(), lines);
+        begun = true;
+      }
+      if (!out.empty() && rec.ttfb_ms < 0) rec.ttfb_ms = msSince(ctx.start);
+      if (!plan.restore_cipher) keepBody(out);
+      bool written = last ? co_await r.writeLastChunk(out) : co_await r.writeChunk(out);
+      if (!written) {
+        // The client left: stop reading and drop the upstream connection so the provider
+        // stops generating.
+        conn->close();
+        rec.status = 499;
+        rec.error = "client closed the connection mid-stream";
+        a.outcome = Outcome::Success;
+        a.delivered = true;
+        co_return a;
+      }
+    }
+    if (ec) {
+      conn->close();
+      bool timedOut = ec == boost::beast::error::timeout;
+      std::string why = timedOut ? (r.bytesSent() > 0 ? "upstream stream idle past the idle timeout"
+                                                      : "no first chunk within the first_byte timeout")
+                                 : "upstream stream broke: " + ec.message();
+      if (r.bytesSent() == 0) {
+        a.outcome = Outcome::ChannelFailure;
+        a.timeout = timedOut;
+        a.why = why;
+        co_return a;  // nothing reached the client: another attempt is still invisible
+      }
+      // After the first byte: no retry. End with a well-formed error event and close.
+      std::string event =
+          streamErrorEvent(call.wire, timedOut ? 504 : 502, timedOut ? "upstream_timeout" : "upstream_stream_broken",
+                           why + " (after the response started; not retried)");
+      r.setKeepAlive(false);
+      co_await r.writeChunk(event);
+      co_await r.endStream();
+      rec.status = timedOut ? 504 : 502;
+      rec.error = why;
+      a.outcome = Outcome::ChannelFailure;
+      a.delivered = true;
+      a.why = why;
+      co_return a;
+    }
+    if (parser.is_done()) break;
+  }
+  if (!r.finished()) co_await r.endStream();
+  if (head.keep_alive()) {
+    pool.release(std::move(conn));
+  } else {
+    conn->close();
+  }
+  rec.status = a.status;
+  a.outcome = Outcome::Success;
+  a.delivered = true;
+  co_return a;
+}
+
+}  // namespace sluice::gateway::relay

@@ -1,0 +1,154 @@
+// Relay: one request's attempts on the channels the failover loop (Proxy.cpp) picks: the body
+// and head made for each channel, the upstream's answer read whole or as a stream, translated
+// for the client, and sent back as the answer plan says (restored, recorded, reviewed), with the
+// usage read on the way. One per request, made by the relay stage; used on its worker only.
+#pragma once
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/http/fields.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cache/Entry.hpp"
+#include "gateway/Exchange.hpp"
+#include "gateway/Snapshot.hpp"
+#include "providers/Translate.hpp"
+#include "routing/Router.hpp"
+#include "upstream/Client.hpp"
+
+namespace sluice::gateway::relay {
+
+namespace bhttp = boost::beast::http;
+using Clock = std::chrono::steady_clock;
+using Millis = std::chrono::milliseconds;
+using routing::Outcome;
+
+struct Deadline {
+  Clock::time_point at;
+  // The phase timeout, cut to what is left of the total; at least 1 ms so Beast arms a timer.
+  Millis cap(Millis phase) const {
+    auto left = std::chrono::duration_cast<Millis>(at - Clock::now());
+    if (left < Millis(1)) left = Millis(1);
+    return std::min(phase, left);
+  }
+  bool passed() const { return Clock::now() >= at; }
+};
+
+struct Attempt {
+  Outcome outcome = Outcome::ChannelFailure;
+  int status = 0;  // upstream status, or 0 when none was received
+  bool timeout = false;
+  std::int64_t retry_after_ms = 0;
+  bool delivered = false;  // the client got a response (or left): stop trying
+  double duration_ms = 0;  // from the pick to the end of the attempt (for the log)
+  std::string why;         // one line for the per-attempt summary
+};
+
+inline double msSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+struct Relay {
+  explicit Relay(Exchange& e)
+      : ex(e),
+        snap(e.snap),
+        pool(e.svc.pool),
+        req(e.req),
+        r(e.r),
+        ctx(e.ctx),
+        call(e.call),
+        rec(e.rec),
+        facts(e.route.facts),
+        routed_model(e.route.routed_model),
+        stream(e.route.facts.stream),
+        strip_usage(e.route.inject_usage),
+        deadline{e.ctx.start + e.snap.cfg->routing.timeouts.total},
+        upstream_model(e.route.upstream_model),
+        plan(e.answer) {}
+
+  Exchange& ex;
+  const Snapshot& snap;
+  upstream::Pool& pool;
+  http::Request& req;
+  http::Responder& r;
+  const RequestContext& ctx;
+  const ClientCall& call;
+  RequestRecord& rec;
+  const BodyFacts& facts;
+  std::string_view routed_model;  // the model after aliases and CHANNEL/ pinning
+  bool stream;
+  bool strip_usage;
+  Deadline deadline;
+  // The body last made for a channel (per upstream format and model name); most requests
+  // make none and send the client's bytes as they are.
+  std::string body_key;
+  std::string body_made;
+  bool body_is_original = false;
+  std::string& upstream_model;  // for the current attempt (the limits stage prices by it)
+  // What the stages before decided for the answer's way back: restoring, recording, review,
+  // and the headers every answer carries.
+  AnswerPlan& plan;
+  std::shared_ptr<const cache::Entry> recorded;          // the entry made from this answer
+  std::vector<const routing::Channel*> candidates_seen;  // for the message when none could be tried
+  std::shared_ptr<const providers::openai::ResponsesEcho> responses_echo;
+
+  Wire upWire(const routing::Pick& p) const { return channelWire(p.channel->cfg.type); }
+  // Same format: relayed as it is. Responses requests go natively only to `openai` channels;
+  // other OpenAI-format upstreams (vLLM, Ollama, DeepSeek...) get them as chat completions.
+  bool translating(const routing::Pick& p) const;
+  // Streams go through a decoder and encoder when translated or restored.
+  bool decodeStream(const routing::Pick& p) const { return translating(p) || plan.restore_cipher != nullptr; }
+  providers::Format clientFormat() const { return call.format(); }
+  providers::Format upstreamFormat(const routing::Pick& p) const;
+  bool geminiJsonArray() const { return ex.geminiJsonArray(); }
+  providers::TranslateContext translateContext(const routing::Pick& p) const;
+
+  // Settles the limits right before the answer's last bytes go out (gateway/Settlement.hpp).
+  bool beginSettle() { return ex.settle.begin(*snap.prices, rec, routed_model, upstream_model); }
+  boost::asio::awaitable<void> settleHeld(const routing::Pick* served) { co_await ex.settle.settleHeld(served, rec); }
+
+  // A whole answer as a cache entry: an object body, or the JSON array of a Gemini stream
+  // requested without alt=sse (its elements are the stream's chunks).
+  std::optional<cache::Entry> decodeAnswer(providers::Format f, int status, const std::string& body) const;
+
+  // guardrail.review_response: the webhook's verdict on the answer; a refusal to send instead.
+  boost::asio::awaitable<std::optional<http::Response>> reviewAnswer(const std::string& answer);
+
+  // Puts the recorded answer in the cache (once).
+  boost::asio::awaitable<void> storeRecorded();
+
+  bool ownRateHeader(std::string_view name) const { return plan.ownRateHeader(name); }
+  void keepBody(std::string_view bytes) { ex.keepBody(bytes); }
+  void setOwnHeaders(bhttp::fields& to) const { plan.apply(to); }
+  void appendOwnHeaderLines(std::string& out) const { plan.appendLines(out); }
+  // The body to send to p's channel, or an error the client must fix (bad for that format).
+  std::optional<providers::TranslateError> prepareBody(const routing::Pick& p, std::string_view& out);
+
+  // The upstream request head, formatted once per attempt (no Beast fields or serializer:
+  // this runs for every request).
+  std::string buildUpstreamHead(const routing::Pick& p, std::string_view sendBody) const;
+
+  // Response header lines for the client: the upstream's, less hop-by-hop ones, plus ours.
+  std::string responseFieldLines(const bhttp::fields& from, const routing::Pick& p, int attempts,
+                                 bool json_array = false) const;
+
+  void copyResponseHeaders(const bhttp::fields& from, bhttp::fields& to, const routing::Pick& p, int attempts) const;
+
+  // One attempt on one (channel, key). Never throws.
+  boost::asio::awaitable<Attempt> attempt(const routing::Pick& p, int attemptNo);
+
+  boost::asio::awaitable<Attempt> relayWhole(const routing::Pick& p, int attemptNo,
+                                             std::unique_ptr<upstream::Connection> conn,
+                                             upstream::ResponseParser& parser, Attempt a);
+
+  boost::asio::awaitable<Attempt> relayStream(const routing::Pick& p, int attemptNo,
+                                              std::unique_ptr<upstream::Connection> conn,
+                                              upstream::ResponseParser& parser, Attempt a);
+};
+
+}  // namespace sluice::gateway::relay
