@@ -25,7 +25,10 @@ console: deps console/dist/index.html
 build: deps console $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+# Only what it runs: the gateway, with the console embedded; the tests and benchmarks that
+# `make build` and `make test` build are left out (on a clean clone that is most of the build).
+run: deps console $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target sluice
 	./$(BUILD)/sluice serve $(if $(CONFIG),-c $(CONFIG))
 
 test: build
