@@ -1,5 +1,5 @@
 // The .deb on a clean Debian 12: a minbase root made by debootstrap (SLUICE_DEBIAN_BASE, a tar that
-// tests/deploy/run.sh makes once per build directory) gets `apt-get install ./sluice_*.deb`, which
+// tests/deploy/run.sh makes and keeps for a month) gets `apt-get install ./sluice_*.deb`, which
 // must pull in every dependency from the package's Depends alone; then the installed gateway runs
 // in that root (chroot) as the unit would run it: `sluice check` and `sluice serve` on
 // /etc/sluice/sluice.yaml, with the master key the package's postinst wrote to
