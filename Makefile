@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all build deps run test unit integration e2e asan bench fuzz tidy format clean console
+.PHONY: all build deps run test unit integration e2e asan bench fuzz tidy format clean console deb dist test-deploy
 
 all: build
 
@@ -25,7 +25,10 @@ console: deps console/dist/index.html
 build: deps console $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+# Only what it runs: the gateway, with the console embedded; the tests and benchmarks that
+# `make build` and `make test` build are left out (on a clean clone that is most of the build).
+run: deps console $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target sluice
 	./$(BUILD)/sluice serve $(if $(CONFIG),-c $(CONFIG))
 
 test: build
@@ -51,6 +54,20 @@ tidy: deps
 
 format:
 	clang-format -i $(shell git ls-files 'src/*.cpp' 'src/*.hpp' 'tests/*.cpp')
+
+# Release artifacts: `make deb` writes build/sluice_VERSION_ARCH.deb (CPack; Depends computed by
+# dpkg-shlibdeps); `make dist` adds build/dist/ with the binary tarball, a CycloneDX SBOM of every
+# linked shared library and SHA256SUMS. Both build only the gateway.
+deb: deps console $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target sluice
+	cd $(BUILD) && cpack -G DEB
+
+dist: deb
+	bash scripts/dist.sh $(BUILD)
+
+# The slow deployment checks, after `make test` in CI: the packages built and checked.
+test-deploy: dist
+	bash tests/deploy/run.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -12,6 +12,7 @@ pkgs=(
   clang clang-tidy libclang-rt-14-dev
   nodejs npm
   chromium fonts-liberation
+  systemd debootstrap podman
 )
 # Only what the benchmark harness needs on top (nginx as the proxy floor).
 if [ "${SLUICE_BENCH_DEPS:-0}" = 1 ]; then pkgs+=(nginx-light); fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every suite against the binaries in BUILD (default: build):
 #   unit (GoogleTest via ctest), integration (real processes on loopback, node:test),
-#   e2e (the official npm SDKs as clients), the console in headless Chromium, fuzz.
+#   e2e (the official npm SDKs as clients), the deployment files, the console in headless
+#   Chromium, fuzz.
 # Fails if any suite fails. No test skips itself: a missing prerequisite (PostgreSQL, Redis,
 # the npm packages, an embedded console) is a failure, so everything a test needs is set up
 # here first: the npm packages before any suite, the databases around the suites that use them.
@@ -31,11 +32,16 @@ npm_ready() {
 npm_ready tests/e2e
 npm_ready tests/e2e/agents
 npm_ready tests/e2e/console
+npm_ready tests/deploy
 
 run unit tests/scripts/with-postgres.sh tests/scripts/with-redis.sh ctest --test-dir "$BUILD" --output-on-failure -j2
 # Integration tests that need Redis (cluster, health) start and stop redis-servers of their own.
 run integration tests/scripts/with-postgres.sh node --test --test-reporter=spec tests/integration/
 run e2e node --test --test-reporter=spec tests/e2e/*.test.mjs tests/e2e/agents/
+# The deployment files: compose.yaml run without containers (on this PostgreSQL), the Kubernetes
+# kustomization rendered and checked, the systemd unit verified. The packages (make deb, make
+# dist) and images are checked by the slower `make test-deploy`.
+run deploy tests/scripts/with-postgres.sh node --test --test-reporter=spec tests/deploy/*.test.mjs
 # The web console in headless Chromium (screenshots in tests/e2e/console/artifacts/).
 run console node --test --test-reporter=spec tests/e2e/console/
 if [ "${SLUICE_SANITIZED:-0}" = 1 ]; then
