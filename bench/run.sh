@@ -87,7 +87,9 @@ case $BENCH_ONLY in
   screen) exec bash "$ROOT/bench/screen.sh" ;;  # the prompt-injection detector only (bench/screen.sh)
   protect) exec bash "$ROOT/bench/protect.sh" ;;  # redaction / screening / cache only (bench/protect.sh)
   tls) exec bash "$ROOT/bench/tls.sh" ;;  # Sluice vs nginx terminating TLS only (bench/tls.sh)
-  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect or tls" ;;
+  # The request log at 5 million rows (bench/store_scale.sh); not in the default run (minutes).
+  store_scale) exec bash "$ROOT/bench/store_scale.sh" ;;
+  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect, tls or store_scale" ;;
 esac
 
 # ---------------------------------------------------------------- build
