@@ -13,7 +13,8 @@
 #      the background (the time until its log says done is reported; the same queries are
 #      timed once meanwhile) and the queries are timed again;
 #   4. with STORE_SCALE_POSTGRES=1, steps 1 and 3 (no before) on a throwaway PostgreSQL
-#      (tests/scripts/with-postgres.sh) with STORE_SCALE_PG_ROWS (20,000,000) rows.
+#      (tests/scripts/with-postgres.sh) with STORE_SCALE_PG_ROWS (20,000,000) rows
+#      (STORE_SCALE_SQLITE=0 skips the SQLite steps).
 # Each query runs STORE_SCALE_RUNS (5) times; the first (cold) and the median are reported, with
 # the highest RSS seen while they ran (sampled every 5 ms) and VmHWM at the end.
 # Writes its own marked block of bench/BENCHMARKS.md. Targets: each answer within 300 ms, RSS
@@ -102,7 +103,7 @@ fill_postgres() {
   t0=$((NOW_MS - 30 * 86400000))
   step=$((30 * 86400000 / rows))
   start=$(date +%s.%N)
-  psql -q -v ON_ERROR_STOP=1 "$url" >/dev/null <<EOF
+  psql -q -v ON_ERROR_STOP=1 "$url" >/dev/null <<EOF || return 1
 INSERT INTO virtual_keys (name, key_hash, key_prefix, created_at, updated_at)
   SELECT 'key-' || k, 'hash-' || k, 'sk-bench', $NOW_MS, $NOW_MS FROM generate_series(1, 50) k;
 INSERT INTO request_logs (time_ms, request_id, virtual_key_id, channel, upstream_key, model, status, attempts,
@@ -112,7 +113,7 @@ SELECT $t0 + i * $step, 'bench-' || i, CASE WHEN i % 7 = 0 THEN NULL ELSE 1 + (i
   'model-' || (((i * 31) % 50 * 3 + i % 3) % 8),
   CASE WHEN i % 50 = 0 THEN 500 WHEN i % 37 = 0 THEN 429 ELSE 200 END, '[]',
   100 + i % 400, 500 + (i * 7) % 3000, 100 + (i * 11) % 4000, 50 + (i * 3) % 1000, i % 100,
-  ((i * 7) % 1000) / 100000.0, '127.0.0.1', 'bench', i % 2 = 1 FROM generate_series(0, $rows - 1) i;
+  ((i * 7) % 1000) / 100000.0, '127.0.0.1', 'bench', i % 2 = 1 FROM generate_series(0::bigint, $rows - 1) i;
 ANALYZE request_logs;
 EOF
   awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { printf "%.1f", a - b }'
@@ -225,6 +226,7 @@ fi
 
 # ---------------------------------------------------------------- SQLite
 read -r PORT_B PORT_A <<<"$(free_ports 2)"
+if [[ ${STORE_SCALE_SQLITE:-1} == 1 ]]; then
 DB=$WORK/scale.db
 log "store_scale 1: the version-5 schema, then $STORE_SCALE_ROWS rows into $DB"
 config "$WORK/before.yaml" "$PORT_B" "sqlite://$DB"
@@ -258,6 +260,7 @@ log "  backfill done ${BACKFILL_S}s after the first queries"
 time_queries after "$AFTER_PID" "$PORT_A"
 meta sqlite_usage_hourly_rows "$(sqlite3 "$DB" 'SELECT COUNT(*) FROM usage_hourly' 2>/dev/null || echo '?')"
 stop_pid "$AFTER_PID"
+fi
 
 # ---------------------------------------------------------------- PostgreSQL
 if [[ $STORE_SCALE_POSTGRES == 1 ]]; then
@@ -289,7 +292,8 @@ L.append(f"BENCH_ONLY=store_scale{' BEFORE=' + before if before else ''} STORE_S
          f"{' STORE_SCALE_POSTGRES=1' if 'pg_rows' in meta else ''} bash bench/run.sh")
 L.append("```")
 L.append("")
-L.append(f"SQLite: {int(meta.get('sqlite_rows', 0)):,} rows over 30 days ({meta.get('sqlite_db_mb')} MB file, filled "
+if "sqlite_rows" in meta:
+  L.append(f"SQLite: {int(meta.get('sqlite_rows', 0)):,} rows over 30 days ({meta.get('sqlite_db_mb')} MB file, filled "
          f"in {meta.get('sqlite_fill_s')} s by one SQL statement). The branch's gateway opened it (migration 6: "
          f"rollup tables and the model/channel/status indexes) and listened after {meta.get('sqlite_start_s')} s; "
          f"the background backfill finished {meta.get('sqlite_backfill_s')} s after the first queries "

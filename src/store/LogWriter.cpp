@@ -91,8 +91,15 @@ void LogWriter::run() {
       std::unique_lock lk(mu_);
       // A retention sweep or a rollup backfill under way only peeks at the queue between
       // its steps.
-      const bool busy = sweep_before_ms_ || (backfill_pending_ && Clock::now() >= next_backfill_);
-      if (!busy) cv_.wait_for(lk, opt_.flush_interval, [&] { return stopping_ || queue_.size() >= opt_.batch_size; });
+      const auto now = Clock::now();
+      const bool busy = sweep_before_ms_ || (backfill_pending_ && now >= next_backfill_);
+      if (!busy) {
+        auto wait = opt_.flush_interval;
+        if (backfill_pending_)
+          wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(next_backfill_ - now) +
+                                    std::chrono::milliseconds(1));
+        cv_.wait_for(lk, wait, [&] { return stopping_ || queue_.size() >= opt_.batch_size; });
+      }
       if (queue_.empty() && stopping_) break;
       bool due =
           stopping_ || queue_.size() >= opt_.batch_size || !busy || Clock::now() - last_take >= opt_.flush_interval;
@@ -220,6 +227,11 @@ void LogWriter::backfillStep() {
   };
   try {
     const RollupBackfill step = store().backfillRollups();
+    // Each step holds the write lock; the pause after it (twice the step, at least 50 ms) lets
+    // the other connections (the admin API, the control plane, other instances) take it:
+    // SQLite's lock is not fair, and a waiter polls it at intervals of up to 100 ms.
+    const auto took = Clock::now() - now;
+    next_backfill_ = Clock::now() + std::max<Clock::duration>(2 * took, std::chrono::milliseconds(50));
     if (step.done) {
       backfill_pending_ = false;
       if (backfill_first_ms_)
