@@ -449,14 +449,16 @@ RollupBackfill SqlStore::backfillRollups() {
   const std::int64_t hour = (*newest / kHourly.period_ms) * kHourly.period_ms;
   for (const RollupLevel& level : {kHourly, kDaily}) {
     const std::string period = std::to_string(level.period_ms);
+    std::string select = "SELECT (time_ms / ";
+    select += period;
+    select += ") * ";
+    select += period;
+    select +=
+        ", COALESCE(virtual_key_id, 0), model, channel, COUNT(*), SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), "
+        "SUM(input_tokens), SUM(output_tokens), SUM(cached_tokens), SUM(cost_usd) FROM request_logs "
+        "WHERE time_ms >= ? AND time_ms < ? AND id <= ? GROUP BY 1, 2, 3, 4";
     P p[] = {P::integer(hour), P::integer(before), P::integer(max_id)};
-    out.groups += conn_->execute(
-        rollupUpsert(level, "SELECT (time_ms / " + period + ") * " + period +
-                                ", COALESCE(virtual_key_id, 0), model, channel, COUNT(*), "
-                                "SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), SUM(input_tokens), "
-                                "SUM(output_tokens), SUM(cached_tokens), SUM(cost_usd) FROM request_logs "
-                                "WHERE time_ms >= ? AND time_ms < ? AND id <= ? GROUP BY 1, 2, 3, 4"),
-        p);
+    out.groups += conn_->execute(rollupUpsert(level, select), p);
   }
   {
     P p[] = {P::integer(hour)};
