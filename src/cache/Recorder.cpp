@@ -2,7 +2,11 @@
 
 #include <unordered_map>
 
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
 #include "core/Clock.hpp"
+#include "core/JsonText.hpp"
 #include "providers/anthropic/MessagesCodec.hpp"
 #include "providers/gemini/GenerateCodec.hpp"
 #include "providers/openai/ChatCodec.hpp"
@@ -39,7 +43,8 @@ class Recorder::Sink final : public providers::StreamEventSink {
       case K::ReasoningSignature: {
         // Signs the reasoning just before it; with none, a carrier part (Canonical.hpp).
         auto* last = r.content.empty() ? nullptr : &r.content.back();
-        if (!last || last->kind != Part::Kind::Reasoning || !last->signature.empty()) last = &newPart(Part::Kind::Reasoning);
+        if (!last || last->kind != Part::Kind::Reasoning || !last->signature.empty())
+          last = &newPart(Part::Kind::Reasoning);
         last->signature = ev.text;
         charge(ev.text.size());
         break;
@@ -215,6 +220,24 @@ std::optional<Entry> Recorder::fromWhole(Format f, int status, std::string_view 
   e.pieces.resize(e.response.content.size());
   if (e.byteSize() > max_bytes) return fail("the answer is larger than the cache's entry bound");
   return e;
+}
+
+std::optional<Entry> Recorder::fromAnswer(Format f, int status, std::string_view body, std::size_t max_bytes) {
+  const auto first = body.find_first_not_of(" \t\r\n");
+  if (f != Format::GeminiGenerate || first == std::string_view::npos || body[first] != '[')
+    return fromWhole(f, status, body, max_bytes);
+  if (status < 200 || status > 299) return std::nullopt;
+  boost::system::error_code ec;
+  boost::json::value arr = sluice::parseJson(body, ec);
+  if (ec || !arr.is_array()) return std::nullopt;
+  auto rec = forStream(f, max_bytes);
+  if (!rec) return std::nullopt;
+  std::string event;
+  for (const auto& el : arr.as_array()) {
+    event.assign("data: ").append(boost::json::serialize(el)).append("\r\n\r\n");
+    rec->feed(event);
+  }
+  return rec->finish();
 }
 
 }  // namespace sluice::cache

@@ -42,6 +42,10 @@ class Recorder {
   // 2xx, not decodable, or over the bound (`why`, when given, says which).
   static std::optional<Entry> fromWhole(providers::Format f, int status, std::string_view body,
                                         std::size_t max_bytes = kDefaultMaxEntryBytes, std::string* why = nullptr);
+  // A whole answer as the upstream sent it: fromWhole for an object body, or the JSON array a
+  // Gemini stream requested without alt=sse is (its elements are the stream's chunks).
+  static std::optional<Entry> fromAnswer(providers::Format f, int status, std::string_view body,
+                                         std::size_t max_bytes = kDefaultMaxEntryBytes);
 
  private:
   class Sink;

@@ -38,21 +38,69 @@ std::vector<std::unique_ptr<const StageConfig>> buildStages(const Snapshot& snap
 
 boost::asio::awaitable<void> runChain(Exchange& ex) {
   StageArena arena;
-  std::array<Stage*, StageArena::kMaxStages> started{};
-  std::size_t n = 0;
+  auto& started = ex.started;
   std::exception_ptr thrown;
   try {
     for (const auto& cfg : ex.snap.stages) {
       Stage* stage = cfg->start(ex, arena);
       if (stage == nullptr) continue;
-      started[n++] = stage;
-      if (co_await stage->onRequest(ex) == Step::Answered) break;
+      started.at[started.count++] = stage;
+      const Step step = co_await stage->onRequest(ex);
+      started.hooks |= stage->hooks();  // after onRequest, which may decide them
+      if (step == Step::Answered) break;
     }
   } catch (...) {
     thrown = std::current_exception();
   }
-  for (std::size_t i = n; i-- > 0;) co_await started[i]->onComplete(ex);
+  for (std::size_t i = started.count; i-- > 0;)
+    if ((started.at[i]->hooks() & Stage::kComplete) != 0) co_await started.at[i]->onComplete(ex);
   if (thrown) std::rethrow_exception(thrown);
 }
+
+namespace wayback {
+
+boost::asio::awaitable<void> attempt(Exchange& ex, UpstreamAttempt& a) {
+  const auto& started = ex.started;
+  for (std::size_t i = 0; i < started.count && a.skip == UpstreamAttempt::Skip::None; ++i)
+    if ((started.at[i]->hooks() & Stage::kAttempt) != 0) co_await started.at[i]->onAttempt(ex, a);
+}
+
+boost::asio::awaitable<void> attemptFailed(Exchange& ex, const routing::Pick& p) {
+  const auto& started = ex.started;
+  for (std::size_t i = started.count; i-- > 0;)
+    if ((started.at[i]->hooks() & Stage::kAttempt) != 0) co_await started.at[i]->onAttemptFailed(ex, p);
+}
+
+void headers(Exchange& ex, ResponseHead& h) {
+  const auto& started = ex.started;
+  for (std::size_t i = started.count; i-- > 0;)
+    if ((started.at[i]->hooks() & Stage::kResponseHeaders) != 0) started.at[i]->onResponseHeaders(ex, h);
+}
+
+DataStep data(Exchange& ex, ResponseData& d) {
+  const auto& started = ex.started;
+  for (std::size_t i = started.count; i-- > 0;)
+    if ((started.at[i]->hooks() & Stage::kResponseData) != 0 && started.at[i]->onResponseData(ex, d) == DataStep::Abort)
+      return DataStep::Abort;
+  return DataStep::Continue;
+}
+
+boost::asio::awaitable<Step> end(Exchange& ex, const ResponseEnd& e) {
+  const auto& started = ex.started;
+  for (std::size_t i = started.count; i-- > 0;) {
+    if ((started.at[i]->hooks() & Stage::kResponseEnd) == 0) continue;
+    const Step step = co_await started.at[i]->onResponseEnd(ex, e);  // not inside && (GCC 12)
+    if (step == Step::Answered) co_return Step::Answered;
+  }
+  co_return Step::Continue;
+}
+
+boost::asio::awaitable<void> commit(Exchange& ex, const ResponseEnd& e) {
+  const auto& started = ex.started;
+  for (std::size_t i = started.count; i-- > 0;)
+    if ((started.at[i]->hooks() & Stage::kResponseCommit) != 0) co_await started.at[i]->onResponseCommit(ex, e);
+}
+
+}  // namespace wayback
 
 }  // namespace sluice::gateway

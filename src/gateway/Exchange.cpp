@@ -7,8 +7,8 @@
 
 namespace sluice::gateway {
 
-providers::Format ClientCall::format() const {
-  switch (wire) {
+providers::Format chatFormat(Wire w) {
+  switch (w) {
     case Wire::Anthropic:
       return providers::Format::AnthropicMessages;
     case Wire::Gemini:
@@ -16,7 +16,11 @@ providers::Format ClientCall::format() const {
     case Wire::OpenAI:
       break;
   }
-  return responses() ? providers::Format::OpenAIResponses : providers::Format::OpenAIChat;
+  return providers::Format::OpenAIChat;
+}
+
+providers::Format ClientCall::format() const {
+  return responses() ? providers::Format::OpenAIResponses : chatFormat(wire);
 }
 
 bool ClientCall::translatable() const {

@@ -17,6 +17,7 @@
 #include "cache/ResponseCache.hpp"
 #include "cluster/Limiter.hpp"
 #include "gateway/Settlement.hpp"
+#include "gateway/Stage.hpp"
 #include "gateway/Wire.hpp"
 #include "http/Server.hpp"
 #include "pipeline/KeyTable.hpp"
@@ -74,6 +75,9 @@ struct RequestRecord {
   std::string request_body;   // only when store.log_bodies (capped; after redaction)
   std::string response_body;  // idem
 };
+
+// The translation format of a wire (OpenAI's is Chat; the Responses API is the client's choice).
+providers::Format chatFormat(Wire w);
 
 // What a client asked for, as the gateway saw it in the path.
 struct ClientCall {
@@ -137,25 +141,18 @@ struct ProtectScan {
   std::shared_ptr<redact::SealMemo> memo;             // the tokens this request sealed
 };
 
-// What the answer must go through on its way back, decided by the stages before the relay.
+// What every answer carries and how the relay must bring it back, decided by the stages before
+// the relay (what a stage does to the answer itself is its own response hooks' work).
 struct AnswerPlan {
   // The caller's x-ratelimit-* figures (the limits stage); when set they replace the provider's.
   std::vector<std::pair<std::string, std::string>> rate_headers;
   // Headers the protect stages add to every answer (screening, guardrail, cache).
   std::vector<std::pair<std::string, std::string>> headers;
-  // Redaction issued tokens for this request: answers are restored with this cipher.
+  // Redaction issued tokens for this request: answers are restored with this cipher (by the
+  // redaction stage's response hooks, and by the cache stage's replay of a hit).
   std::shared_ptr<const redact::TokenCipher> restore_cipher;
   std::shared_ptr<redact::RestoreStats> restore_stats;
   std::shared_ptr<const redact::SealMemo> restore_memo;
-  // The response cache records this answer under cache_key.
-  cache::ResponseCache* cache = nullptr;
-  std::optional<cache::CacheKey> cache_key;
-  std::chrono::milliseconds cache_ttl{0};
-  std::size_t cache_max_entry = cache::kDefaultMaxEntryBytes;
-  // guardrail.review_response: the webhook reviews a non-streamed answer before it is sent.
-  const guard::WebhookTarget* review = nullptr;
-  bool review_fail_open = true;
-  std::vector<pipeline::OutgoingText> outgoing;  // the request's texts, for that review
   // Responses clients are answered from a Chat translation (even by an openai channel) when the
   // answer must be restored or recorded: neither has a decoder for the native Responses stream.
   bool force_translate = false;
@@ -178,6 +175,7 @@ struct Exchange {
   ClientCall& call;
   RequestRecord& rec;
 
+  StartedStages started;     // the chain (runChain): the stages this request started, in order
   Caller caller;             // auth
   Route route;               // route
   Settlement settle;         // limits (and the relay's channel and key quotas)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/JsonText.hpp"
+#include "gateway/Chain.hpp"
 #include "gateway/LimitRefusal.hpp"
 #include "gateway/Relay.hpp"
 #include "gateway/stages/Stages.hpp"
@@ -60,8 +61,6 @@ namespace {
 boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<const routing::Channel*>& candidates,
                                                std::int64_t estTokens) {
   const auto& snap = relay.snap;
-  auto& settle = relay.ex.settle;
-  auto& limiter = settle.limiter();
   auto& rec = relay.rec;
   auto& r = relay.r;
   const auto& ctx = relay.ctx;
@@ -70,7 +69,6 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
   auto fail = [&](int status, std::string_view type, std::string_view code, const std::string& msg) {
     return failure(call.wire, ctx, rec, status, type, code, msg);
   };
-  relay.candidates_seen = candidates;
   routing::Attempts attempts(*snap.router, candidates);
   std::vector<std::string> summary;
   bool allTimeouts = true, all429 = true;
@@ -78,7 +76,6 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
   std::int64_t quotaRetry = -1;  // channels/keys skipped for their own quotas: soonest retry
   std::string quotaWhy;
   const int maxAttempts = cfg.routing.max_retries + 1;
-  std::vector<const routing::Channel*> charged;  // channels this request holds a quota charge on
   for (int n = 1; n <= maxAttempts;) {
     std::int64_t coolingFor = 0;
     auto pick = attempts.next(coolingFor);
@@ -95,42 +92,21 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
       break;
     }
     const auto& ch = *pick.channel;
-    // Provider quotas: a channel or key at its own limit is passed over, not tried.
-    auto refuse = [&](const cluster::Decision& d, const std::string& who) {
-      auto why = refusalFor(d, who, estTokens);
-      if (quotaRetry < 0 || (d.retry_after_ms > 0 && d.retry_after_ms < quotaRetry)) quotaRetry = d.retry_after_ms;
-      quotaWhy += (quotaWhy.empty() ? "" : "; ") + why.message;
-    };
-    if ((ch.cfg.rpm > 0 || ch.cfg.tpm > 0 || ch.cfg.max_concurrent > 0) &&
-        std::find(charged.begin(), charged.end(), &ch) == charged.end()) {
-      Held h{cluster::Subject{"ch:" + ch.cfg.name, {}}, cluster::Charge{ctx.id, estTokens, 0}, &ch, nullptr};
-      h.subject.spec.rpm = ch.cfg.rpm;
-      h.subject.spec.tpm = ch.cfg.tpm;
-      h.subject.spec.max_concurrent = ch.cfg.max_concurrent;
-      auto d = co_await limiter.acquire(h.subject, h.charge);
-      if (!d.allowed) {
-        std::string who = "channel " + ch.cfg.name;
-        refuse(d, who);
-        attempts.skipChannel(pick);
+    // The stages' say in this attempt: the limits stage passes over a channel or key at its own
+    // quota (it is not tried; its channel's other keys, or the next channel, are).
+    if (wayback::takes(relay.ex, Stage::kAttempt)) {
+      UpstreamAttempt ua(pick, estTokens);
+      co_await wayback::attempt(relay.ex, ua);
+      if (ua.skip != UpstreamAttempt::Skip::None) {
+        if (quotaRetry < 0 || (ua.retry_after_ms > 0 && ua.retry_after_ms < quotaRetry)) quotaRetry = ua.retry_after_ms;
+        quotaWhy += (quotaWhy.empty() ? "" : "; ") + ua.why;
+        if (ua.skip == UpstreamAttempt::Skip::Channel) {
+          attempts.skipChannel(pick);
+        } else if (pick.probe) {
+          ch.health->probing.store(false);  // the key stays in the tried set; the channel's other keys are next
+        }
         continue;
       }
-      charged.push_back(&ch);
-      settle.hold(std::move(h));
-    }
-    const std::size_t keyHeld = settle.heldCount();
-    if (ch.cfg.key_rpm > 0 || ch.cfg.key_tpm > 0) {
-      Held h{cluster::Subject{"uk:" + ch.cfg.name + ":" + pick.key->ref, {}}, cluster::Charge{ctx.id, estTokens, 0},
-             &ch, pick.key};
-      h.subject.spec.rpm = ch.cfg.key_rpm;
-      h.subject.spec.tpm = ch.cfg.key_tpm;
-      auto d = co_await limiter.acquire(h.subject, h.charge);
-      if (!d.allowed) {
-        std::string who = "key " + pick.key->id + " of channel " + ch.cfg.name;
-        refuse(d, who);
-        if (pick.probe) ch.health->probing.store(false);
-        continue;  // the key stays in the tried set; the channel's other keys are next
-      }
-      settle.hold(std::move(h));
     }
     rec.attempts = n;
     rec.channel = ch.cfg.name;
@@ -141,13 +117,14 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
     snap.router->report(pick, a.outcome, a.status, a.retry_after_ms, a.why);
     appendAttempt(rec.attempts_json, pick, a);
     if (a.delivered) {
-      // A success settled before its last bytes went out; any other answer (an error the
-      // client must fix, a stream that broke after it started) settles with what is known.
-      if (relay.beginSettle()) co_await relay.settleHeld(&pick);
+      // A success settled before its last bytes went out (the limits stage's commit hook); any
+      // other answer (an error the client must fix, a stream that broke after it started)
+      // settles with what is known when the request completes, charged to this attempt.
+      relay.ex.settle.served = pick;
       co_return;
     }
-    // A failed attempt used the key's request but none of its tokens.
-    if (keyHeld < settle.heldCount()) co_await settle.releaseAt(keyHeld);
+    // What the stages took for the attempt goes back (a key's request, none of its tokens).
+    if (wayback::takes(relay.ex, Stage::kAttempt)) co_await wayback::attemptFailed(relay.ex, pick);
     summary.push_back(fmt::format("#{} {} key {}: {}", n, ch.cfg.name, pick.key->id, a.why));
     allTimeouts = allTimeouts && a.timeout;
     all429 = all429 && a.status == 429;
@@ -177,7 +154,7 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
   } else if (rec.attempts == 0 && summary.empty()) {
     // Nothing was tried: every key of every candidate channel is disabled (or has no key).
     std::string why;
-    for (const auto* c : relay.candidates_seen) {
+    for (const auto* c : candidates) {
       std::size_t disabled = 0;
       for (const auto& k : c->keys) disabled += k.health->disabled.load(std::memory_order_relaxed) ? 1 : 0;
       why += fmt::format("{}channel {}: {} of {} keys disabled", why.empty() ? "" : "; ", c->cfg.name, disabled,

@@ -134,15 +134,7 @@ bool Relay::translating(const routing::Pick& p) const {
 }
 
 providers::Format Relay::upstreamFormat(const routing::Pick& p) const {
-  switch (upWire(p)) {
-    case Wire::Anthropic:
-      return providers::Format::AnthropicMessages;
-    case Wire::Gemini:
-      return providers::Format::GeminiGenerate;
-    case Wire::OpenAI:
-      break;
-  }
-  return providers::Format::OpenAIChat;
+  return chatFormat(upWire(p));
 }
 
 providers::TranslateContext Relay::translateContext(const routing::Pick& p) const {
@@ -152,68 +144,16 @@ providers::TranslateContext Relay::translateContext(const routing::Pick& p) cons
   tc.include_usage = facts.asked_usage;
   tc.client_model = call.model;
   tc.client_stream = stream;
-  tc.gemini_json_array = geminiJsonArray();
+  tc.gemini_json_array = ex.geminiJsonArray();
   tc.responses_echo = responses_echo;
-  if (plan.restore_cipher) {
-    auto cipher = plan.restore_cipher;
-    auto stats = plan.restore_stats;
-    auto memo = plan.restore_memo;
-    tc.wrap_encoder = [cipher, stats, memo](std::unique_ptr<providers::StreamEncoder> inner) {
-      return pipeline::makeRestoringEncoder(std::move(inner), cipher, stats, memo);
-    };
-  }
   return tc;
 }
 
-std::optional<cache::Entry> Relay::decodeAnswer(providers::Format f, int status, const std::string& body) const {
-  const auto first = body.find_first_not_of(" \t\r\n");
-  if (f == providers::Format::GeminiGenerate && first != std::string::npos && body[first] == '[') {
-    boost::system::error_code ec;
-    json::value arr = sluice::parseJson(body, ec);
-    if (ec || !arr.is_array() || status < 200 || status > 299) return std::nullopt;
-    auto rec = cache::Recorder::forStream(f, plan.cache_max_entry);
-    if (!rec) return std::nullopt;
-    for (const auto& el : arr.as_array()) {
-      std::string event = "data: " + json::serialize(el) + "\r\n\r\n";
-      rec->feed(event);
-    }
-    return rec->finish();
-  }
-  return cache::Recorder::fromWhole(f, status, body, plan.cache_max_entry);
-}
-
-boost::asio::awaitable<std::optional<http::Response>> Relay::reviewAnswer(const std::string& answer) {
-  auto& counters = metrics::registry().safety;
-  const std::string payload = reviewPayload(ex, plan.outgoing, "response", answer);
-  guard::Verdict v = co_await guard::review(pool, *plan.review, payload);
-  counters.guardrail(v.action == guard::Verdict::Action::Failed && v.timed_out ? "timeout"
-                                                                               : guard::verdictName(v.action));
-  std::optional<http::Response> out;
-  if (v.action == guard::Verdict::Action::Warn) {
-    plan.headers.emplace_back("x-sluice-guardrail", "warn");
-  } else if (v.action == guard::Verdict::Action::Block) {
-    out = failure(
-        call.wire, ctx, rec, 400, "invalid_request_error", "guardrail_blocked",
-        "the answer was withheld by the gateway's guardrail" + (v.reason.empty() ? std::string() : ": " + v.reason));
-  } else if (v.action == guard::Verdict::Action::Failed) {
-    spdlog::warn("request {}: guardrail webhook failed on the answer ({}): {}", ctx.id,
-                 plan.review_fail_open ? "fail_open" : "fail_closed", v.reason);
-    if (!plan.review_fail_open) {
-      out = failure(call.wire, ctx, rec, 503, "api_error", "guardrail_unavailable",
-                    "the gateway's guardrail could not review the answer (" + v.reason +
-                        ") and is configured fail_closed; retry later");
-    } else {
-      plan.headers.emplace_back("x-sluice-guardrail", "unavailable");
-    }
-  }
-  if (out) plan.apply(*out);
-  co_return out;
-}
-
-boost::asio::awaitable<void> Relay::storeRecorded() {
-  if (!recorded || !plan.cache || !plan.cache_key) co_return;
-  const std::shared_ptr<const cache::Entry> entry = std::move(recorded);
-  co_await plan.cache->put(*plan.cache_key, entry, plan.cache_ttl);
+ResponseHead Relay::responseHead(const routing::Pick& p, int status, bool sse) {
+  const bool tr = translating(p);
+  ResponseHead h(p, status, sse, tr ? upstreamFormat(p) : call.format(), call.format(), tr);
+  if (wayback::takes(ex, Stage::kResponseHeaders)) wayback::headers(ex, h);
+  return h;
 }
 
 std::optional<providers::TranslateError> Relay::prepareBody(const routing::Pick& p, std::string_view& out) {
@@ -225,7 +165,7 @@ std::optional<providers::TranslateError> Relay::prepareBody(const routing::Pick&
     if (translating(p)) {
       body_made.clear();
       providers::RequestInfo info;
-      if (auto err = providers::translateRequest(clientFormat(), upstreamFormat(p), req.body(), body_made,
+      if (auto err = providers::translateRequest(call.format(), upstreamFormat(p), req.body(), body_made,
                                                  translateContext(p), &info)) {
         body_key.clear();
         return err;
@@ -291,7 +231,7 @@ std::string Relay::responseFieldLines(const bhttp::fields& from, const routing::
   out.reserve(256);
   if (json_array) out.append("Content-Type: application/json\r\n");
   for (const auto& f : from) {
-    if (dropTowardClient(f.name_string()) || ownRateHeader(f.name_string())) continue;
+    if (dropTowardClient(f.name_string()) || plan.ownRateHeader(f.name_string())) continue;
     if (json_array && f.name() == bhttp::field::content_type) continue;
     // The provider's request id stays available under another name; x-request-id is ours.
     if (boost::beast::iequals(f.name_string(), "x-request-id"))
@@ -303,14 +243,14 @@ std::string Relay::responseFieldLines(const bhttp::fields& from, const routing::
   out.append("x-request-id: ").append(ctx.id).append("\r\n");
   out.append("x-sluice-channel: ").append(p.channel->cfg.name).append("\r\n");
   out.append("x-sluice-attempts: ").append(std::to_string(attempts)).append("\r\n");
-  appendOwnHeaderLines(out);
+  plan.appendLines(out);
   return out;
 }
 
 void Relay::copyResponseHeaders(const bhttp::fields& from, bhttp::fields& to, const routing::Pick& p,
                                 int attempts) const {
   for (const auto& f : from) {
-    if (dropTowardClient(f.name_string()) || ownRateHeader(f.name_string())) continue;
+    if (dropTowardClient(f.name_string()) || plan.ownRateHeader(f.name_string())) continue;
     if (boost::beast::iequals(f.name_string(), "x-request-id"))
       to.insert("x-upstream-request-id", f.value());
     else
@@ -319,7 +259,7 @@ void Relay::copyResponseHeaders(const bhttp::fields& from, bhttp::fields& to, co
   to.set("x-request-id", ctx.id);
   to.set("x-sluice-channel", p.channel->cfg.name);
   to.set("x-sluice-attempts", std::to_string(attempts));
-  setOwnHeaders(to);
+  plan.apply(to);
 }
 
 boost::asio::awaitable<Attempt> Relay::attempt(const routing::Pick& p, int attemptNo) {
@@ -337,7 +277,7 @@ boost::asio::awaitable<Attempt> Relay::attempt(const routing::Pick& p, int attem
     http::Response res{static_cast<bhttp::status>(err->status), 11};
     res.set(bhttp::field::content_type, "application/json");
     res.set("x-request-id", ctx.id);
-    res.body() = providers::errorBody(clientFormat(), *err);
+    res.body() = providers::errorBody(call.format(), *err);
     rec.status = err->status;
     rec.error = err->message;
     co_await r.send(std::move(res));
@@ -405,7 +345,7 @@ boost::asio::awaitable<Attempt> Relay::attempt(const routing::Pick& p, int attem
       copyResponseHeaders(head, res, p, attemptNo);
       scrubFields(snap.scrubber, res);
       if (translating(p)) {
-        res.body() = providers::translateError(clientFormat(), upstreamFormat(p), a.status, errBody);
+        res.body() = providers::translateError(call.format(), upstreamFormat(p), a.status, errBody);
         res.set(bhttp::field::content_type, "application/json");
       } else {
         res.body() = std::move(errBody);
@@ -441,71 +381,65 @@ boost::asio::awaitable<Attempt> Relay::relayWhole(const routing::Pick& p, int at
     }
   }
   auto& head = parser.get();
-  const providers::Format recFormat = translating(p) ? upstreamFormat(p) : clientFormat();
-  std::optional<cache::Entry> canonical;  // the answer decoded, when caching or reviewing needs it
-  if (plan.cache_key || (plan.review && !stream)) canonical = decodeAnswer(recFormat, a.status, whole);
-  if (plan.cache_key && canonical) {
-    // Recorded from the upstream's own bytes, tokens and all: a replay is restored per request.
-    canonical->stored_at_ms = unixNowMs();
-    recorded = std::make_shared<const cache::Entry>(*canonical);
-  }
-  if (plan.review && !stream) {
-    std::string text;
-    if (canonical)
-      for (const auto& part : canonical->response.content)
-        if (part.kind == providers::Part::Kind::Text) text += part.text;
-    std::optional<http::Response> refusal = co_await reviewAnswer(text);
-    if (refusal) {
-      if (head.keep_alive())
-        pool.release(std::move(conn));
-      else
-        conn->close();
-      recorded.reset();
-      co_await r.send(std::move(*refusal));
-      a.outcome = Outcome::Success;
-      a.delivered = true;
-      co_return a;
-    }
-  }
+  auto closeOrRelease = [&] {
+    if (head.keep_alive())
+      pool.release(std::move(conn));
+    else
+      conn->close();
+  };
+  const ResponseHead rh = responseHead(p, a.status, false);
+  // The client's body: translated, or the upstream's own bytes; the stages' hooks get both
+  // (a copy only when a stage reads the answer: then it must see the upstream's bytes as they came).
+  const bool stagesRead = wayback::takes(ex, Stage::kResponseData | Stage::kResponseEnd | Stage::kResponseCommit);
+  std::string body;
   Usage usage;
-  if (translating(p)) {
-    std::string clientBody;
+  if (rh.translated) {
     providers::Usage cu;
-    if (auto err = providers::translateResponse(clientFormat(), upstreamFormat(p), whole, clientBody,
-                                                translateContext(p), &cu)) {
+    if (auto err =
+            providers::translateResponse(call.format(), rh.upstream_format, whole, body, translateContext(p), &cu)) {
       conn->close();
       a.outcome = Outcome::ChannelFailure;
       a.why = "upstream response could not be translated: " + err->message;
       co_return a;
     }
-    whole = std::move(clientBody);
     usage = fromCanonical(cu);
-    rec.input_tokens = usage.prompt_tokens;
-    rec.output_tokens = usage.completion_tokens;
-    rec.cached_tokens = usage.cached_tokens;
-  } else if (usageFromBody(call.wire, whole, usage)) {
-    rec.input_tokens = usage.prompt_tokens;
-    rec.output_tokens = usage.completion_tokens;
-    rec.cached_tokens = usage.cached_tokens;
-  }
-  keepBody(whole);  // the log keeps the answer as it came, tokens sealed
-  if (plan.restore_cipher) {
-    redact::RestoreStats st;
-    pipeline::restoreWholeBody(whole, *plan.restore_cipher, st, plan.restore_memo.get());
-    countRestored(st);
-  }
-  http::Response res{head.result(), 11};
-  copyResponseHeaders(head, res, p, attemptNo);
-  res.body() = std::move(whole);
-  if (head.keep_alive()) {
-    pool.release(std::move(conn));
   } else {
-    conn->close();
+    usageFromBody(call.wire, whole, usage);
+    body = stagesRead ? whole : std::move(whole);
   }
+  if (usage.known()) {
+    rec.input_tokens = usage.prompt_tokens;
+    rec.output_tokens = usage.completion_tokens;
+    rec.cached_tokens = usage.cached_tokens;
+  }
+  ex.keepBody(body);  // the log keeps the answer as it came, tokens sealed
+  const ResponseEnd end{.pick = p, .status = a.status, .stream = false, .upstream_body = whole};
+  if (wayback::takes(ex, Stage::kResponseData)) {
+    ResponseData piece{.upstream = whole, .out = body, .end_of_stream = true};
+    if (wayback::data(ex, piece) == DataStep::Abort) {
+      conn->close();
+      a.outcome = Outcome::ChannelFailure;
+      a.why = "the answer passed a bound of the gateway's";
+      co_return a;
+    }
+  }
+  if (wayback::takes(ex, Stage::kResponseEnd)) {
+    const Step step = co_await wayback::end(ex, end);
+    if (step == Step::Answered) {  // a stage sent another answer instead (guardrail)
+      closeOrRelease();
+      a.outcome = Outcome::Success;
+      a.delivered = true;
+      co_return a;
+    }
+  }
+  closeOrRelease();
   rec.status = a.status;
   rec.ttfb_ms = msSince(ctx.start);
-  if (beginSettle()) co_await settleHeld(&p);
-  co_await storeRecorded();  // before the answer goes out: an immediate repeat finds it
+  // Settled and stored before the answer goes out: an immediate repeat finds both.
+  if (wayback::takes(ex, Stage::kResponseCommit)) co_await wayback::commit(ex, end);
+  http::Response res{head.result(), 11};
+  copyResponseHeaders(head, res, p, attemptNo);
+  res.body() = std::move(body);
   co_await r.send(std::move(res));
   a.outcome = Outcome::Success;
   a.delivered = true;
@@ -516,18 +450,20 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
                                                    std::unique_ptr<upstream::Connection> conn,
                                                    upstream::ResponseParser& parser, Attempt a) {
   const auto& t = snap.cfg->routing.timeouts;
-  // A same-format stream that must be restored goes through a same-format translator.
-  const providers::Format upFormat = translating(p) ? upstreamFormat(p) : clientFormat();
-  // OpenAI Chat to OpenAI Chat with tokens to restore: a tap that parses only the events
-  // that may hold one (the common case by far; the others decode and re-encode every event).
-  const bool rawRestore = plan.restore_cipher && !translating(p) && clientFormat() == providers::Format::OpenAIChat;
-  auto tap = rawRestore ? makeRestoringChatTap(strip_usage, plan.restore_cipher, plan.restore_stats, plan.restore_memo)
-             : decodeStream(p)
-                 ? makeTranslatingTap(providers::makeStreamTranslator(clientFormat(), upFormat, translateContext(p)))
-                 : makeStreamTap(call.wire, strip_usage);
+  ResponseHead rh = responseHead(p, a.status, true);
+  // Decoded (and encoded again) when translated, or when a stage must see the events.
+  const bool decode = rh.translated || rh.wrap_encoder != nullptr;
+  std::unique_ptr<StreamTap> tap;
+  if (decode) {
+    providers::TranslateContext tc = translateContext(p);
+    tc.wrap_encoder = std::move(rh.wrap_encoder);
+    tap = makeTranslatingTap(providers::makeStreamTranslator(call.format(), rh.upstream_format, tc));
+  } else {
+    tap = makeStreamTap(call.wire, strip_usage);
+  }
   auto& filter = *tap;
-  std::unique_ptr<cache::Recorder> recorder;
-  if (plan.cache_key) recorder = cache::Recorder::forStream(upFormat, plan.cache_max_entry);
+  const bool stagesRead = wayback::takes(ex, Stage::kResponseData);
+  const ResponseEnd end{.pick = p, .status = a.status, .stream = true, .upstream_body = {}};
   std::string out;
   out.reserve(kReadChunk);
   char buf[kReadChunk];
@@ -544,38 +480,37 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
     // Until a byte reaches the client the first-byte timeout applies and failure is retryable.
     bool sent = r.bytesSent() > 0;
     auto [ec, n] = co_await conn->readBody(parser, buf, sizeof buf, deadline.cap(sent ? t.idle : t.first_byte));
+    const std::string_view got(buf, n);
     out.clear();
-    if (recorder) recorder->feed(std::string_view(buf, n));
-    if (plan.restore_cipher) keepBody(std::string_view(buf, n));  // logged as it came, tokens sealed
-    bool ok = filter.feed(std::string_view(buf, n), out);
-    if (!ok) ec = boost::beast::errc::make_error_code(boost::beast::errc::message_size);
+    if (!filter.feed(got, out)) ec = boost::beast::errc::make_error_code(boost::beast::errc::message_size);
     // The usual last read carries the final events and the upstream's end: send both in one write.
     bool last = parser.is_done() && !ec;
-    if (last) {
-      filter.finish(out);
-      if (recorder) {
-        if (auto entry = recorder->finish()) {
-          entry->stored_at_ms = unixNowMs();
-          recorded = std::make_shared<const cache::Entry>(std::move(*entry));
-        }
+    if (last) filter.finish(out);
+    // The log keeps the answer before any stage rewrites it: tokens sealed.
+    ex.keepBody(rh.log_upstream_bytes ? got : std::string_view(out));
+    if (stagesRead) {
+      ResponseData piece{.upstream = got, .out = out, .end_of_stream = last};
+      if (wayback::data(ex, piece) == DataStep::Abort) {
+        ec = boost::beast::errc::make_error_code(boost::beast::errc::message_size);
+        last = false;
       }
-      if (plan.restore_stats) countRestored(*plan.restore_stats);
+    }
+    if (last) {
       if (const auto u = filter.usage(); u.known()) {
         rec.input_tokens = u.prompt_tokens;
         rec.output_tokens = u.completion_tokens;
         rec.cached_tokens = u.cached_tokens;
       }
-      if (beginSettle()) co_await settleHeld(&p);
-      if (head.result_int() >= 200 && head.result_int() < 300) co_await storeRecorded();
+      // Settled (and recorded) before the last bytes go out: the client's next request finds it.
+      if (wayback::takes(ex, Stage::kResponseCommit)) co_await wayback::commit(ex, end);
     }
     if (!out.empty() || last) {
       if (!begun) {
-        std::string lines = responseFieldLines(head, p, attemptNo, decodeStream(p) && geminiJsonArray());
+        std::string lines = responseFieldLines(head, p, attemptNo, decode && ex.geminiJsonArray());
         co_await r.beginStream(static_cast<int>(head.result_int()), head.reason(), lines);
         begun = true;
       }
       if (!out.empty() && rec.ttfb_ms < 0) rec.ttfb_ms = msSince(ctx.start);
-      if (!plan.restore_cipher) keepBody(out);
       bool written = last ? co_await r.writeLastChunk(out) : co_await r.writeChunk(out);
       if (!written) {
         // The client left: stop reading and drop the upstream connection so the provider

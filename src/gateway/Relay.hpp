@@ -1,7 +1,8 @@
 // Relay: one request's attempts on the channels the failover loop (Proxy.cpp) picks: the body
 // and head made for each channel, the upstream's answer read whole or as a stream, translated
-// for the client, and sent back as the answer plan says (restored, recorded, reviewed), with the
-// usage read on the way. One per request, made by the relay stage; used on its worker only.
+// for the client with the usage read on the way, and brought back through the stages' response
+// hooks (gateway/Chain.hpp, wayback: restored, recorded, reviewed, settled). One per request,
+// made by the relay stage; used on its worker only.
 #pragma once
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/http/fields.hpp>
@@ -14,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cache/Entry.hpp"
+#include "gateway/Chain.hpp"
 #include "gateway/Exchange.hpp"
 #include "gateway/Snapshot.hpp"
 #include "providers/Translate.hpp"
@@ -90,42 +91,20 @@ struct Relay {
   std::string body_made;
   bool body_is_original = false;
   std::string& upstream_model;  // for the current attempt (the limits stage prices by it)
-  // What the stages before decided for the answer's way back: restoring, recording, review,
-  // and the headers every answer carries.
-  AnswerPlan& plan;
-  std::shared_ptr<const cache::Entry> recorded;          // the entry made from this answer
-  std::vector<const routing::Channel*> candidates_seen;  // for the message when none could be tried
+  // The headers every answer carries and whether Responses clients are answered from a Chat
+  // translation (the stages before decided).
+  const AnswerPlan& plan;
   std::shared_ptr<const providers::openai::ResponsesEcho> responses_echo;
 
   Wire upWire(const routing::Pick& p) const { return channelWire(p.channel->cfg.type); }
   // Same format: relayed as it is. Responses requests go natively only to `openai` channels;
   // other OpenAI-format upstreams (vLLM, Ollama, DeepSeek...) get them as chat completions.
   bool translating(const routing::Pick& p) const;
-  // Streams go through a decoder and encoder when translated or restored.
-  bool decodeStream(const routing::Pick& p) const { return translating(p) || plan.restore_cipher != nullptr; }
-  providers::Format clientFormat() const { return call.format(); }
   providers::Format upstreamFormat(const routing::Pick& p) const;
-  bool geminiJsonArray() const { return ex.geminiJsonArray(); }
   providers::TranslateContext translateContext(const routing::Pick& p) const;
+  // The head of p's answer as the stages see it, with their say in it (wayback::headers).
+  ResponseHead responseHead(const routing::Pick& p, int status, bool sse);
 
-  // Settles the limits right before the answer's last bytes go out (gateway/Settlement.hpp).
-  bool beginSettle() { return ex.settle.begin(*snap.prices, rec, routed_model, upstream_model); }
-  boost::asio::awaitable<void> settleHeld(const routing::Pick* served) { co_await ex.settle.settleHeld(served, rec); }
-
-  // A whole answer as a cache entry: an object body, or the JSON array of a Gemini stream
-  // requested without alt=sse (its elements are the stream's chunks).
-  std::optional<cache::Entry> decodeAnswer(providers::Format f, int status, const std::string& body) const;
-
-  // guardrail.review_response: the webhook's verdict on the answer; a refusal to send instead.
-  boost::asio::awaitable<std::optional<http::Response>> reviewAnswer(const std::string& answer);
-
-  // Puts the recorded answer in the cache (once).
-  boost::asio::awaitable<void> storeRecorded();
-
-  bool ownRateHeader(std::string_view name) const { return plan.ownRateHeader(name); }
-  void keepBody(std::string_view bytes) { ex.keepBody(bytes); }
-  void setOwnHeaders(bhttp::fields& to) const { plan.apply(to); }
-  void appendOwnHeaderLines(std::string& out) const { plan.appendLines(out); }
   // The body to send to p's channel, or an error the client must fix (bad for that format).
   std::optional<providers::TranslateError> prepareBody(const routing::Pick& p, std::string_view& out);
 

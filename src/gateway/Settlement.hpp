@@ -44,6 +44,9 @@ class Settlement {
 
   // The price of the routed model, for the cost (the route stage sets it).
   std::optional<config::Price> price;
+  // The attempt whose answer the client got (the relay sets it): its channel and key are
+  // charged the real usage when the request settles.
+  std::optional<routing::Pick> served;
 
   // Marks the request settled and computes its cost from the real usage, at the price of the
   // model the channel was asked for. True when limits are held: then settleHeld() must follow.

@@ -128,7 +128,6 @@ class TranslatingTap final : public StreamTap {
   std::unique_ptr<providers::StreamTranslator> t_;
 };
 
-
 using providers::detail::findBytes;
 
 // Could these raw SSE bytes hold (a piece of) a redaction token? A token starts "[[" and is made
@@ -185,39 +184,19 @@ std::size_t eventStart(std::string_view s, std::size_t pos) {
   return 0;
 }
 
-// A same-format OpenAI Chat stream whose answer may carry redaction tokens: events are passed on
-// as they came unless one could hold (part of) a token or a restorer still holds bytes; only
-// those are parsed and rewritten (content through a depth-0 Restorer per choice, tool-call
-// arguments through a depth-1 Restorer per call). Held bytes go out with the choice's finish
-// chunk, or in a chunk of their own before [DONE] or at the end.
-class RestoringChatTap final : public StreamTap {
+// An OpenAI Chat stream whose answer may carry redaction tokens, as the client gets it (whole
+// events): events are passed on as they came unless one could hold (part of) a token or a
+// restorer still holds bytes; only those are parsed and rewritten (content through a depth-0
+// Restorer per choice, tool-call arguments through a depth-1 Restorer per call). Held bytes go
+// out with the choice's finish chunk, or in a chunk of their own before [DONE] or at the end.
+class ChatRestorer final : public ChatStreamRestorer {
  public:
-  RestoringChatTap(bool strip, std::shared_ptr<const redact::TokenCipher> cipher,
-                   std::shared_ptr<redact::RestoreStats> stats, std::shared_ptr<const redact::SealMemo> memo)
-      : f_(strip), cipher_(std::move(cipher)), stats_(std::move(stats)), memo_(std::move(memo)) {}
+  ChatRestorer(std::shared_ptr<const redact::TokenCipher> cipher, std::shared_ptr<redact::RestoreStats> stats,
+               std::shared_ptr<const redact::SealMemo> memo)
+      : cipher_(std::move(cipher)), stats_(std::move(stats)), memo_(std::move(memo)) {}
 
-  bool feed(std::string_view in, std::string& out) override {
-    // The filter writes straight into `out`; only a read that may carry a piece of a token is
-    // taken back out and rewritten event by event (the usual read is not copied at all).
-    // Events before the first possible piece of a token stay where the filter put them.
-    std::size_t at = out.size();
-    if (!f_.feed(in, out)) return false;
-    if (!holding()) {
-      const std::string_view fresh = std::string_view(out).substr(at);
-      const std::size_t c = firstCandidate(fresh);
-      if (c == std::string_view::npos) return true;
-      at += eventStart(fresh, c);
-    }
-    std::string& tmp = scratch(0);
-    tmp.assign(out, at, std::string::npos);
-    out.resize(at);
-    process(tmp, out);
-    return true;
-  }
+  void restore(std::string& out) override { restoreFrom(out, 0); }
   void finish(std::string& out) override {
-    std::string& tmp = scratch(0);
-    tmp.assign(f_.leftover());
-    process(tmp, out);
     flushAll(out);
     if (stats_)
       forEach([&](Key, redact::Restorer& r) {
@@ -225,7 +204,22 @@ class RestoringChatTap final : public StreamTap {
         stats_->tampered += r.stats().tampered;
       });
   }
-  Usage usage() const override { return f_.usage(); }
+
+  // Rewrites the events of out[at..]: only a piece that may carry a piece of a token is taken
+  // back out and rewritten event by event (the usual read is not copied at all). Events before
+  // the first possible piece of a token stay where they are.
+  void restoreFrom(std::string& out, std::size_t at) {
+    if (!holding()) {
+      const std::string_view fresh = std::string_view(out).substr(at);
+      const std::size_t c = firstCandidate(fresh);
+      if (c == std::string_view::npos) return;
+      at += eventStart(fresh, c);
+    }
+    std::string& tmp = scratch(0);
+    tmp.assign(out, at, std::string::npos);
+    out.resize(at);
+    process(tmp, out);
+  }
 
  private:
   using Key = std::pair<std::int64_t, std::int64_t>;  // (choice, tool index; -1: content)
@@ -373,7 +367,8 @@ class RestoringChatTap final : public StreamTap {
     }
     // Rewritten in place only in the usual shape: one content delta of choice 0, no tool calls,
     // no finish (a finish flushes what is held, which the parsing path does).
-    if (findBytes(ev, kContent, end) != std::string_view::npos || findBytes(ev, "tool_calls") != std::string_view::npos ||
+    if (findBytes(ev, kContent, end) != std::string_view::npos ||
+        findBytes(ev, "tool_calls") != std::string_view::npos ||
         findBytes(ev, "\"finish_reason\":null") == std::string_view::npos)
       return false;
     const std::size_t idx = findBytes(ev, "\"index\":");
@@ -443,7 +438,8 @@ class RestoringChatTap final : public StreamTap {
       r.finish(rest);
       if (k.second < 0) {
         std::string content = delta.contains("content") && delta["content"].is_string()
-                                  ? std::string(delta["content"].as_string()) : std::string();
+                                  ? std::string(delta["content"].as_string())
+                                  : std::string();
         delta["content"] = content + rest;
       } else {
         auto& tcs = delta["tool_calls"];
@@ -468,7 +464,10 @@ class RestoringChatTap final : public StreamTap {
     json::array choices;
     for (auto& [idx, delta] : deltas)
       choices.push_back(json::object{{"index", idx}, {"delta", std::move(delta)}, {"finish_reason", nullptr}});
-    json::object chunk{{"id", id_}, {"object", "chat.completion.chunk"}, {"created", created_}, {"model", model_},
+    json::object chunk{{"id", id_},
+                       {"object", "chat.completion.chunk"},
+                       {"created", created_},
+                       {"model", model_},
                        {"choices", std::move(choices)}};
     out.append("data: ").append(json::serialize(chunk)).append("\n\n");
   }
@@ -479,18 +478,49 @@ class RestoringChatTap final : public StreamTap {
     if (const auto c = intAt(o, "created"); c >= 0) created_ = c;
   }
 
-  providers::openai::StreamFilter f_;
   std::shared_ptr<const redact::TokenCipher> cipher_;
   std::shared_ptr<redact::RestoreStats> stats_;
   std::shared_ptr<const redact::SealMemo> memo_;
   std::optional<redact::Restorer> content0_;
   std::map<Key, std::unique_ptr<redact::Restorer>> restorers_;  // the others
-  std::string shapePrefix_, shapeSuffix_;  // around the content string of a checked chunk
+  std::string shapePrefix_, shapeSuffix_;                       // around the content string of a checked chunk
   std::string id_, model_;
   std::int64_t created_ = 0;
 };
 
+// A same-format OpenAI Chat tap that also restores: the plain tap, then the restorer on what
+// it gave.
+class RestoringChatTap final : public StreamTap {
+ public:
+  RestoringChatTap(bool strip, std::shared_ptr<const redact::TokenCipher> cipher,
+                   std::shared_ptr<redact::RestoreStats> stats, std::shared_ptr<const redact::SealMemo> memo)
+      : f_(strip), r_(std::move(cipher), std::move(stats), std::move(memo)) {}
+  bool feed(std::string_view in, std::string& out) override {
+    const std::size_t at = out.size();
+    if (!f_.feed(in, out)) return false;
+    r_.restoreFrom(out, at);
+    return true;
+  }
+  void finish(std::string& out) override {
+    const std::size_t at = out.size();
+    out.append(f_.leftover());
+    r_.restoreFrom(out, at);
+    r_.finish(out);
+  }
+  Usage usage() const override { return f_.usage(); }
+
+ private:
+  providers::openai::StreamFilter f_;
+  ChatRestorer r_;
+};
+
 }  // namespace
+
+std::unique_ptr<ChatStreamRestorer> makeChatStreamRestorer(std::shared_ptr<const redact::TokenCipher> cipher,
+                                                           std::shared_ptr<redact::RestoreStats> stats,
+                                                           std::shared_ptr<const redact::SealMemo> memo) {
+  return std::make_unique<ChatRestorer>(std::move(cipher), std::move(stats), std::move(memo));
+}
 
 Usage fromCanonical(const providers::Usage& u) {
   Usage out;
@@ -513,9 +543,12 @@ std::unique_ptr<StreamTap> makeRestoringChatTap(bool strip_usage, std::shared_pt
 
 std::unique_ptr<StreamTap> makeStreamTap(Wire w, bool strip_usage) {
   switch (w) {
-    case Wire::Anthropic: return std::make_unique<AnthropicTap>();
-    case Wire::Gemini: return std::make_unique<GeminiTap>();
-    case Wire::OpenAI: break;
+    case Wire::Anthropic:
+      return std::make_unique<AnthropicTap>();
+    case Wire::Gemini:
+      return std::make_unique<GeminiTap>();
+    case Wire::OpenAI:
+      break;
   }
   return std::make_unique<OpenAITap>(strip_usage);
 }

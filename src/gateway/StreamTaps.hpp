@@ -40,6 +40,21 @@ std::unique_ptr<StreamTap> makeStreamTap(Wire w, bool strip_usage);
 std::unique_ptr<StreamTap> makeRestoringChatTap(bool strip_usage, std::shared_ptr<const redact::TokenCipher> cipher,
                                                 std::shared_ptr<redact::RestoreStats> stats,
                                                 std::shared_ptr<const redact::SealMemo> memo = nullptr);
+// Restores redaction tokens in an OpenAI Chat stream as the client gets it (whole events, as a
+// tap gives them), parsing only the events that may hold one; the bytes of a token split across
+// events are held (at most a token's length) and given out with the choice's finish chunk, in a
+// chunk of their own before [DONE], or at finish. The redaction stage's, one per answer.
+class ChatStreamRestorer {
+ public:
+  virtual ~ChatStreamRestorer() = default;
+  // Rewrites `out` (whole events, and at the end of the stream an unfinished one) in place.
+  virtual void restore(std::string& out) = 0;
+  // The stream ended: appends what is still held, and adds the counts to the stats.
+  virtual void finish(std::string& out) = 0;
+};
+std::unique_ptr<ChatStreamRestorer> makeChatStreamRestorer(std::shared_ptr<const redact::TokenCipher> cipher,
+                                                           std::shared_ptr<redact::RestoreStats> stats,
+                                                           std::shared_ptr<const redact::SealMemo> memo = nullptr);
 // A tap that translates an upstream stream of another format into the client's.
 std::unique_ptr<StreamTap> makeTranslatingTap(std::unique_ptr<providers::StreamTranslator> t);
 Usage fromCanonical(const providers::Usage& u);

@@ -3,7 +3,8 @@
 // [split] [payload]. Checks: no crash; events and usage do not depend on the split; the
 // Anthropic and Gemini taps pass every byte on unchanged. Also usageFromBody on the payload, and
 // the OpenAI tap that restores redaction tokens (makeRestoringChatTap): no crash, and its
-// events do not depend on the split either.
+// events do not depend on the split either, nor differ from the plain tap followed by the
+// redaction stage's restorer (makeChatStreamRestorer), as the gateway runs them.
 #include <memory>
 #include <string>
 
@@ -32,6 +33,30 @@ Run run(gateway::Wire w, bool strip, std::string_view payload, std::uint8_t spli
   return r;
 }
 
+// As the gateway does it: the relay's plain tap, then the redaction stage's restorer on each
+// piece the tap gave (gateway/stages/RedactionStage.cpp).
+std::string composed(bool strip, std::string_view payload, std::uint8_t split) {
+  static const auto cipher = std::make_shared<const redact::TokenCipher>("fuzz-stream-tap-key-0123456789", "vk:1");
+  auto tap = gateway::makeStreamTap(gateway::Wire::OpenAI, strip);
+  auto restorer = gateway::makeChatStreamRestorer(cipher, std::make_shared<redact::RestoreStats>());
+  std::string all, piece;
+  bool ok = fuzz::feedSplit(payload, split, [&](std::string_view chunk) {
+    piece.clear();
+    if (!tap->feed(chunk, piece)) return false;
+    restorer->restore(piece);
+    all += piece;
+    return true;
+  });
+  if (ok) {
+    piece.clear();
+    tap->finish(piece);
+    restorer->restore(piece);
+    restorer->finish(piece);
+    all += piece;
+  }
+  return all;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -56,6 +81,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Run rw = run(w, strip, payload, 0xFF, true);
     if (fuzz::sseEvents(rs.out) != fuzz::sseEvents(rw.out))
       fuzz::fail("restoring tap output depends on how the stream is split", "split:\n" + rs.out + "\nwhole:\n" + rw.out);
+    const std::string c = composed(strip, payload, data[1]);
+    if (fuzz::sseEvents(c) != fuzz::sseEvents(rw.out))
+      fuzz::fail("tap + restorer differs from the restoring tap", "composed:\n" + c + "\ntap:\n" + rw.out);
   }
 
   gateway::Usage u;

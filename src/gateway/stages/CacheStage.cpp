@@ -2,10 +2,12 @@
 // (Cache-Control, x-sluice-cache) and the gateway's, the key's and the channel's settings decide
 // whether to read and whether to write. A hit answers here, streamed or whole in the client's
 // format, and costs nothing upstream (the limits get their reservations back); a miss that may
-// be written puts the recording in the plan for the relay.
+// be written records the answer on its way back (the response hooks) and stores it when it
+// stands, before its last bytes go out.
 #include <boost/beast/http/field.hpp>
 
 #include "cache/Controls.hpp"
+#include "cache/Recorder.hpp"
 #include "cache/Replay.hpp"
 #include "core/Clock.hpp"
 #include "gateway/Exchange.hpp"
@@ -145,16 +147,51 @@ class CacheStage final : public Stage {
       headers.emplace_back("x-sluice-cache", "refresh");
     }
     if (d.write) {
-      ex.answer.cache = ex.svc.cache;
-      ex.answer.cache_key = std::move(*kr.key);
-      ex.answer.cache_ttl = d.ttl;
-      ex.answer.cache_max_entry = cc.max_entry_bytes;
+      key_ = std::move(*kr.key);
+      ttl_ = d.ttl;
+      max_entry_ = cc.max_entry_bytes;
       ex.answer.force_translate = true;  // Responses clients: record a decodable stream
     }
     co_return Step::Continue;
   }
 
+  // A miss that may be written records the answer on its way back and stores it when it stands.
+  unsigned hooks() const override { return key_ ? kResponseHeaders | kResponseData | kResponseCommit : 0u; }
+
+  // Each attempt's answer is recorded afresh, from the upstream's own bytes in the upstream's
+  // format, tokens and all: a replay is restored per request.
+  void onResponseHeaders(Exchange&, ResponseHead& h) override {
+    recorded_.reset();
+    recorder_.reset();
+    if (h.stream) recorder_ = cache::Recorder::forStream(h.upstream_format, max_entry_);
+    format_ = h.upstream_format;
+    status_ = h.status;
+  }
+
+  DataStep onResponseData(Exchange&, ResponseData& d) override {
+    if (!recorder_) {  // a whole answer: one piece
+      if (d.end_of_stream) keep(cache::Recorder::fromAnswer(format_, status_, d.upstream, max_entry_));
+      return DataStep::Continue;
+    }
+    recorder_->feed(d.upstream);
+    if (d.end_of_stream) keep(recorder_->finish());
+    return DataStep::Continue;
+  }
+
+  // Stored before the answer's last bytes go out: an immediate repeat finds it.
+  boost::asio::awaitable<void> onResponseCommit(Exchange& ex, const ResponseEnd& e) override {
+    if (!recorded_ || e.status < 200 || e.status > 299) co_return;
+    const std::shared_ptr<const cache::Entry> entry = std::move(recorded_);
+    co_await ex.svc.cache->put(*key_, entry, ttl_);
+  }
+
  private:
+  void keep(std::optional<cache::Entry> entry) {
+    if (!entry) return;
+    entry->stored_at_ms = unixNowMs();
+    recorded_ = std::make_shared<const cache::Entry>(std::move(*entry));
+  }
+
   static boost::asio::awaitable<void> answerHit(Exchange& ex, std::shared_ptr<const cache::Entry>& hit) {
     std::shared_ptr<const cache::Entry> sealed = hit;
     const auto& plan = ex.answer;
@@ -175,6 +212,14 @@ class CacheStage final : public Stage {
     co_await replayHit(ex, *hit, *sealed);
     if (plan.restore_stats) countRestored(*plan.restore_stats);
   }
+
+  std::optional<cache::CacheKey> key_;  // set: this request's answer is written under it
+  std::chrono::milliseconds ttl_{0};
+  std::size_t max_entry_ = cache::kDefaultMaxEntryBytes;
+  providers::Format format_ = providers::Format::OpenAIChat;  // of the upstream's bytes
+  int status_ = 0;
+  std::unique_ptr<cache::Recorder> recorder_;     // a stream's, per attempt
+  std::shared_ptr<const cache::Entry> recorded_;  // the entry made from this answer
 };
 
 }  // namespace

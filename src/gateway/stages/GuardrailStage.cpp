@@ -1,9 +1,10 @@
 // guardrail: an external webhook reviews the request as it will go upstream (after redaction):
 // allow, warn (a header on the answer), block (400), or fail (fail_open goes on with a header,
 // fail_closed answers 503). With guardrail.review_response it also reviews a non-streamed
-// answer before it is sent (the relay does, with the plan this stage writes).
+// answer before it is sent (its response hooks), and may answer a refusal instead.
 #include <spdlog/spdlog.h>
 
+#include "cache/Recorder.hpp"
 #include "core/JsonText.hpp"
 #include "gateway/Exchange.hpp"
 #include "gateway/Snapshot.hpp"
@@ -55,12 +56,57 @@ class GuardrailStage final : public Stage {
         break;
     }
     if (sf.reviewResponse() && !ex.route.facts.stream) {
-      ex.answer.review = webhook;
-      ex.answer.review_fail_open = sf.failOpen();
-      ex.answer.outgoing = std::move(outgoing);
+      review_ = webhook;
+      fail_open_ = sf.failOpen();
+      outgoing_ = std::move(outgoing);
     }
     co_return Step::Continue;
   }
+
+  // guardrail.review_response: a whole answer is reviewed before it is sent.
+  unsigned hooks() const override { return review_ ? kResponseHeaders | kResponseEnd : 0u; }
+
+  // The webhook sees the answer's text as the upstream wrote it (tokens sealed, as the request
+  // went); a block or (fail_closed) a failure answers the client instead.
+  boost::asio::awaitable<Step> onResponseEnd(Exchange& ex, const ResponseEnd& e) override {
+    std::string text;
+    if (auto answer = cache::Recorder::fromAnswer(format_, e.status, e.upstream_body))
+      for (const auto& part : answer->response.content)
+        if (part.kind == providers::Part::Kind::Text) text += part.text;
+    const std::string payload = reviewPayload(ex, outgoing_, "response", text);
+    guard::Verdict v = co_await guard::review(ex.svc.pool, *review_, payload);
+    metrics::registry().safety.guardrail(
+        v.action == guard::Verdict::Action::Failed && v.timed_out ? "timeout" : guard::verdictName(v.action));
+    std::optional<http::Response> refusal;
+    if (v.action == guard::Verdict::Action::Warn) {
+      ex.answer.headers.emplace_back("x-sluice-guardrail", "warn");
+    } else if (v.action == guard::Verdict::Action::Block) {
+      refusal = ex.failure(
+          400, "invalid_request_error", "guardrail_blocked",
+          "the answer was withheld by the gateway's guardrail" + (v.reason.empty() ? std::string() : ": " + v.reason));
+    } else if (v.action == guard::Verdict::Action::Failed) {
+      spdlog::warn("request {}: guardrail webhook failed on the answer ({}): {}", ex.ctx.id,
+                   fail_open_ ? "fail_open" : "fail_closed", v.reason);
+      if (!fail_open_) {
+        refusal = ex.failure(503, "api_error", "guardrail_unavailable",
+                             "the gateway's guardrail could not review the answer (" + v.reason +
+                                 ") and is configured fail_closed; retry later");
+      } else {
+        ex.answer.headers.emplace_back("x-sluice-guardrail", "unavailable");
+      }
+    }
+    if (!refusal) co_return Step::Continue;
+    co_await ex.r.send(std::move(*refusal));
+    co_return Step::Answered;
+  }
+
+  void onResponseHeaders(Exchange&, ResponseHead& h) override { format_ = h.upstream_format; }
+
+ private:
+  const guard::WebhookTarget* review_ = nullptr;  // set: the answer is reviewed
+  bool fail_open_ = true;
+  std::vector<pipeline::OutgoingText> outgoing_;              // the request's texts, for that review
+  providers::Format format_ = providers::Format::OpenAIChat;  // of the upstream's bytes
 };
 
 }  // namespace

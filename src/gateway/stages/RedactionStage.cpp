@@ -1,13 +1,16 @@
 // redaction: secrets and personal data out of the body before any text leaves the gateway, by
 // the rules of the config (mask, encrypt into tokens, or block the request with a 400). Tokens
-// are sealed per caller; when any were issued, the answer goes back through a restorer (the
-// relay applies the plan this stage writes), so the client reads its own data again.
+// are sealed per caller; when any were issued, the answer is restored on its way back (this
+// stage's response hooks; a cache hit is restored by the cache stage's replay), so the client
+// reads its own data again.
 #include <fmt/format.h>
 
 #include "gateway/Exchange.hpp"
 #include "gateway/Snapshot.hpp"
+#include "gateway/StreamTaps.hpp"
 #include "gateway/stages/Stages.hpp"
 #include "metrics/Metrics.hpp"
+#include "pipeline/Protect.hpp"
 #include "redact/Restorer.hpp"
 
 namespace sluice::gateway {
@@ -40,6 +43,7 @@ class RedactionStage final : public Stage {
         ex.answer.restore_stats = std::make_shared<redact::RestoreStats>();
         ex.answer.restore_memo = std::move(protect.memo);
         ex.answer.force_translate = true;
+        restoring_ = true;
       }
     }
     // The log keeps the body as it went upstream, never what redaction kept from leaving.
@@ -47,6 +51,57 @@ class RedactionStage final : public Stage {
     if (st.log_bodies) ex.rec.request_body = ex.req.body().substr(0, st.log_body_max_bytes);
     co_return Step::Continue;
   }
+
+  // Tokens were issued: the answer is restored on its way back.
+  unsigned hooks() const override { return restoring_ ? kResponseHeaders | kResponseData : 0u; }
+
+  // How this attempt's answer is restored: a whole body at once; an OpenAI Chat stream relayed
+  // as it came, event by event on the bytes; any other stream as events, inside the relay's
+  // encoder (tokens split across events in any format), whose bytes the log then keeps as they
+  // came from upstream (what the client reads holds the restored text).
+  void onResponseHeaders(Exchange& ex, ResponseHead& h) override {
+    const auto& plan = ex.answer;
+    chat_.reset();
+    mode_ = Mode::Whole;
+    if (!h.stream) return;
+    if (!h.translated && h.client_format == providers::Format::OpenAIChat) {
+      mode_ = Mode::ChatBytes;
+      chat_ = makeChatStreamRestorer(plan.restore_cipher, plan.restore_stats, plan.restore_memo);
+      return;
+    }
+    mode_ = Mode::Events;
+    h.wrap_encoder = [cipher = plan.restore_cipher, stats = plan.restore_stats,
+                      memo = plan.restore_memo](std::unique_ptr<providers::StreamEncoder> inner) {
+      return pipeline::makeRestoringEncoder(std::move(inner), cipher, stats, memo);
+    };
+    h.log_upstream_bytes = true;
+  }
+
+  DataStep onResponseData(Exchange& ex, ResponseData& d) override {
+    const auto& plan = ex.answer;
+    switch (mode_) {
+      case Mode::Whole: {
+        redact::RestoreStats st;
+        pipeline::restoreWholeBody(d.out, *plan.restore_cipher, st, plan.restore_memo.get());
+        countRestored(st);
+        return DataStep::Continue;
+      }
+      case Mode::ChatBytes:
+        chat_->restore(d.out);
+        if (d.end_of_stream) chat_->finish(d.out);
+        break;
+      case Mode::Events:  // restored in the relay's encoder
+        break;
+    }
+    if (d.end_of_stream) countRestored(*plan.restore_stats);
+    return DataStep::Continue;
+  }
+
+ private:
+  enum class Mode { Whole, ChatBytes, Events };
+  bool restoring_ = false;
+  Mode mode_ = Mode::Whole;
+  std::unique_ptr<ChatStreamRestorer> chat_;
 };
 
 }  // namespace

@@ -42,12 +42,13 @@ Plan planFor(const Exchange& ex) {
   return p;
 }
 
+// Decided once per request, in start(): the stage is made only when the plan has work in it.
 class ScanStage final : public Stage {
  public:
-  static bool applies(const Exchange& ex) { return planFor(ex).any(); }
+  explicit ScanStage(const Plan& plan) : plan_(plan) {}
 
   boost::asio::awaitable<Step> onRequest(Exchange& ex) override {
-    const Plan plan = planFor(ex);
+    const Plan& plan = plan_;
     const auto& sf = *ex.snap.safety;
     auto& protect = ex.protect;
     protect.screen = plan.screen;
@@ -70,12 +71,24 @@ class ScanStage final : public Stage {
                                          parsed ? &parsed->doc : nullptr);
     co_return Step::Continue;
   }
+
+ private:
+  Plan plan_;
+};
+
+class ScanStageConfig final : public StageConfig {
+ public:
+  std::string_view name() const override { return "scan"; }
+  Stage* start(const Exchange& ex, StageArena& arena) const override {
+    const Plan plan = planFor(ex);
+    return plan.any() ? arena.make<ScanStage>(plan) : nullptr;
+  }
 };
 
 }  // namespace
 
 std::unique_ptr<const StageConfig> makeScanStage(const Snapshot&) {
-  return std::make_unique<SimpleStageConfig<ScanStage>>("scan");
+  return std::make_unique<ScanStageConfig>();
 }
 
 }  // namespace sluice::gateway

@@ -101,6 +101,36 @@ void StageHarness::runChain() {
   run(gateway::runChain(*ex_));
 }
 
+Step StageHarness::runThrough(std::initializer_list<std::string_view> names) {
+  for (const auto name : names) {
+    Stage* s = start(name);
+    if (!s) continue;
+    if (onRequest(*s) == Step::Answered) return Step::Answered;
+  }
+  return Step::Continue;
+}
+
+void StageHarness::onAttempt(Stage& s, UpstreamAttempt& a) {
+  run(s.onAttempt(*ex_, a));
+}
+
+void StageHarness::onAttemptFailed(Stage& s, const routing::Pick& p) {
+  run(s.onAttemptFailed(*ex_, p));
+}
+
+Step StageHarness::onResponseEnd(Stage& s, const ResponseEnd& e) {
+  return run(s.onResponseEnd(*ex_, e));
+}
+
+void StageHarness::onResponseCommit(Stage& s, const ResponseEnd& e) {
+  run(s.onResponseCommit(*ex_, e));
+}
+
+routing::Pick StageHarness::firstPick() const {
+  const auto* ch = ex_->route.candidates.at(0);
+  return routing::Pick{ch, &ch->keys.at(0), false};
+}
+
 std::string StageHarness::Answer::header(std::string_view name) const {
   std::string needle = "\r\n" + std::string(name) + ": ";
   auto lower = head;

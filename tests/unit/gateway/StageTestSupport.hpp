@@ -9,6 +9,7 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,6 +57,17 @@ class StageHarness {
   void onComplete(Stage& s);
   // Runs the whole chain.
   void runChain();
+  // Runs the stages named, in order, each that starts, until one answers (what the chain does
+  // before the stage under test); returns the last step.
+  Step runThrough(std::initializer_list<std::string_view> names);
+
+  // The way-back hooks, run to their end (the relay's calls, one stage at a time).
+  void onAttempt(Stage& s, UpstreamAttempt& a);
+  void onAttemptFailed(Stage& s, const routing::Pick& p);
+  Step onResponseEnd(Stage& s, const ResponseEnd& e);
+  void onResponseCommit(Stage& s, const ResponseEnd& e);
+  // The first key of the route's first candidate channel, as the relay would pick it.
+  routing::Pick firstPick() const;
 
   // What the client side received so far: status (0: nothing), headers, body.
   struct Answer {
