@@ -1,22 +1,22 @@
 #include "gateway/Gateway.hpp"
 
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <boost/json/value_from.hpp>
-#include <fmt/format.h>
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <spdlog/sinks/stdout_sinks.h>
-#include <unistd.h>
-#include <spdlog/spdlog.h>
-#include <sys/stat.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -34,9 +34,14 @@
 #include "core/LineWriter.hpp"
 #include "gateway/Auth.hpp"
 #include "gateway/Chain.hpp"
+#include "gateway/Classify.hpp"
 #include "gateway/ControlPlane.hpp"
+#include "gateway/EmbeddedConfig.hpp"
+#include "gateway/GatewayMetrics.hpp"
+#include "gateway/LiveAdmin.hpp"
 #include "gateway/Probe.hpp"
 #include "gateway/Proxy.hpp"
+#include "gateway/RequestLog.hpp"
 #include "http/Server.hpp"
 #include "http/ServerTls.hpp"
 #include "metrics/Metrics.hpp"
@@ -59,61 +64,6 @@ namespace json = boost::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-constexpr const char* kDevMasterKey = "sk-sluice-dev";
-// OpenAI-format endpoints relayed to a channel as they are.
-constexpr std::string_view kProxied[] = {"/v1/chat/completions", "/v1/completions", "/v1/embeddings",
-                                         "/v1/responses"};
-bool isProxied(std::string_view path) {
-  return std::find(std::begin(kProxied), std::end(kProxied), path) != std::end(kProxied);
-}
-
-// The embedded default: the built-in mock for any model, plus a real provider channel for each
-// provider key found in the environment (tried first for its own models).
-std::string embeddedConfig(const std::string& mockAddr) {
-  std::string y = fmt::format(R"(server:
-  listen: "${{SLUICE_LISTEN:-127.0.0.1:8080}}"
-auth:
-  master_key: "${{SLUICE_MASTER_KEY:-{}}}"
-store:
-  url: "sqlite://./sluice.db"
-channels:
-  - name: mock
-    type: mock
-    base_url: "http://{}/v1"
-    models: ["*"]
-    priority: 100
-)",
-                              kDevMasterKey, mockAddr);
-  if (const char* k = std::getenv("OPENAI_API_KEY"); k && *k) {
-    y += R"(  - name: openai
-    type: openai
-    base_url: "https://api.openai.com/v1"
-    keys: ["${OPENAI_API_KEY}"]
-    models: ["gpt-*", "o1*", "o3*", "o4*", "chatgpt-*", "text-embedding-*", "omni-moderation-*"]
-    priority: 1
-)";
-  }
-  if (const char* k = std::getenv("ANTHROPIC_API_KEY"); k && *k) {
-    y += R"(  - name: anthropic
-    type: anthropic
-    base_url: "https://api.anthropic.com"
-    keys: ["${ANTHROPIC_API_KEY}"]
-    models: ["claude-*"]
-    priority: 1
-)";
-  }
-  if (const char* k = std::getenv("GEMINI_API_KEY"); k && *k) {
-    y += R"(  - name: gemini
-    type: gemini
-    base_url: "https://generativelanguage.googleapis.com"
-    keys: ["${GEMINI_API_KEY}"]
-    models: ["gemini-*"]
-    priority: 1
-)";
-  }
-  return y;
-}
 
 struct FileStamp {
   bool ok = false;
@@ -173,6 +123,8 @@ class Gateway {
         cache_(makeCache(*cfg)),
         control_(std::make_unique<ControlPlane>(cfg, limiter_, healthRegistry())),
         store_probe_(cfg->store.url) {
+    live_ = std::make_unique<LiveAdmin>(
+        LiveAdmin::Host{*control_, control_ioc_, [this](const char* why) { return reload(why); }, path_, cache_.get()});
     admin_ = std::make_unique<admin::AdminApi>(cfg->store.url);
     admin_->setConfigSource([this] { return control_->fileConfig(); });
     admin_->onChange([this] { control_->refreshNowAndWait(); });
@@ -257,15 +209,18 @@ class Gateway {
       std::printf("sluice admin API and console on http://%s (keep it on loopback or a private network)\n",
                   adminAddr.c_str());
     std::printf("sluice listening on %s://%s (%d workers, %zu channels, config: %s)\n", scheme, addr.c_str(),
-                server_->workerCount(), current->cfg->channels.size(), path_.empty() ? "embedded default" : path_.c_str());
+                server_->workerCount(), current->cfg->channels.size(),
+                path_.empty() ? "embedded default" : path_.c_str());
     if (path_.empty()) {
       bool devKey = current->cfg->auth.master_key == kDevMasterKey;
       std::printf("  master key: %s%s\n", current->cfg->auth.master_key.c_str(),
                   devKey ? "  (the demo key; set SLUICE_MASTER_KEY to choose your own)" : "");
-      std::printf("  try: curl -N http://%s/v1/chat/completions -H 'Authorization: Bearer %s' \\\n"
-                  "         -H 'Content-Type: application/json' \\\n"
-                  "         -d '{\"model\":\"mock-1\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'\n",
-                  addr.c_str(), devKey ? kDevMasterKey : "$SLUICE_MASTER_KEY");
+      std::printf(
+          "  try: curl -N http://%s/v1/chat/completions -H 'Authorization: Bearer %s' \\\n"
+          "         -H 'Content-Type: application/json' \\\n"
+          "         -d "
+          "'{\"model\":\"mock-1\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'\n",
+          addr.c_str(), devKey ? kDevMasterKey : "$SLUICE_MASTER_KEY");
     }
     std::fflush(stdout);
 
@@ -326,7 +281,6 @@ class Gateway {
       }
     }
   }
-
 
   // Makes `next` the snapshot every worker uses from its next request on.
   void publish(const std::shared_ptr<const Snapshot>& next) {
@@ -442,7 +396,8 @@ class Gateway {
     auto q = target.find('?');
     ctx.path = std::string(target.substr(0, q));
     if (q != std::string_view::npos) ctx.query = std::string(target.substr(q + 1));
-    ctx.remote = http::clientAddress(snap->cfg->server.trusted_proxies, r.remote(), req);  // behind proxies: their client
+    ctx.remote =
+        http::clientAddress(snap->cfg->server.trusted_proxies, r.remote(), req);  // behind proxies: their client
 
     RequestRecord rec;
     auto& reg = metrics::registry();
@@ -454,72 +409,8 @@ class Gateway {
     rec.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - ctx.start).count();
     reg.record(metrics::RequestSample{rec.channel, rec.model, rec.status, rec.ttfb_ms, rec.duration_ms,
                                       rec.input_tokens, rec.output_tokens, rec.attempts});
-    accessLog(req, ctx, rec);
+    access_.append(accessLogLine(req, ctx, rec));
     if (logs_) logs_->enqueue(logRecord(req, ctx, rec));  // never waits on the database
-  }
-
-  // Takes the request's strings (they are not needed after this): no copies per request.
-  static store::LogRecord logRecord(const http::Request& req, RequestContext& ctx, RequestRecord& rec) {
-    store::LogRecord l;
-    l.time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count() -
-                static_cast<std::int64_t>(rec.duration_ms);
-    l.request_id = std::move(ctx.id);
-    l.channel = std::move(rec.channel);
-    l.upstream_key = std::move(rec.key_id);
-    l.model = std::move(rec.model);
-    l.status = rec.status;
-    l.attempts = std::move(rec.attempts_json);
-    l.ttfb_ms = rec.ttfb_ms < 0 ? 0 : static_cast<std::int64_t>(rec.ttfb_ms);
-    l.duration_ms = static_cast<std::int64_t>(rec.duration_ms);
-    l.input_tokens = std::max<std::int64_t>(rec.input_tokens, 0);
-    l.output_tokens = std::max<std::int64_t>(rec.output_tokens, 0);
-    l.cached_tokens = std::max<std::int64_t>(rec.cached_tokens, 0);
-    l.virtual_key_id = rec.virtual_key_id;
-    l.cost_usd = rec.cost_usd;
-    if (!rec.request_body.empty()) l.request_body = std::move(rec.request_body);
-    if (!rec.response_body.empty()) l.response_body = std::move(rec.response_body);
-    l.client_addr = std::move(ctx.remote);
-    l.user_agent = std::string(req[bhttp::field::user_agent].substr(0, 512));
-    l.stream = rec.stream;
-    return l;
-  }
-
-  void accessLog(const http::Request& req, const RequestContext& ctx, const RequestRecord& rec) {
-    // Hand-built: one buffer, no JSON tree (this runs for every request).
-    std::string line;
-    line.reserve(384);
-    auto key = [&](std::string_view k) { line.append(",\"").append(k).append("\":"); };
-    auto str = [&](std::string_view k, std::string_view v) { key(k); appendJsonString(line, v); };
-    auto num = [&](std::string_view k, double v) { key(k); v < 0 ? line.append("null") : line.append(fmt::format("{:.3f}", v)); };
-    auto integer = [&](std::string_view k, std::int64_t v) { key(k); v < 0 ? line.append("null") : line.append(std::to_string(v)); };
-    auto ts = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
-    line.append("{\"ts\":").append(std::to_string(ts.count()));
-    str("request_id", ctx.id);
-    str("method", req.method_string());
-    str("path", ctx.path);
-    integer("status", rec.status);
-    str("model", rec.model);
-    str("channel", rec.channel);
-    str("key", rec.key_id);
-    integer("attempts", rec.attempts);
-    key("stream");
-    line.append(rec.stream ? "true" : "false");
-    num("ttfb_ms", rec.ttfb_ms);
-    num("duration_ms", rec.duration_ms);
-    integer("input_tokens", rec.input_tokens);
-    integer("output_tokens", rec.output_tokens);
-    integer("cached_tokens", rec.cached_tokens);
-    if (rec.cost_usd > 0) {
-      key("cost_usd");
-      line.append(fmt::format("{:.6f}", rec.cost_usd));
-    }
-    if (rec.virtual_key_id) integer("virtual_key", *rec.virtual_key_id);
-    if (!rec.error.empty()) str("error", rec.error);
-    str("remote", ctx.remote);
-    line.push_back('}');
-    access_.append(line);
   }
 
   net::awaitable<void> sendJson(http::Responder& r, const RequestContext& ctx, int status, const json::value& v) {
@@ -558,46 +449,9 @@ class Gateway {
         renderKeyStates(snap, out);
         limiter_.renderMetrics(out);
         store_probe_.renderMetrics(out);
-        if (cache_) {
-          // The backend counts its own lookups and writes (Redis errors count as misses).
-          const auto cs = cache_->stats();
-          out += "# HELP sluice_cache_requests_total Cache lookups by result.\n";
-          out += "# TYPE sluice_cache_requests_total counter\n";
-          out += fmt::format("sluice_cache_requests_total{{result=\"hit\"}} {}\n", cs.hits);
-          out += fmt::format("sluice_cache_requests_total{{result=\"miss\"}} {}\n", cs.misses);
-          out += "# HELP sluice_cache_stores_total Answers written to the cache.\n";
-          out += "# TYPE sluice_cache_stores_total counter\n";
-          out += fmt::format("sluice_cache_stores_total {}\n", cs.writes);
-          out += "# HELP sluice_cache_entries Answers held by the in-memory cache.\n";
-          out += "# TYPE sluice_cache_entries gauge\n";
-          out += fmt::format("sluice_cache_entries {}\n", cs.entries);
-        }
-        if (edge_tls_) {
-          out += "# HELP sluice_tls_reloads_total Reloads of the edge certificate and key by result.\n";
-          out += "# TYPE sluice_tls_reloads_total counter\n";
-          out += fmt::format("sluice_tls_reloads_total{{result=\"ok\"}} {}\n", tls_reloads_ok_.load());
-          out += fmt::format("sluice_tls_reloads_total{{result=\"failed\"}} {}\n", tls_reloads_failed_.load());
-        }
-        out += "# HELP sluice_access_log_dropped_total Access-log lines dropped because the writer fell behind.\n";
-        out += "# TYPE sluice_access_log_dropped_total counter\n";
-        out += fmt::format("sluice_access_log_dropped_total {}\n", access_.dropped());
-        if (logs_) {
-          auto st = logs_->stats();
-          out += "# HELP sluice_request_log_records_total Request-log rows by fate.\n";
-          out += "# TYPE sluice_request_log_records_total counter\n";
-          out += fmt::format("sluice_request_log_records_total{{result=\"written\"}} {}\n", st.written);
-          out += fmt::format("sluice_request_log_records_total{{result=\"dropped\"}} {}\n", st.dropped);
-          out += fmt::format("sluice_request_log_records_total{{result=\"rejected\"}} {}\n", st.rejected);
-          out += "# HELP sluice_request_log_queue_depth Rows waiting for the database.\n";
-          out += "# TYPE sluice_request_log_queue_depth gauge\n";
-          out += fmt::format("sluice_request_log_queue_depth {}\n", st.queue_depth + st.in_flight);
-          out += "# HELP sluice_store_connected 1 while the log writer's database connection works.\n";
-          out += "# TYPE sluice_store_connected gauge\n";
-          out += fmt::format("sluice_store_connected {}\n", st.connected ? 1 : 0);
-          out += "# HELP sluice_request_log_expired_total Request-log rows deleted by store.log_retention_days.\n";
-          out += "# TYPE sluice_request_log_expired_total counter\n";
-          out += fmt::format("sluice_request_log_expired_total {}\n", st.expired);
-        }
+        if (cache_) renderCacheMetrics(cache_->stats(), out);
+        if (edge_tls_) renderTlsMetrics(tls_reloads_ok_.load(), tls_reloads_failed_.load(), out);
+        renderLogMetrics(access_.dropped(), logs_ ? std::optional(logs_->stats()) : std::nullopt, out);
       });
       co_await r.send(std::move(res));
       co_return;
@@ -631,7 +485,7 @@ class Gateway {
         co_return;
       }
       std::string adminPath = path.substr(10);
-      std::optional<http::Response> live = co_await liveAdmin(snap, ws, req, adminPath);
+      std::optional<http::Response> live = co_await live_->handle(snap, ws.pool, req, adminPath);
       if (live) {
         live->set("x-request-id", ctx.id);
         co_await r.send(std::move(*live));
@@ -655,334 +509,12 @@ class Gateway {
     co_await runChain(ex);
   }
 
-  static http::Response adminJson(int status, const json::value& v) {
-    http::Response res{static_cast<bhttp::status>(status), 11};
-    res.set(bhttp::field::content_type, "application/json");
-    res.body() = json::serialize(v);
-    return res;
-  }
-  static http::Response adminError(int status, std::string message, const char* param = nullptr) {
-    json::object e{{"message", std::move(message)}, {"type", status >= 500 ? "server_error" : "invalid_request_error"}};
-    if (param) e["param"] = param;
-    return adminJson(status, json::object{{"error", std::move(e)}});
-  }
-
-  static json::object keyStatus(const routing::Channel& ch, const routing::UpstreamKey& k) {
-    auto now = routing::nowMs();
-    auto until = k.health->cooldown_until_ms.load();
-    const char* state = k.health->disabled.load() ? "disabled" : until > now ? "cooling" : "active";
-    json::value cooldown = until > now ? json::value(unixNowMs() + (until - now)) : json::value(nullptr);
-    return json::object{{"ref", k.ref},
-                        {"channel", ch.cfg.name},
-                        {"masked", k.id},
-                        {"source", ch.cfg.store_id ? "store" : "config"},
-                        {"store_id", k.store_id ? json::value(k.store_id) : json::value(nullptr)},
-                        {"state", state},
-                        {"manual", k.health->manual.load()},
-                        {"cooldown_until_ms", std::move(cooldown)},
-                        {"reason", k.health->why()},
-                        {"successes", k.health->successes.load()},
-                        {"failures", k.health->failures.load()}};
-  }
-
-  // Runs blocking store work on the gateway's own store thread (never a worker's).
-  template <class F>
-  net::awaitable<std::optional<std::string>> onStoreThread(F f) {
-    auto task = [this, f = std::move(f)]() -> net::awaitable<std::optional<std::string>> {
-      try {
-        if (!ops_store_) ops_store_ = store::Store::open(current_cfg()->store.url);
-        f(*ops_store_);
-        co_return std::nullopt;
-      } catch (const std::exception& e) {
-        ops_store_.reset();
-        co_return std::string(e.what());
-      }
-    };
-    std::optional<std::string> err = co_await net::co_spawn(ops_pool_, std::move(task), net::use_awaitable);
-    co_return err;
-  }
-
-  std::shared_ptr<const config::Config> current_cfg() { return control_->fileConfig(); }
-
   static std::unique_ptr<cache::ResponseCache> makeCache(const config::Config& cfg) {
     cache::CacheBackendOptions o;
     o.redis_url = cfg.redis.url;
     o.memory_max_bytes = cfg.cache.max_bytes;
     o.max_entry_bytes = cfg.cache.max_entry_bytes;
     return cache::makeResponseCache(o);
-  }
-
-  // Admin endpoints that act on this process's live state (key health, config, reload);
-  // nullopt: not one of them (the AdminApi serves the rest from the store).
-  net::awaitable<std::optional<http::Response>> liveAdmin(const Snapshot& snap, WorkerState& ws, const http::Request& req,
-                                                          const std::string& path) {
-    const bool get = req.method() == bhttp::verb::get, post = req.method() == bhttp::verb::post;
-    if (path == "/config") {
-      if (!get) co_return adminError(405, "/admin/api/config takes GET");
-      auto cfg = current_cfg();
-      co_return adminJson(200, json::object{{"yaml", config::describeConfig(*cfg)},
-                                            {"source", path_.empty() ? "embedded default" : path_}});
-    }
-    if (path == "/reload") {
-      if (!post) co_return adminError(405, "/admin/api/reload takes POST");
-      auto task = [this]() -> net::awaitable<std::pair<bool, std::string>> { co_return reload("admin API"); };
-      auto [ok, message] = co_await net::co_spawn(control_ioc_, std::move(task), net::use_awaitable);
-      co_return adminJson(ok ? 200 : 400, json::object{{"ok", ok}, {"message", message}});
-    }
-    if (path == "/pricing") {
-      if (!get) co_return adminError(405, "/admin/api/pricing takes GET");
-      json::array models;
-      const auto& overrides = snap.cfg->pricing;
-      for (const auto& [model, price] : snap.prices->entries()) {
-        json::object m{{"model", model}, {"input_per_mtok", price.input}, {"output_per_mtok", price.output}};
-        if (price.cached_input >= 0) m["cached_input_per_mtok"] = price.cached_input;
-        m["source"] = overrides.contains(model) ? "config" : "shipped";
-        models.push_back(std::move(m));
-      }
-      co_return adminJson(200, json::object{{"models", std::move(models)}});
-    }
-    if (path == "/settings") {
-      // The protect-and-save stages as this instance runs them. PATCH switches them at run time
-      // for every instance (kept in the store; null returns a switch to the config file's value).
-      if (!get && req.method() != bhttp::verb::patch)
-        co_return adminError(405, "/admin/api/settings takes GET or PATCH");
-      if (!get) {
-        boost::system::error_code ec;
-        auto body = sluice::parseJson(req.body(), ec);
-        if (ec || !body.is_object())
-          co_return adminError(400, "the body must be a JSON object such as {\"cache\": {\"enabled\": false}}");
-        std::vector<std::pair<std::string, std::optional<std::string>>> writes;
-        for (const auto& [section, v] : body.as_object()) {
-          const std::string sec(section);
-          const char* field = sec == "screening" ? "action" : "enabled";
-          if (sec != "cache" && sec != "redaction" && sec != "screening" && sec != "guardrail")
-            co_return adminError(400, "unknown setting \"" + sec + "\"; valid: cache, redaction, screening, guardrail", sec.c_str());
-          if (!v.is_object()) co_return adminError(400, sec + " must be an object such as {\"" + field + "\": ...}", sec.c_str());
-          for (const auto& [k, val] : v.as_object()) {
-            std::string name = sec + "." + std::string(k);
-            if (sec == "screening" && std::string_view(k) == "enabled") {
-              // A switch's view of screening: on is the config's action (block when that is off).
-              if (!val.is_bool() && !val.is_null())
-                co_return adminError(400, "screening.enabled must be true, false or null", name.c_str());
-              const auto configured = snap.safety->screenDefault();
-              const char* action = val.is_null() ? nullptr
-                                   : !val.as_bool() ? "off"
-                                   : configured == config::ScreenAction::Off ? "block"
-                                                                             : config::screenActionName(configured);
-              writes.emplace_back("screening.action", action ? std::optional<std::string>(action) : std::nullopt);
-              continue;
-            }
-            if (std::string_view(k) != field)
-              co_return adminError(400, fmt::format("unknown setting \"{}\"; {} takes \"{}\"", name, sec, field), name.c_str());
-            if (val.is_null()) {
-              writes.emplace_back(name, std::nullopt);
-            } else if (sec == "screening") {
-              if (!val.is_string() || !config::parseScreenAction(val.as_string()))
-                co_return adminError(400, "screening.action must be \"off\", \"log\", \"warn\", \"block\" or null", name.c_str());
-              writes.emplace_back(name, std::string(val.as_string()));
-            } else {
-              if (!val.is_bool()) co_return adminError(400, name + " must be true, false or null", name.c_str());
-              writes.emplace_back(name, val.as_bool() ? "true" : "false");
-            }
-          }
-        }
-        if (!snap.safety->webhook())
-          for (const auto& w : writes)
-            if (w.first == "guardrail.enabled" && w.second == "true")
-              co_return adminError(400, "no guardrail webhook is configured: set guardrail.url in the config file",
-                                   "guardrail.enabled");
-        // Written and then waited for on the store thread, so the worker never blocks.
-        auto write = [this, writes](store::Store& st) {
-          for (const auto& [name, value] : writes) {
-            if (value) st.putGatewaySetting(name, *value);
-            else st.deleteGatewaySetting(name);
-          }
-          control_->refreshNowAndWait();
-        };
-        std::optional<std::string> err = co_await onStoreThread(std::move(write));
-        if (err) co_return adminError(503, "store: " + *err);
-      }
-      auto cur = control_->current();
-      const auto& c = *cur->cfg;
-      const auto& sw = cur->switches;
-      auto source = [](bool overridden) { return overridden ? "admin" : "config"; };
-      const auto stats = cache_ ? cache_->stats() : cache::CacheStats{};
-      json::object cacheJ{{"enabled", cur->cacheOn()},
-                          {"source", source(sw.cache.has_value())},
-                          {"backend", cache_ ? cache_->backendName() : "none"},
-                          {"ttl_ms", c.cache.ttl.count()},
-                          {"max_bytes", c.cache.max_bytes},
-                          {"shared", c.cache.shared},
-                          {"stats", json::object{{"hits", stats.hits}, {"misses", stats.misses}, {"writes", stats.writes},
-                                                 {"evictions", stats.evictions}, {"entries", stats.entries},
-                                                 {"bytes", stats.bytes}, {"errors", stats.errors}}}};
-      json::array rules;
-      if (cur->safety->rules())
-        for (const auto& r : cur->safety->rules()->rules())
-          rules.push_back(json::object{{"name", r.name}, {"action", redact::actionName(r.action)}});
-      json::object redactionJ{{"enabled", cur->redactionOn()}, {"source", source(sw.redaction.has_value())},
-                              {"can_encrypt", cur->safety->canEncrypt()}, {"rules", std::move(rules)}};
-      const auto action = cur->screeningDefault();
-      json::object screeningJ{{"enabled", action != config::ScreenAction::Off},
-                              {"action", config::screenActionName(action)},
-                              {"source", source(sw.screening.has_value())},
-                              {"threshold", cur->safety->threshold()},
-                              {"deny", json::value_from(c.screening.deny)}};
-      json::object guardrailJ{{"enabled", cur->guardrailOn()},
-                              {"source", source(sw.guardrail.has_value())},
-                              {"endpoint", cur->safety->webhook() ? cur->safety->webhook()->endpoint.pool_key : std::string()},
-                              {"on_failure", c.guardrail.fail_open ? "fail_open" : "fail_closed"},
-                              {"timeout_ms", c.guardrail.timeout.count()}};
-      co_return adminJson(200, json::object{{"cache", std::move(cacheJ)}, {"redaction", std::move(redactionJ)},
-                                            {"screening", std::move(screeningJ)}, {"guardrail", std::move(guardrailJ)}});
-    }
-    static constexpr std::string_view kKeys = "/upstream-keys";
-    if (!path.starts_with(kKeys)) co_return std::nullopt;
-    if (path == kKeys) {
-      if (!get) co_return adminError(405, "/admin/api/upstream-keys takes GET");
-      json::array data;
-      for (const auto& ch : snap.router->channels())
-        for (const auto& k : ch->keys) data.push_back(keyStatus(*ch, k));
-      co_return adminJson(200, json::object{{"data", std::move(data)}});
-    }
-    // /upstream-keys/{ref}/{enable|disable|probe}
-    std::string_view rest = std::string_view(path).substr(kKeys.size());
-    auto slash = rest.find('/', 1);
-    if (rest.size() < 2 || rest[0] != '/' || slash == std::string_view::npos) co_return adminError(404, "no admin endpoint " + path);
-    std::string ref(rest.substr(1, slash - 1));
-    std::string action(rest.substr(slash + 1));
-    if (action != "enable" && action != "disable" && action != "probe") co_return adminError(404, "no admin endpoint " + path);
-    if (!post) co_return adminError(405, "/admin/api/upstream-keys/{ref}/" + action + " takes POST");
-    const routing::Channel* ch = nullptr;
-    const routing::UpstreamKey* key = nullptr;
-    for (const auto& c : snap.router->channels())
-      for (const auto& k : c->keys)
-        if (k.ref == ref) {
-          ch = c.get();
-          key = &k;
-        }
-    if (!key) co_return adminError(404, "no upstream key with ref \"" + ref + "\" (GET /admin/api/upstream-keys lists them)", "ref");
-
-    if (action == "probe") {
-      ProbeResult pr = co_await probeKey(ws.pool, *ch, *key, std::chrono::milliseconds(10'000), snap.scrubber);
-      applyProbe(*ch, *key, pr);
-      json::object o{{"ok", pr.ok}, {"status", pr.status}, {"latency_ms", pr.latency_ms}, {"message", pr.message},
-                     {"key", keyStatus(*ch, *key)}};
-      co_return adminJson(200, o);
-    }
-    std::string reason;
-    if (action == "disable") {
-      boost::system::error_code ec;
-      auto body = sluice::parseJson(req.body().empty() ? std::string_view("{}") : std::string_view(req.body()), ec);
-      if (ec || !body.is_object()) co_return adminError(400, "the body must be a JSON object such as {\"reason\": \"...\"}");
-      if (const auto* r = body.as_object().if_contains("reason")) {
-        if (!r->is_string()) co_return adminError(400, "reason must be a string", "reason");
-        reason = std::string(r->as_string()).substr(0, 500);
-      }
-      if (reason.empty()) reason = "disabled by hand";
-    }
-    if (key->store_id) {
-      const std::int64_t id = key->store_id;
-      const bool disable = action == "disable";
-      auto write = [id, disable, reason](store::Store& st) {
-        st.setUpstreamKeyState(id, disable ? store::UpstreamKeyState::Disabled : store::UpstreamKeyState::Active, reason,
-                               std::nullopt);
-      };
-      std::optional<std::string> err = co_await onStoreThread(std::move(write));
-      if (err) co_return adminError(503, "store: " + *err);
-      control_->poke();
-    }
-    if (action == "disable") {
-      key->health->disable(reason);
-      key->health->manual.store(true);
-    } else {
-      key->health->enable();
-    }
-    co_return adminJson(200, keyStatus(*ch, *key));
-  }
-
-  // A probe's verdict on a key: a working key that was cooling down or disabled by an upstream
-  // answer is back; one the provider refuses is disabled. A key disabled by hand stays so.
-  static void applyProbe(const routing::Channel& ch, const routing::UpstreamKey& k, const ProbeResult& pr) {
-    auto& h = *k.health;
-    if (h.manual.load()) return;
-    if (pr.ok) {
-      if (h.disabled.load() || h.cooldown_until_ms.load() > routing::nowMs()) {
-        spdlog::info("upstream key {} of channel {}: probe succeeded; back in rotation", k.id, ch.cfg.name);
-        h.enable();
-      }
-    } else if (pr.key_rejected() && !h.disabled.load()) {
-      h.disable("probe: " + pr.message);
-    }
-  }
-
-  // Maps a path to the API it belongs to. False: no such endpoint (call.wire still says
-  // which format the 404 should take).
-  static bool classify(const std::string& path, const http::Request& req, ClientCall& call) {
-    std::string_view p = path;
-    if (p.starts_with("/anthropic/")) {
-      call.wire = Wire::Anthropic;
-      p.remove_prefix(10);
-    } else if (p.starts_with("/gemini/")) {
-      call.wire = Wire::Gemini;
-      p.remove_prefix(7);
-    }
-    if (p.starts_with("/v1beta/")) call.wire = Wire::Gemini;
-    if (p == "/v1/messages" || p == "/v1/messages/count_tokens") {
-      call.wire = Wire::Anthropic;
-      call.op = std::string(p);
-      return true;
-    }
-    if (p == "/v1/models") {
-      // Anthropic's SDK lists models at the same path; its version header tells them apart.
-      if (!req["anthropic-version"].empty()) call.wire = Wire::Anthropic;
-      call.models_list = call.wire != Wire::Gemini;
-      return call.models_list;
-    }
-    if (call.wire == Wire::Gemini) {
-      if (p == "/v1beta/models") {
-        call.models_list = true;
-        return true;
-      }
-      static constexpr std::string_view kModels = "/v1beta/models/";
-      if (!p.starts_with(kModels)) return false;
-      auto rest = p.substr(kModels.size());
-      auto colon = rest.rfind(':');
-      if (colon == std::string_view::npos || colon == 0) return false;
-      // The model segment arrives percent-encoded (an SDK encodes it; ':' and '/' may be too).
-      // A bad escape keeps its '%', which the model-name rule then refuses with a 400.
-      const std::string_view rawModel = rest.substr(0, colon);
-      call.model = providers::percentDecode(rawModel).value_or(std::string(rawModel));
-      call.op = std::string(rest.substr(colon + 1));
-      static constexpr std::string_view kOps[] = {"generateContent", "streamGenerateContent", "countTokens",
-                                                  "embedContent", "batchEmbedContents"};
-      return std::find(std::begin(kOps), std::end(kOps), call.op) != std::end(kOps);
-    }
-    if (call.wire == Wire::OpenAI && isProxied(p)) {
-      call.op = std::string(p.substr(3));
-      return true;
-    }
-    return false;
-  }
-
-  static void renderKeyStates(const Snapshot& snap, std::string& out) {
-    out += "# HELP sluice_upstream_key_state Upstream key health: 1 for the state the key is in.\n";
-    out += "# TYPE sluice_upstream_key_state gauge\n";
-    auto now = routing::nowMs();
-    for (const auto& ch : snap.router->channels()) {
-      for (const auto& k : ch->keys) {
-        const char* state = k.health->disabled.load() ? "disabled" : k.health->available(now) ? "active" : "cooling";
-        out += fmt::format("sluice_upstream_key_state{{channel=\"{}\",key=\"{}\",state=\"{}\"}} 1\n",
-                           metrics::labelValue(ch->cfg.name), metrics::labelValue(k.id), state);
-      }
-    }
-    out += "# HELP sluice_channel_breaker_open 1 while a channel's circuit breaker is open.\n";
-    out += "# TYPE sluice_channel_breaker_open gauge\n";
-    for (const auto& ch : snap.router->channels()) {
-      auto until = ch->health->open_until_ms.load();
-      out += fmt::format("sluice_channel_breaker_open{{channel=\"{}\"}} {}\n", metrics::labelValue(ch->cfg.name),
-                         until > now ? 1 : 0);
-    }
   }
 
   std::unique_ptr<store::LogWriter> logs_;  // declared first: outlives the server's workers
@@ -1016,11 +548,8 @@ class Gateway {
 
   std::unique_ptr<ControlPlane> control_;  // after limiter_: uses it
 
-  // Store work the live admin endpoints need, on its own thread.
-  net::thread_pool ops_pool_{1};
-  std::unique_ptr<store::Store> ops_store_;  // ops_pool_ only
-  store::StoreProbe store_probe_;  // sluice_store_up, from a thread of its own
-
+  std::unique_ptr<LiveAdmin> live_;  // after control_ and cache_: acts on them
+  store::StoreProbe store_probe_;    // sluice_store_up, from a thread of its own
 };
 
 void setupLogging() {

@@ -1,8 +1,10 @@
 #include "gateway/Probe.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include <fmt/format.h>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
-#include <fmt/format.h>
 
 #include "core/JsonText.hpp"
 
@@ -27,7 +29,8 @@ std::string probeHead(const routing::Channel& ch, const routing::UpstreamKey& ke
       auth = "x-goog-api-key: " + key.secret + "\r\n";
       break;
     case ChannelType::Azure:
-      path += "/openai/models?api-version=" + (ch.cfg.api_version.empty() ? std::string(config::kAzureApiVersion) : ch.cfg.api_version);
+      path += "/openai/models?api-version=" +
+              (ch.cfg.api_version.empty() ? std::string(config::kAzureApiVersion) : ch.cfg.api_version);
       auth = "api-key: " + key.secret + "\r\n";
       break;
     default:
@@ -47,7 +50,8 @@ std::string messageOf(std::string_view body) {
   if (!ec && v.is_object()) {
     if (const auto* e = v.as_object().if_contains("error")) {
       if (e->is_object())
-        if (const auto* m = e->as_object().if_contains("message"); m && m->is_string()) return std::string(m->as_string());
+        if (const auto* m = e->as_object().if_contains("message"); m && m->is_string())
+          return std::string(m->as_string());
       if (e->is_string()) return std::string(e->as_string());
     }
   }
@@ -90,6 +94,19 @@ boost::asio::awaitable<ProbeResult> probeKey(upstream::Pool& pool, const routing
   out.ok = out.status >= 200 && out.status < 300;
   out.message = out.ok ? "the key works" : fmt::format("upstream answered {}: {}", out.status, messageOf(body));
   co_return out;
+}
+
+void applyProbe(const routing::Channel& ch, const routing::UpstreamKey& k, const ProbeResult& pr) {
+  auto& h = *k.health;
+  if (h.manual.load()) return;
+  if (pr.ok) {
+    if (h.disabled.load() || h.cooldown_until_ms.load() > routing::nowMs()) {
+      spdlog::info("upstream key {} of channel {}: probe succeeded; back in rotation", k.id, ch.cfg.name);
+      h.enable();
+    }
+  } else if (pr.key_rejected() && !h.disabled.load()) {
+    h.disable("probe: " + pr.message);
+  }
 }
 
 }  // namespace sluice::gateway

@@ -13,10 +13,10 @@
 namespace sluice::gateway {
 
 struct ProbeResult {
-  bool ok = false;        // 2xx
-  int status = 0;         // 0: no HTTP answer
+  bool ok = false;  // 2xx
+  int status = 0;   // 0: no HTTP answer
   double latency_ms = 0;
-  std::string message;    // the provider's error message, or what failed
+  std::string message;  // the provider's error message, or what failed
   bool key_rejected() const { return status == 401 || status == 403; }
 };
 
@@ -24,5 +24,9 @@ struct ProbeResult {
 boost::asio::awaitable<ProbeResult> probeKey(upstream::Pool& pool, const routing::Channel& channel,
                                              const routing::UpstreamKey& key, std::chrono::milliseconds timeout,
                                              const pipeline::SecretScrubber& scrubber);
+
+// A probe's verdict on a key: a working key that was cooling down or disabled by an upstream
+// answer is back; one the provider refuses is disabled. A key disabled by hand stays so.
+void applyProbe(const routing::Channel& ch, const routing::UpstreamKey& k, const ProbeResult& pr);
 
 }  // namespace sluice::gateway
