@@ -29,6 +29,10 @@
 # plain Sluice in the same run, at 50 and at 2000 kept-alive concurrent streams (req/s, TTFB /
 # close p50 / p99, proxy CPU s per 10k requests, RSS), and with a new connection (TLS handshake)
 # per request; its own block, its knobs (TLS_*) in its header.
+# Not in the default run: BENCH_ONLY=store_scale runs bench/store_scale.sh (~5 min): the
+# request log at 5 million rows (usage and log search through the admin API, before and after
+# the rollups, and the gateway's RSS); its own block, its knobs (STORE_SCALE_*, BEFORE) in its
+# header.
 #
 # Everything it starts listens on 127.0.0.1 and is killed on exit.
 # Knobs (environment): BUILD_DIR, SLUICE, LOADGEN, NGINX, NGINX_WORKERS (auto),
@@ -87,7 +91,9 @@ case $BENCH_ONLY in
   screen) exec bash "$ROOT/bench/screen.sh" ;;  # the prompt-injection detector only (bench/screen.sh)
   protect) exec bash "$ROOT/bench/protect.sh" ;;  # redaction / screening / cache only (bench/protect.sh)
   tls) exec bash "$ROOT/bench/tls.sh" ;;  # Sluice vs nginx terminating TLS only (bench/tls.sh)
-  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect or tls" ;;
+  # The request log at 5 million rows (bench/store_scale.sh); not in the default run (minutes).
+  store_scale) exec bash "$ROOT/bench/store_scale.sh" ;;
+  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect, tls or store_scale" ;;
 esac
 
 # ---------------------------------------------------------------- build

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <ctime>
 
 namespace sluice::store {
 
@@ -88,12 +89,20 @@ void LogWriter::run() {
   for (;;) {
     {
       std::unique_lock lk(mu_);
-      // A retention sweep under way only peeks at the queue between its chunks.
-      if (!sweep_before_ms_)
-        cv_.wait_for(lk, opt_.flush_interval, [&] { return stopping_ || queue_.size() >= opt_.batch_size; });
+      // A retention sweep or a rollup backfill under way only peeks at the queue between
+      // its steps.
+      const auto now = Clock::now();
+      const bool busy = sweep_before_ms_ || (backfill_pending_ && now >= next_backfill_);
+      if (!busy) {
+        auto wait = opt_.flush_interval;
+        if (backfill_pending_)
+          wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(next_backfill_ - now) +
+                                    std::chrono::milliseconds(1));
+        cv_.wait_for(lk, wait, [&] { return stopping_ || queue_.size() >= opt_.batch_size; });
+      }
       if (queue_.empty() && stopping_) break;
-      bool due = stopping_ || queue_.size() >= opt_.batch_size || !sweep_before_ms_ ||
-                 Clock::now() - last_take >= opt_.flush_interval;
+      bool due =
+          stopping_ || queue_.size() >= opt_.batch_size || !busy || Clock::now() - last_take >= opt_.flush_interval;
       if (!queue_.empty() && due) {
         taken.swap(queue_);
         held_ = taken.size();
@@ -128,6 +137,7 @@ void LogWriter::run() {
     }
     handBack(taken);
     if (opt_.retention_days > 0) retentionStep();
+    if (backfill_pending_) backfillStep();
   }
   store_.reset();
   connected_.store(false, std::memory_order_relaxed);
@@ -197,6 +207,61 @@ void LogWriter::retentionStep() {
       spdlog::warn("log retention: deleting old request logs failed: {}", e.what());
     }
     sweep_before_ms_.reset();
+  }
+}
+
+void LogWriter::backfillStep() {
+  {
+    std::lock_guard lk(mu_);
+    if (stopping_) return;  // shutdown writes what is queued and nothing else
+  }
+  const auto now = Clock::now();
+  if (now < next_backfill_) return;
+  auto iso = [](std::int64_t ms) {
+    std::time_t t = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%MZ", &tm);
+    return std::string(buf);
+  };
+  try {
+    const RollupBackfill step = store().backfillRollups();
+    // Each step holds the write lock; the pause after it (twice the step, at least 50 ms) lets
+    // the other connections (the admin API, the control plane, other instances) take it:
+    // SQLite's lock is not fair, and a waiter polls it at intervals of up to 100 ms.
+    const auto took = Clock::now() - now;
+    next_backfill_ = Clock::now() + std::max<Clock::duration>(2 * took, std::chrono::milliseconds(50));
+    if (step.done) {
+      backfill_pending_ = false;
+      if (backfill_first_ms_)
+        spdlog::info("rollup backfill: done in {} s; usage is read from the rollups",
+                     std::chrono::duration_cast<std::chrono::seconds>(now - backfill_started_).count());
+      return;
+    }
+    if (!backfill_first_ms_) {
+      backfill_first_ms_ = step.before_ms;
+      backfill_started_ = backfill_logged_ = now;
+      spdlog::info(
+          "rollup backfill: folding the request log rows from {} back to {} into the hourly usage rollups "
+          "(in the background; until done, usage for those hours is summed from the rows)",
+          iso(step.before_ms), iso(step.oldest_ms));
+    } else if (now - backfill_logged_ >= std::chrono::seconds(10)) {
+      backfill_logged_ = now;
+      const std::int64_t span = std::max<std::int64_t>(*backfill_first_ms_ - step.oldest_ms, 1);
+      const std::int64_t pct = std::clamp<std::int64_t>((*backfill_first_ms_ - step.before_ms) * 100 / span, 0, 100);
+      spdlog::info("rollup backfill: {}% (hours before {} left)", pct, iso(step.before_ms));
+    }
+  } catch (const std::exception& e) {
+    // Tried again later; the insert path reports outages and reconnects.
+    auto* se = dynamic_cast<const StoreError*>(&e);
+    if (!se || se->transient()) {
+      store_.reset();
+    } else {
+      spdlog::warn("rollup backfill: {} (retrying in {} s)", e.what(),
+                   std::chrono::duration_cast<std::chrono::seconds>(opt_.retry_max).count());
+    }
+    next_backfill_ = now + opt_.retry_max;
   }
 }
 

@@ -4,7 +4,9 @@
 // transaction each, every flush_interval or as soon as batch_size records wait — so a kill -9
 // loses at most about one interval of logs. With retention_days set, the same thread also
 // deletes rows older than that, at start and every retention_interval, one chunk between
-// batches so that inserts never wait behind a long sweep.
+// batches so that inserts never wait behind a long sweep. Likewise, after an upgrade, it
+// folds the rows that predate the usage rollups into them, one hour per step between
+// batches, logging its progress (Store::backfillRollups).
 // When the database is unreachable the writer keeps what it took, backs off, reopens the store
 // through the factory and retries; the queue absorbs records meanwhile. A record the database
 // refuses outright (not a transient error) is retried alone and, if refused again, counted as
@@ -93,6 +95,8 @@ class LogWriter {
   // One retention step: starts a sweep when one is due, else deletes the next chunk of the
   // sweep under way. Errors only postpone the sweep.
   void retentionStep();
+  // One backfill step while the rollups still miss old rows. Errors postpone it.
+  void backfillStep();
   bool pastDeadline() const;
   // Waits up to `d` unless stopping pushes the deadline earlier.
   void sleepFor(std::chrono::milliseconds d);
@@ -106,6 +110,12 @@ class LogWriter {
   Clock::time_point next_sweep_{};               // the first sweep is due at start
   std::optional<std::int64_t> sweep_before_ms_;  // set while a sweep is under way
   std::int64_t sweep_deleted_ = 0;
+
+  // Rollup backfill state, writer thread only. Pending until the store says it is done.
+  bool backfill_pending_ = true;
+  Clock::time_point next_backfill_{};
+  Clock::time_point backfill_started_{}, backfill_logged_{};
+  std::optional<std::int64_t> backfill_first_ms_;  // where this process's backfill began
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

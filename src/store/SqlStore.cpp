@@ -4,7 +4,9 @@
 #include <bit>
 #include <charconv>
 #include <chrono>
+#include <limits>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "store/Migrations.hpp"
@@ -32,6 +34,31 @@ constexpr std::int64_t kMigrationLockId = 0x51C3'0001;
   "input_tokens, output_tokens, cached_tokens, cost_usd, client_addr, user_agent, stream"
 #define SLUICE_LOG_COLUMNS SLUICE_LOG_COLUMNS_NO_BODIES ", request_body, response_body"
 constexpr std::size_t kLogColumnCount = 19;
+
+// The rollup tables' columns after the period start (hour_ms or day_ms), and the upsert that
+// adds to a row already there. Both dialects take it (SQLite >= 3.24, PostgreSQL >= 9.5).
+#define SLUICE_ROLLUP_COLUMNS \
+  "virtual_key_id, model, channel, requests, errors, input_tokens, output_tokens, cached_tokens, cost_usd"
+#define SLUICE_ROLLUP_UPDATE                                                                         \
+  ", virtual_key_id, model, channel) DO UPDATE SET requests = cur.requests + excluded.requests, "    \
+  "errors = cur.errors + excluded.errors, input_tokens = cur.input_tokens + excluded.input_tokens, " \
+  "output_tokens = cur.output_tokens + excluded.output_tokens, "                                     \
+  "cached_tokens = cur.cached_tokens + excluded.cached_tokens, cost_usd = cur.cost_usd + excluded.cost_usd"
+
+// The two rollup levels. usage() reads days for whole days, hours around them, rows for the rest.
+struct RollupLevel {
+  const char* table;
+  const char* start;  // column of the period's start
+  std::int64_t period_ms;
+};
+constexpr RollupLevel kHourly{"usage_hourly", "hour_ms", 3'600'000};
+constexpr RollupLevel kDaily{"usage_daily", "day_ms", 86'400'000};
+
+// "INSERT INTO <table> AS cur (<start>, ...) <values> ON CONFLICT (...) DO UPDATE ...".
+std::string rollupUpsert(const RollupLevel& level, const std::string& values) {
+  return std::string("INSERT INTO ") + level.table + " AS cur (" + level.start + ", " SLUICE_ROLLUP_COLUMNS ") " +
+         values + " ON CONFLICT (" + level.start + SLUICE_ROLLUP_UPDATE;
+}
 
 void appendLogParams(std::vector<SqlParam>& out, const LogRecord& r) {
   out.insert(out.end(),
@@ -214,6 +241,17 @@ void addCounts(StatsCounts& to, const StatsCounts& c) {
   to.cost_usd += c.cost_usd;
 }
 
+// Period boundaries, clamped to what int64 holds; times before the epoch count as 0 (no row
+// has one, and the window's rows before it are read from request_logs anyway).
+std::int64_t floorTo(std::int64_t t, std::int64_t period) {
+  return t <= 0 ? 0 : (t / period) * period;
+}
+std::int64_t ceilTo(std::int64_t t, std::int64_t period) {
+  if (t <= 0) return 0;
+  if (t > std::numeric_limits<std::int64_t>::max() - period) return std::numeric_limits<std::int64_t>::max();
+  return ((t + period - 1) / period) * period;
+}
+
 }  // namespace
 
 // ---- cursor ----
@@ -323,7 +361,117 @@ void SqlStore::insertLogs(std::span<const LogRecord> records) {
         "WHERE id = ?",
         p);
   }
+  addToRollups(records);
   tx.commit();
+}
+
+void SqlStore::addToRollups(std::span<const LogRecord> records) {
+  struct Sums {
+    std::int64_t requests = 0, errors = 0, input = 0, output = 0, cached = 0;
+    double cost = 0;
+  };
+  // Ordered, so concurrent writers (PostgreSQL) take the rollup rows' locks in the same order.
+  using Group = std::tuple<std::int64_t, std::int64_t, std::string_view, std::string_view>;
+  std::map<Group, Sums> hours, days;
+  for (const LogRecord& r : records) {
+    Sums& g = hours[Group{(r.time_ms / kHourly.period_ms) * kHourly.period_ms, r.virtual_key_id.value_or(0), r.model,
+                          r.channel}];
+    ++g.requests;
+    g.errors += r.status >= 400 ? 1 : 0;
+    g.input += r.input_tokens;
+    g.output += r.output_tokens;
+    g.cached += r.cached_tokens;
+    g.cost += r.cost_usd;
+  }
+  for (const auto& [k, g] : hours) {
+    Sums& d = days[Group{(std::get<0>(k) / kDaily.period_ms) * kDaily.period_ms, std::get<1>(k), std::get<2>(k),
+                         std::get<3>(k)}];
+    d.requests += g.requests;
+    d.errors += g.errors;
+    d.input += g.input;
+    d.output += g.output;
+    d.cached += g.cached;
+    d.cost += g.cost;
+  }
+  static const std::string kHourlySql = rollupUpsert(kHourly, "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  static const std::string kDailySql = rollupUpsert(kDaily, "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  for (const auto* level : {&hours, &days}) {
+    for (const auto& [k, g] : *level) {
+      P p[] = {P::integer(std::get<0>(k)), P::integer(std::get<1>(k)),
+               P::text(std::get<2>(k)),    P::text(std::get<3>(k)),
+               P::integer(g.requests),     P::integer(g.errors),
+               P::integer(g.input),        P::integer(g.output),
+               P::integer(g.cached),       P::real(g.cost)};
+      conn_->execute(level == &hours ? kHourlySql : kDailySql, p);
+    }
+  }
+}
+
+SqlStore::RollupCover SqlStore::rollupCover() {
+  auto rows = conn_->query("SELECT backfill_before_ms, retained_from_ms FROM rollup_state WHERE id = 1", {});
+  constexpr auto kNever = std::numeric_limits<std::int64_t>::max();
+  if (!rows->next()) return {kNever, kNever};                 // no state: trust only the rows
+  const std::int64_t backfill = rows->optInt(0).value_or(0);  // an hour boundary
+  const std::int64_t retained = rows->getInt(1);
+  // The hour and the day holding the retention cutoff have lost some of their rows, not their
+  // rollups; a day reaching into hours not yet backfilled lacks those hours' old rows.
+  return {std::max(backfill, ceilTo(retained, kHourly.period_ms)),
+          std::max(ceilTo(backfill, kDaily.period_ms), ceilTo(retained, kDaily.period_ms))};
+}
+
+RollupBackfill SqlStore::backfillRollups() {
+  SqlTransaction tx(*conn_);
+  // PostgreSQL: the row lock makes instances fold hours one at a time (SQLite's write
+  // transaction already does).
+  auto state = conn_->query(conn_->dialect() == Dialect::Postgres
+                                ? "SELECT backfill_max_id, backfill_before_ms FROM rollup_state WHERE id = 1 FOR UPDATE"
+                                : "SELECT backfill_max_id, backfill_before_ms FROM rollup_state WHERE id = 1",
+                            {});
+  if (!state->next() || state->isNull(1)) return {};
+  const std::int64_t max_id = state->getInt(0);
+  const std::int64_t before = state->getInt(1);
+  RollupBackfill out;
+  // The newest hour left: one step down the time index (rows written since, with larger ids,
+  // are already in the rollups and only skipped). ORDER BY + LIMIT, not MAX(): with the id
+  // condition SQLite would compute MAX() by reading the whole range.
+  std::optional<std::int64_t> newest;
+  {
+    P p[] = {P::integer(before), P::integer(max_id)};
+    auto rows =
+        conn_->query("SELECT time_ms FROM request_logs WHERE time_ms < ? AND id <= ? ORDER BY time_ms DESC LIMIT 1", p);
+    if (rows->next()) newest = rows->getInt(0);
+  }
+  if (!newest) {
+    conn_->execute("UPDATE rollup_state SET backfill_before_ms = NULL WHERE id = 1", {});
+    tx.commit();
+    return out;
+  }
+  const std::int64_t hour = (*newest / kHourly.period_ms) * kHourly.period_ms;
+  for (const RollupLevel& level : {kHourly, kDaily}) {
+    const std::string period = std::to_string(level.period_ms);
+    std::string select = "SELECT (time_ms / ";
+    select += period;
+    select += ") * ";
+    select += period;
+    select +=
+        ", COALESCE(virtual_key_id, 0), model, channel, COUNT(*), SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), "
+        "SUM(input_tokens), SUM(output_tokens), SUM(cached_tokens), SUM(cost_usd) FROM request_logs "
+        "WHERE time_ms >= ? AND time_ms < ? AND id <= ? GROUP BY 1, 2, 3, 4";
+    P p[] = {P::integer(hour), P::integer(before), P::integer(max_id)};
+    out.groups += conn_->execute(rollupUpsert(level, select), p);
+  }
+  {
+    P p[] = {P::integer(hour)};
+    conn_->execute("UPDATE rollup_state SET backfill_before_ms = ? WHERE id = 1", p);
+  }
+  {
+    auto rows = conn_->query("SELECT MIN(time_ms) FROM request_logs", {});
+    out.oldest_ms = rows->next() ? rows->optInt(0).value_or(hour) : hour;
+  }
+  tx.commit();
+  out.done = false;
+  out.before_ms = hour;
+  return out;
 }
 
 LogPage SqlStore::listLogs(const LogQuery& q) {
@@ -381,7 +529,22 @@ LogPage SqlStore::listLogs(const LogQuery& q) {
 }
 
 std::vector<UsageRow> SqlStore::usage(const UsageQuery& q) {
-  // Group-by expressions come from this fixed list, never from the caller's text.
+  // The rollup state and the rows and rollups it vouches for come from one snapshot.
+  ReadSnapshot snapshot(*conn_);
+  // The window in segments: rows [from, h0), hours [h0, d0), days [d0, d1), hours [d1, h1),
+  // rows [h1, to), each bound clamped to what the rollups hold (days are covered only where
+  // hours are, so h0 <= d0 and d1 <= h1 when there are days at all). Key id 0 stands for "no
+  // key" in the rollups, so a filter on it (or below) is left to the rows.
+  const RollupCover cover = rollupCover();
+  const std::int64_t h0 = std::max(ceilTo(q.from_ms, kHourly.period_ms), cover.hourly);
+  const std::int64_t h1 = floorTo(q.to_ms, kHourly.period_ms);
+  std::int64_t d0 = std::max(ceilTo(q.from_ms, kDaily.period_ms), cover.daily);
+  std::int64_t d1 = floorTo(q.to_ms, kDaily.period_ms);
+  if (d0 >= d1) d0 = d1 = h1;  // no whole day: hours only
+  const bool use_rollups = h0 < h1 && !(q.virtual_key_id && *q.virtual_key_id <= 0);
+
+  // Group-by expressions come from this fixed list, never from the caller's text. Over the
+  // union of rows and rollups the dimensions are the columns t, k, m, c.
   std::string select, group;
   auto dim = [&](bool on, const char* expr, const char* absent) {
     select += on ? expr : absent;
@@ -391,27 +554,69 @@ std::vector<UsageRow> SqlStore::usage(const UsageQuery& q) {
       group += expr;
     }
   };
-  dim(q.by_day, "(time_ms / 86400000) * 86400000", "0");
-  dim(q.by_virtual_key, "virtual_key_id", "NULL");
-  dim(q.by_model, "model", "''");
-  dim(q.by_channel, "channel", "''");
-  std::string sql = "SELECT " + select +
-                    "COUNT(*), COALESCE(SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), 0), "
-                    "COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
-                    "COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(cost_usd), 0) "
-                    "FROM request_logs WHERE time_ms >= ? AND time_ms < ?";
-  std::vector<SqlParam> params{P::integer(q.from_ms), P::integer(q.to_ms)};
-  if (q.virtual_key_id) {
-    sql += " AND virtual_key_id = ?";
-    params.push_back(P::integer(*q.virtual_key_id));
-  }
-  if (q.model) {
-    sql += " AND model = ?";
-    params.push_back(P::text(*q.model));
-  }
-  if (q.channel) {
-    sql += " AND channel = ?";
-    params.push_back(P::text(*q.channel));
+  std::vector<SqlParam> params;
+  std::string filters;
+  if (q.virtual_key_id) filters += " AND virtual_key_id = ?";
+  if (q.model) filters += " AND model = ?";
+  if (q.channel) filters += " AND channel = ?";
+  auto addFilterParams = [&] {
+    if (q.virtual_key_id) params.push_back(P::integer(*q.virtual_key_id));
+    if (q.model) params.push_back(P::text(*q.model));
+    if (q.channel) params.push_back(P::text(*q.channel));
+  };
+  std::string sql;
+  if (!use_rollups) {
+    dim(q.by_day, "(time_ms / 86400000) * 86400000", "0");
+    dim(q.by_virtual_key, "virtual_key_id", "NULL");
+    dim(q.by_model, "model", "''");
+    dim(q.by_channel, "channel", "''");
+    sql = "SELECT " + select +
+          "COUNT(*), COALESCE(SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), 0), "
+          "COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
+          "COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(cost_usd), 0) "
+          "FROM request_logs WHERE time_ms >= ? AND time_ms < ?" +
+          filters;
+    params = {P::integer(q.from_ms), P::integer(q.to_ms)};
+    addFilterParams();
+  } else {
+    dim(q.by_day, "(t / 86400000) * 86400000", "0");
+    dim(q.by_virtual_key, "k", "NULL");
+    dim(q.by_model, "m", "''");
+    dim(q.by_channel, "c", "''");
+    std::string parts;
+    auto part = [&](std::int64_t from, std::int64_t to, const std::string& text) {
+      if (from >= to) return;
+      if (!parts.empty()) parts += " UNION ALL ";
+      parts += text + filters;
+      params.push_back(P::integer(from));
+      params.push_back(P::integer(to));
+      addFilterParams();
+    };
+    // Rows of an edge, summed per hour first so the outer grouping sees few of them.
+    auto rows = [&](std::int64_t from, std::int64_t to) {
+      part(from, to,
+           "SELECT (time_ms / 3600000) * 3600000 AS t, virtual_key_id AS k, model AS m, channel AS c, "
+           "COUNT(*) AS n, SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END) AS e, SUM(input_tokens) AS i, "
+           "SUM(output_tokens) AS o, SUM(cached_tokens) AS ct, SUM(cost_usd) AS u FROM request_logs "
+           "WHERE time_ms >= ? AND time_ms < ?");
+      if (from < to) parts += " GROUP BY 1, 2, 3, 4";
+    };
+    auto rollups = [&](const RollupLevel& level, std::int64_t from, std::int64_t to) {
+      part(from, to,
+           std::string("SELECT ") + level.start +
+               " AS t, NULLIF(virtual_key_id, 0) AS k, model AS m, channel AS c, requests AS n, errors AS e, "
+               "input_tokens AS i, output_tokens AS o, cached_tokens AS ct, cost_usd AS u FROM " +
+               level.table + " WHERE " + level.start + " >= ? AND " + level.start + " < ?");
+    };
+    rows(q.from_ms, h0);
+    rollups(kHourly, h0, d0);
+    rollups(kDaily, d0, d1);
+    rollups(kHourly, d1, h1);
+    rows(h1, q.to_ms);
+    sql = "SELECT " + select +
+          "COALESCE(SUM(n), 0), COALESCE(SUM(e), 0), COALESCE(SUM(i), 0), COALESCE(SUM(o), 0), "
+          "COALESCE(SUM(ct), 0), COALESCE(SUM(u), 0) FROM (" +
+          parts + ") usage_parts";
   }
   if (!group.empty()) sql += " GROUP BY " + group + " ORDER BY " + group;
 
@@ -566,6 +771,12 @@ StatsResult SqlStore::stats(const StatsQuery& q) {
 std::int64_t SqlStore::deleteLogsBefore(std::int64_t unix_ms, std::int64_t max_rows) {
   // Chunks: each DELETE is its own short transaction, so the log writer is never held up
   // behind one long retention sweep.
+  // First, the rollups stop vouching for the hours this sweep touches (their rows go now,
+  // their rollups below): from here on usage() reads them from whatever rows are left.
+  {
+    P p[] = {P::integer(unix_ms), P::integer(unix_ms)};
+    conn_->execute("UPDATE rollup_state SET retained_from_ms = ? WHERE id = 1 AND retained_from_ms < ?", p);
+  }
   std::int64_t total = 0;
   while (total < max_rows) {
     std::int64_t want = std::min(kDeleteChunk, max_rows - total);
@@ -574,6 +785,17 @@ std::int64_t SqlStore::deleteLogsBefore(std::int64_t unix_ms, std::int64_t max_r
         "DELETE FROM request_logs WHERE id IN (SELECT id FROM request_logs WHERE time_ms < ? LIMIT ?)", params);
     total += n;
     if (n < want) break;
+  }
+  // The rollup periods that end at or before the cutoff, 24 periods per statement. Kept going
+  // even when max_rows stopped the rows: a rollup period is a few rows, not thousands.
+  for (const RollupLevel& level : {kHourly, kDaily}) {
+    const std::string sql = std::string("DELETE FROM ") + level.table + " WHERE " + level.start +
+                            " IN (SELECT DISTINCT " + level.start + " FROM " + level.table + " WHERE " + level.start +
+                            " <= ? ORDER BY " + level.start + " LIMIT 24)";
+    for (;;) {
+      P p[] = {P::integer(unix_ms - level.period_ms)};
+      if (conn_->execute(sql, p) == 0) break;
+    }
   }
   return total;
 }

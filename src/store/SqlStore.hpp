@@ -23,6 +23,7 @@ class SqlStore final : public Store {
   std::optional<LogEntry> getLog(std::int64_t id) override;
   StatsResult stats(const StatsQuery& query) override;
   std::int64_t deleteLogsBefore(std::int64_t unix_ms, std::int64_t max_rows) override;
+  RollupBackfill backfillRollups() override;
   std::map<std::int64_t, KeySpend> spendByKey(std::int64_t day_start_ms, std::int64_t month_start_ms) override;
   std::map<std::int64_t, KeyRequests> requestsByKey(std::int64_t day_start_ms, std::int64_t month_start_ms) override;
   std::string controlPlaneStamp() override;
@@ -63,6 +64,15 @@ class SqlStore final : public Store {
   std::int64_t insertReturningId(const std::string& sql, std::span<const SqlParam> params);
   // The INSERT for a power-of-two number of log rows, built once per row count.
   const std::string& insertSqlFor(std::size_t rows);
+  // Adds the batch's sums to usage_hourly (inside insertLogs' transaction).
+  void addToRollups(std::span<const LogRecord> records);
+  // Hours at or after `hourly` are fully in usage_hourly, days at or after `daily` in
+  // usage_daily; earlier ones are read from the finer level.
+  struct RollupCover {
+    std::int64_t hourly;
+    std::int64_t daily;
+  };
+  RollupCover rollupCover();
 
   std::unique_ptr<SqlConnection> conn_;
   std::vector<std::string> insert_sql_;  // by log2(rows)

@@ -38,6 +38,10 @@ StatsResult Store::stats(const StatsQuery&) {
   unsupported("stats");
 }
 
+RollupBackfill Store::backfillRollups() {
+  return {};
+}
+
 std::map<std::int64_t, KeyRequests> Store::requestsByKey(std::int64_t, std::int64_t) {
   unsupported("requestsByKey");
 }

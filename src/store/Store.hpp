@@ -86,6 +86,10 @@ struct LogPage {
 };
 
 // Usage summed over request_logs in [from_ms, to_ms), grouped by the dimensions asked for.
+// Whole days and hours are read from the rollups (usage_daily, usage_hourly) where they cover
+// them; the edges of a window that does not start or end on an hour, and hours the rollups do
+// not hold yet (an upgraded database still being backfilled), from the rows: the answer is the
+// same either way.
 struct UsageQuery {
   std::int64_t from_ms = 0;
   std::int64_t to_ms = 0;
@@ -168,6 +172,14 @@ struct StatsResult {
   std::vector<StatsGroup> by_key;
   bool sampled = false;  // percentiles come from 1 row in sample_stride
   std::int64_t sample_stride = 1;
+};
+
+// One step of folding the rows that predate the rollups (an upgraded database) into them.
+struct RollupBackfill {
+  bool done = true;            // nothing is left to fold in
+  std::int64_t before_ms = 0;  // not done: rows older than this are still to fold in
+  std::int64_t oldest_ms = 0;  // not done: the oldest row's time (for progress)
+  std::int64_t groups = 0;     // rollup rows this step wrote
 };
 
 struct VirtualKey {
@@ -274,8 +286,14 @@ class Store {
   virtual StatsResult stats(const StatsQuery& query);
   // Retention: deletes rows with time_ms < unix_ms, in chunks (each its own transaction) so
   // writers are not held up, stopping after max_rows or so; returns how many were deleted
-  // (fewer than max_rows: none older are left).
+  // (fewer than max_rows: none older are left). The rollup hours that end at or before
+  // unix_ms go with them (usage over a deleted period is empty, as it was without rollups);
+  // the hour holding unix_ms is read from the remaining rows from then on.
   virtual std::int64_t deleteLogsBefore(std::int64_t unix_ms, std::int64_t max_rows) = 0;
+  // Folds the next hour of rows that predate the rollups into them, in one short write
+  // transaction (safe to run from several instances at once: each hour is folded once).
+  // A store without rollups (a test fake) is always done.
+  virtual RollupBackfill backfillRollups();
   // Spend per virtual key id (keys with no spend may be absent). insertLogs adds each row's
   // cost_usd to its key's total in the same transaction.
   virtual std::map<std::int64_t, KeySpend> spendByKey(std::int64_t day_start_ms, std::int64_t month_start_ms) = 0;

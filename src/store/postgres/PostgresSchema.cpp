@@ -132,6 +132,48 @@ CREATE TABLE gateway_settings (
 CREATE TRIGGER gateway_settings_cp AFTER INSERT OR UPDATE OR DELETE ON gateway_settings
   FOR EACH ROW EXECUTE FUNCTION sluice_bump_control_plane_version();
 )sql"},
+    // See the SQLite migration 6. The indexes end in id too: the log search orders by
+    // (time_ms, id) and PostgreSQL's index entries do not carry it implicitly.
+    {6, "usage rollups per hour and day, log search indexes", R"sql(
+CREATE TABLE usage_hourly (
+  hour_ms        BIGINT NOT NULL,
+  virtual_key_id BIGINT NOT NULL,
+  model          TEXT   NOT NULL,
+  channel        TEXT   NOT NULL,
+  requests       BIGINT NOT NULL,
+  errors         BIGINT NOT NULL,
+  input_tokens   BIGINT NOT NULL,
+  output_tokens  BIGINT NOT NULL,
+  cached_tokens  BIGINT NOT NULL,
+  cost_usd       DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY (hour_ms, virtual_key_id, model, channel)
+);
+CREATE TABLE usage_daily (
+  day_ms         BIGINT NOT NULL,
+  virtual_key_id BIGINT NOT NULL,
+  model          TEXT   NOT NULL,
+  channel        TEXT   NOT NULL,
+  requests       BIGINT NOT NULL,
+  errors         BIGINT NOT NULL,
+  input_tokens   BIGINT NOT NULL,
+  output_tokens  BIGINT NOT NULL,
+  cached_tokens  BIGINT NOT NULL,
+  cost_usd       DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY (day_ms, virtual_key_id, model, channel)
+);
+CREATE TABLE rollup_state (
+  id                 INTEGER PRIMARY KEY CHECK (id = 1),
+  backfill_max_id    BIGINT NOT NULL,
+  backfill_before_ms BIGINT,
+  retained_from_ms   BIGINT NOT NULL DEFAULT 0
+);
+INSERT INTO rollup_state (id, backfill_max_id, backfill_before_ms) VALUES (1,
+  COALESCE((SELECT MAX(id) FROM request_logs), 0),
+  ((SELECT MAX(time_ms) FROM request_logs) / 3600000 + 1) * 3600000);
+CREATE INDEX request_logs_model_time ON request_logs (model, time_ms, id);
+CREATE INDEX request_logs_channel_time ON request_logs (channel, time_ms, id);
+CREATE INDEX request_logs_status_time ON request_logs (status, time_ms, id);
+)sql"},
 };
 
 }  // namespace

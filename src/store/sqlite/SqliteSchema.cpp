@@ -151,6 +151,58 @@ CREATE TRIGGER gateway_settings_cp_update AFTER UPDATE ON gateway_settings
 CREATE TRIGGER gateway_settings_cp_delete AFTER DELETE ON gateway_settings
   BEGIN UPDATE control_plane_version SET version = version + 1; END;
 )sql"},
+    // Usage rollups: one row per hour (usage_hourly) and per UTC day (usage_daily), virtual
+    // key (0: none), model and channel, kept by insertLogs in the same transaction as the
+    // rows, so usage() reads a few thousand rollup rows where it summed millions of log rows
+    // (days for whole days, hours for the whole hours around them, rows for the rest).
+    // Rows already in the log (an upgrade) predate the rollups: rollup_state records the
+    // newest of them (backfill_max_id), and the writer folds them in an hour at a time, newest
+    // first, in the background; hours before backfill_before_ms (NULL: none left) are read
+    // from the rows until then, and days reaching before it from the hours. Retention raises
+    // retained_from_ms before it deletes rows: the hour and the day holding it are read from
+    // the finer level from then on.
+    // The model, channel and status indexes come back for the log search: a filter that
+    // matches nothing otherwise walks the whole time index (0.7 s at 5 million rows).
+    {6, "usage rollups per hour and day, log search indexes", R"sql(
+CREATE TABLE usage_hourly (
+  hour_ms        INTEGER NOT NULL,
+  virtual_key_id INTEGER NOT NULL,
+  model          TEXT    NOT NULL,
+  channel        TEXT    NOT NULL,
+  requests       INTEGER NOT NULL,
+  errors         INTEGER NOT NULL,
+  input_tokens   INTEGER NOT NULL,
+  output_tokens  INTEGER NOT NULL,
+  cached_tokens  INTEGER NOT NULL,
+  cost_usd       REAL    NOT NULL,
+  PRIMARY KEY (hour_ms, virtual_key_id, model, channel)
+) WITHOUT ROWID;
+CREATE TABLE usage_daily (
+  day_ms         INTEGER NOT NULL,
+  virtual_key_id INTEGER NOT NULL,
+  model          TEXT    NOT NULL,
+  channel        TEXT    NOT NULL,
+  requests       INTEGER NOT NULL,
+  errors         INTEGER NOT NULL,
+  input_tokens   INTEGER NOT NULL,
+  output_tokens  INTEGER NOT NULL,
+  cached_tokens  INTEGER NOT NULL,
+  cost_usd       REAL    NOT NULL,
+  PRIMARY KEY (day_ms, virtual_key_id, model, channel)
+) WITHOUT ROWID;
+CREATE TABLE rollup_state (
+  id                 INTEGER PRIMARY KEY CHECK (id = 1),
+  backfill_max_id    INTEGER NOT NULL,
+  backfill_before_ms INTEGER,
+  retained_from_ms   INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO rollup_state (id, backfill_max_id, backfill_before_ms) VALUES (1,
+  COALESCE((SELECT MAX(id) FROM request_logs), 0),
+  ((SELECT MAX(time_ms) FROM request_logs) / 3600000 + 1) * 3600000);
+CREATE INDEX request_logs_model_time ON request_logs (model, time_ms);
+CREATE INDEX request_logs_channel_time ON request_logs (channel, time_ms);
+CREATE INDEX request_logs_status_time ON request_logs (status, time_ms);
+)sql"},
 };
 
 }  // namespace
