@@ -235,6 +235,48 @@ TEST_P(UsageRollupTest, RollupAnswersEqualRawRowAnswersOnRandomData) {
   }
 }
 
+// Regression: a window whose edges are read from the rows and whose middle from the rollups,
+// with the same group (key, model, channel, day) in every part, is one row per group with the
+// parts' sums, whatever the grouping.
+TEST_P(UsageRollupTest, AGroupInBothTheEdgeRowsAndTheRollupsIsOneRow) {
+  auto store = Store::open(db_->url());
+  store->migrate();
+  auto raw = openSqlConnection(db_->url());
+  // A row in each part: rows [from, h0), hours [h0, d0), the day [d0, d1), hours [d1, h1) and
+  // rows [h1, to); the window starts and ends inside an hour. Two keys: 7 and none.
+  const std::int64_t from = kT0 - 2 * kHour + 10 * 60'000;
+  const std::int64_t to = kT0 + kDay + 3 * kHour + 30 * 60'000;
+  std::vector<LogRecord> rows;
+  for (const std::int64_t t :
+       {from + 10 * 60'000, kT0 - kHour + 5, kT0 + 5 * kHour, kT0 + kDay + kHour + 7, to - 20 * 60'000}) {
+    for (const bool keyed : {true, false}) {
+      LogRecord r = testing::sampleLog(t, "r" + std::to_string(rows.size()));
+      if (!keyed) r.virtual_key_id.reset();
+      r.input_tokens = 100 + static_cast<std::int64_t>(rows.size());
+      rows.push_back(std::move(r));
+    }
+  }
+  store->insertLogs(rows);
+  for (int by = 0; by < 16; ++by) {
+    UsageQuery q;
+    q.from_ms = from;
+    q.to_ms = to;
+    q.by_day = (by & 1) != 0;
+    q.by_virtual_key = (by & 2) != 0;
+    q.by_model = (by & 4) != 0;
+    q.by_channel = (by & 8) != 0;
+    SCOPED_TRACE(describe(q));
+    const auto got = store->usage(q);
+    // One row per day (three) and key (two), as the grouping asks.
+    const std::size_t groups = (q.by_day ? 3U : 1U) * (q.by_virtual_key ? 2U : 1U);
+    EXPECT_EQ(got.size(), groups);
+    std::int64_t requests = 0;
+    for (const UsageRow& u : got) requests += u.requests;
+    EXPECT_EQ(requests, 10);
+    expectSameUsage(*store, *raw, q);
+  }
+}
+
 TEST_P(UsageRollupTest, AnUpgradedDatabaseAnswersFromItsRowsWhileTheBackfillRuns) {
   migrateTo(*db_, 5);
   std::mt19937_64 rng(7);
