@@ -6,7 +6,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { startMock, startGateway, gatewayYaml, chat, readSse, sleep, tempDir, MASTER } from '../lib/harness.mjs';
+import { startMock, startGateway, gatewayYaml, chat, readSse, tempDir, waitFor, MASTER } from '../lib/harness.mjs';
 
 const PG = process.env.SLUICE_TEST_POSTGRES_URL;
 
@@ -66,12 +66,10 @@ function scenario(backend, storeUrl) {
       const unknown = await chat(gw, { model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] });
       assert.equal(unknown.status, 404);
       await unknown.text();
-      // Rows reach the store in batches: wait for all ten.
-      for (let i = 0; i < 100; i++) {
-        const page = await json('/logs?limit=1000');
-        if (page.data.length >= 10) break;
-        await sleep(50);
-      }
+      // Rows reach the store in batches: wait for all ten (every test below reads them, the usage
+      // test twice, as JSON and as CSV: a row that lands between the two reads is a group more).
+      const logged = await waitFor(async () => (await json('/logs?limit=1000')).data.length >= 10, 30_000, 50);
+      assert.ok(logged, 'the ten log rows reached the store within 30 s');
     });
     after(async () => { await gw?.stop(); await mock?.stop(); await flaky?.stop(); });
 
