@@ -4,6 +4,7 @@
 #include <boost/beast/http/field.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,15 +93,20 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
       break;
     }
     const auto& ch = *pick.channel;
-    // The stages' say in this attempt: the limits stage passes over a channel or key at its own
-    // quota (it is not tried; its channel's other keys, or the next channel, are).
-    if (wayback::takes(relay.ex, Stage::kAttempt)) {
-      UpstreamAttempt ua(pick, estTokens);
-      co_await wayback::attempt(relay.ex, ua);
-      if (ua.skip != UpstreamAttempt::Skip::None) {
-        if (quotaRetry < 0 || (ua.retry_after_ms > 0 && ua.retry_after_ms < quotaRetry)) quotaRetry = ua.retry_after_ms;
-        quotaWhy += (quotaWhy.empty() ? "" : "; ") + ua.why;
-        if (ua.skip == UpstreamAttempt::Skip::Channel) {
+    // The stages' say in this attempt, on the body made for its channel (one the channel cannot
+    // take is answered by the attempt itself): the limits stage passes over a channel or key at
+    // its own quota (it is not tried; its channel's other keys, or the next channel, are); a stage
+    // may rewrite what this attempt sends.
+    std::optional<UpstreamAttempt> ua;
+    std::string_view made;
+    if (wayback::takes(relay.ex, Stage::kAttempt) && !relay.prepareBody(pick, made)) {
+      ua.emplace(pick, estTokens, made);
+      co_await wayback::attempt(relay.ex, *ua);
+      if (ua->skip != UpstreamAttempt::Skip::None) {
+        if (quotaRetry < 0 || (ua->retry_after_ms > 0 && ua->retry_after_ms < quotaRetry))
+          quotaRetry = ua->retry_after_ms;
+        quotaWhy += (quotaWhy.empty() ? "" : "; ") + ua->why;
+        if (ua->skip == UpstreamAttempt::Skip::Channel) {
           attempts.skipChannel(pick);
         } else if (pick.probe) {
           ch.health->probing.store(false);  // the key stays in the tried set; the channel's other keys are next
@@ -112,7 +118,7 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
     rec.channel = ch.cfg.name;
     rec.key_id = pick.key->id;
     const auto attemptStart = Clock::now();
-    auto a = co_await relay.attempt(pick, n);
+    auto a = co_await relay.attempt(pick, n, ua ? &*ua : nullptr);
     a.duration_ms = msSince(attemptStart);
     snap.router->report(pick, a.outcome, a.status, a.retry_after_ms, a.why);
     appendAttempt(rec.attempts_json, pick, a);

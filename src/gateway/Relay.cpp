@@ -9,6 +9,7 @@
 #include <boost/json/value.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 
 #include <spdlog/spdlog.h>
@@ -128,6 +129,31 @@ void scrubFields(const pipeline::SecretScrubber& s, bhttp::fields& f) {
 
 }  // namespace
 
+// Whether `lines` are whole HTTP field lines ("name: value\r\n"...): a token for each name that is
+// not one of the framing's (Content-Length, Transfer-Encoding, Host, Connection...), no CR, LF or
+// NUL inside a value. What a stage adds to an upstream head must be, or it could smuggle a second
+// request or a second length past the gateway's own.
+bool wellFormedFieldLines(std::string_view lines) {
+  auto tchar = [](unsigned char c) {
+    return std::isalnum(c) != 0 ||
+           std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+  };
+  while (!lines.empty()) {
+    const std::size_t end = lines.find("\r\n");
+    if (end == std::string_view::npos) return false;
+    const std::string_view line = lines.substr(0, end);
+    const std::size_t colon = line.find(':');
+    if (colon == 0 || colon == std::string_view::npos) return false;
+    for (std::size_t i = 0; i < colon; ++i)
+      if (!tchar(static_cast<unsigned char>(line[i]))) return false;
+    if (isHopByHop(line.substr(0, colon))) return false;  // the framing and the Host are the relay's
+    for (std::size_t i = colon + 1; i < line.size(); ++i)
+      if (line[i] == '\r' || line[i] == '\n' || line[i] == '\0') return false;
+    lines.remove_prefix(end + 2);
+  }
+  return true;
+}
+
 bool Relay::translating(const routing::Pick& p) const {
   if (upWire(p) != call.wire) return true;
   return call.responses() && (p.channel->cfg.type != config::ChannelType::OpenAI || plan.force_translate);
@@ -184,7 +210,8 @@ std::optional<providers::TranslateError> Relay::prepareBody(const routing::Pick&
   return std::nullopt;
 }
 
-std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view sendBody) const {
+std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view sendBody,
+                                     std::string_view stageLines) const {
   const auto& ch = *p.channel;
   std::string h;
   h.reserve(512);
@@ -205,6 +232,12 @@ std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view se
     h.append(name).append(": ").append(f.value()).append("\r\n");
   }
   for (const auto& [k, v] : ch.cfg.headers) h.append(k).append(": ").append(v).append("\r\n");
+  if (!stageLines.empty()) {
+    if (wellFormedFieldLines(stageLines))
+      h.append(stageLines);
+    else
+      spdlog::error("request {}: a stage's header lines for the upstream are not well-formed; not sent", ctx.id);
+  }
   if (!haveType) h.append("Content-Type: application/json\r\n");
   if (!p.key->secret.empty()) {
     switch (up) {
@@ -262,13 +295,15 @@ void Relay::copyResponseHeaders(const bhttp::fields& from, bhttp::fields& to, co
   plan.apply(to);
 }
 
-boost::asio::awaitable<Attempt> Relay::attempt(const routing::Pick& p, int attemptNo) {
+boost::asio::awaitable<Attempt> Relay::attempt(const routing::Pick& p, int attemptNo, const UpstreamAttempt* stages) {
   const auto& t = snap.cfg->routing.timeouts;
   Attempt a;
   std::unique_ptr<upstream::Connection> conn;
   std::optional<upstream::ResponseParser> parser;
   std::string_view sendBody;
-  if (auto err = prepareBody(p, sendBody)) {
+  if (stages) {
+    sendBody = stages->sendBody();
+  } else if (auto err = prepareBody(p, sendBody)) {
     // A request that cannot be expressed in this channel's format is the client's to fix:
     // answer now rather than try another channel.
     a.outcome = Outcome::ClientError;
@@ -284,7 +319,7 @@ boost::asio::awaitable<Attempt> Relay::attempt(const routing::Pick& p, int attem
     a.delivered = true;
     co_return a;
   }
-  const std::string upHead = buildUpstreamHead(p, sendBody);
+  const std::string upHead = buildUpstreamHead(p, sendBody, stages ? std::string_view(stages->header_lines) : "");
 
   // A pooled connection the provider closed while idle shows up as a failed write or an
   // early EOF; that is not the provider's fault, so try once more on a fresh connection.

@@ -54,6 +54,11 @@ inline double msSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
+// Whether `lines` are whole HTTP field lines ("name: value\r\n"...): a token for each name that is
+// none of the framing's (Content-Length, Transfer-Encoding, Host, Connection...), no CR, LF or NUL
+// in a value. A stage's lines for an upstream head are sent only when they are.
+bool wellFormedFieldLines(std::string_view lines);
+
 struct Relay {
   explicit Relay(Exchange& e)
       : ex(e),
@@ -110,7 +115,9 @@ struct Relay {
 
   // The upstream request head, formatted once per attempt (no Beast fields or serializer:
   // this runs for every request).
-  std::string buildUpstreamHead(const routing::Pick& p, std::string_view sendBody) const;
+  // `stageLines`: the field lines the stages added for this attempt (checked here).
+  std::string buildUpstreamHead(const routing::Pick& p, std::string_view sendBody,
+                                std::string_view stageLines = {}) const;
 
   // Response header lines for the client: the upstream's, less hop-by-hop ones, plus ours.
   std::string responseFieldLines(const bhttp::fields& from, const routing::Pick& p, int attempts,
@@ -118,8 +125,10 @@ struct Relay {
 
   void copyResponseHeaders(const bhttp::fields& from, bhttp::fields& to, const routing::Pick& p, int attempts) const;
 
-  // One attempt on one (channel, key). Never throws.
-  boost::asio::awaitable<Attempt> attempt(const routing::Pick& p, int attemptNo);
+  // One attempt on one (channel, key). Never throws. `stages`: what the stages' onAttempt made
+  // of it (the body and head lines to send); null: the body made for the channel as it is.
+  boost::asio::awaitable<Attempt> attempt(const routing::Pick& p, int attemptNo,
+                                          const UpstreamAttempt* stages = nullptr);
 
   boost::asio::awaitable<Attempt> relayWhole(const routing::Pick& p, int attemptNo,
                                              std::unique_ptr<upstream::Connection> conn,

@@ -25,6 +25,7 @@
 #include <memory>
 #include <memory_resource>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,12 +47,20 @@ enum class Step {
 };
 
 // One upstream attempt, before its first byte goes (onAttempt): a stage may pass the pick over
-// (a channel or key at its own quota), saying why and when it may be tried again.
+// (a channel or key at its own quota), saying why and when it may be tried again, or rewrite
+// what this attempt sends: its body, and header lines added to its head.
 struct UpstreamAttempt {
-  UpstreamAttempt(const routing::Pick& p, std::int64_t est) : pick(p), est_tokens(est) {}
-  UpstreamAttempt(routing::Pick&&, std::int64_t) = delete;  // the pick outlives the attempt
+  UpstreamAttempt(const routing::Pick& p, std::int64_t est, std::string_view made = {})
+      : pick(p), est_tokens(est), body(made) {}
+  UpstreamAttempt(routing::Pick&&, std::int64_t, std::string_view = {}) = delete;  // the pick outlives it
   const routing::Pick& pick;
-  std::int64_t est_tokens = 0;  // what the request is estimated to use
+  std::int64_t est_tokens = 0;           // what the request is estimated to use
+  std::string_view body;                 // what the relay made for this channel (its format, its model name)
+  std::optional<std::string> rewritten;  // set by a stage: the body this attempt sends instead
+  // "Name: value\r\n" lines this attempt adds to its head (after the client's and the channel's);
+  // lines that are not well-formed field lines are dropped whole, never sent.
+  std::string header_lines;
+  std::string_view sendBody() const { return rewritten ? std::string_view(*rewritten) : body; }
   enum class Skip { None, Channel, Key };
   Skip skip = Skip::None;           // Channel: none of its keys; Key: this key only
   std::string why;                  // for the answer when every pick was passed over

@@ -207,6 +207,73 @@ TEST(Chain, AStageStopsTheWayBackWhereItSays) {
                                       "client gets Aabortsone", "client gets Baborts (aborted)", "end answers"}));
 }
 
+// Stages rewrite what one attempt sends: the body (the last rewrite wins) and head lines (added
+// up in chain order); the relay sends ua.sendBody() with ua.header_lines.
+class RewritingStage final : public Stage {
+ public:
+  explicit RewritingStage(std::string name) : name_(std::move(name)) {}
+  unsigned hooks() const override { return kAttempt; }
+  boost::asio::awaitable<Step> onRequest(Exchange&) override { co_return Step::Continue; }
+  boost::asio::awaitable<void> onAttempt(Exchange&, UpstreamAttempt& a) override {
+    a.rewritten = std::string(a.sendBody()) + "+" + name_;
+    a.header_lines += "X-Stage: " + name_ + "\r\n";
+    co_return;
+  }
+
+ private:
+  std::string name_;
+};
+
+class RewritingConfig final : public StageConfig {
+ public:
+  explicit RewritingConfig(std::string name) : name_(std::move(name)) {}
+  std::string_view name() const override { return name_; }
+  Stage* start(const Exchange&, StageArena& arena) const override { return arena.make<RewritingStage>(name_); }
+
+ private:
+  std::string name_;
+};
+
+// The relay's part for the rewrite test: one attempt on a body made for the channel.
+class SendingStage final : public Stage {
+ public:
+  explicit SendingStage(Log& log) : log_(log) {}
+  boost::asio::awaitable<Step> onRequest(Exchange& ex) override {
+    const routing::Pick pick{};
+    UpstreamAttempt ua(pick, 0, "made");
+    log_.events.push_back("made: " + std::string(ua.sendBody()));
+    co_await wayback::attempt(ex, ua);
+    log_.events.push_back("sends: " + std::string(ua.sendBody()) + " | " + ua.header_lines);
+    co_return Step::Answered;
+  }
+
+ private:
+  Log& log_;
+};
+
+class SendingConfig final : public StageConfig {
+ public:
+  explicit SendingConfig(Log& log) : log_(log) {}
+  std::string_view name() const override { return "relay"; }
+  Stage* start(const Exchange&, StageArena& arena) const override { return arena.make<SendingStage>(log_); }
+
+ private:
+  Log& log_;
+};
+
+TEST(Chain, StagesRewriteWhatAnAttemptSends) {
+  Log log;
+  auto snap = makeSnapshot(kYaml);
+  snap->stages.clear();
+  snap->stages.push_back(std::make_unique<RewritingConfig>("a"));
+  snap->stages.push_back(std::make_unique<RewritingConfig>("b"));
+  snap->stages.push_back(std::make_unique<SendingConfig>(log));
+  StageHarness h(snap);
+  h.request("/v1/chat/completions", "{}");
+  h.runChain();
+  EXPECT_EQ(log.events, (std::vector<std::string>{"made: made", "sends: made+a+b | X-Stage: a\r\nX-Stage: b\r\n"}));
+}
+
 TEST(Chain, TheOrderIsWrittenOnce) {
   auto snap = makeSnapshot(kYaml);
   std::vector<std::string> names;

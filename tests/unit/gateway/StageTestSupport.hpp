@@ -48,6 +48,7 @@ class StageHarness {
   Exchange& ex() { return *ex_; }
   const Snapshot& snap() const { return *snap_; }
   cluster::Limiter& limiter() { return *limiter_; }
+  boost::asio::io_context& ioc() { return ioc_; }
 
   // Starts the stage named `name` of the snapshot's chain on the exchange; nullptr when it has
   // nothing to do for this request.
@@ -78,7 +79,7 @@ class StageHarness {
   };
   Answer answer();
 
- private:
+  // Runs any awaitable to its end on the exchange's io_context.
   template <class T>
   T run(boost::asio::awaitable<T> a) {
     auto f = boost::asio::co_spawn(ioc_, std::move(a), boost::asio::use_future);
@@ -87,6 +88,7 @@ class StageHarness {
     return f.get();
   }
 
+ private:
   std::shared_ptr<Snapshot> snap_;
   boost::asio::io_context ioc_;
   boost::asio::ssl::context tls_{boost::asio::ssl::context::tls_client};
