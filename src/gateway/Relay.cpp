@@ -423,9 +423,10 @@ boost::asio::awaitable<Attempt> Relay::relayWhole(const routing::Pick& p, int at
       conn->close();
   };
   const ResponseHead rh = responseHead(p, a.status, false);
-  // The client's body: translated, or the upstream's own bytes; the stages' hooks get both
-  // (a copy only when a stage reads the answer: then it must see the upstream's bytes as they came).
-  const bool stagesRead = wayback::takes(ex, Stage::kResponseData | Stage::kResponseEnd | Stage::kResponseCommit);
+  // The client's body: translated, or the upstream's own bytes; the stages' hooks get both (a
+  // copy only when a stage may rewrite the body or reads the answer after that: it must see the
+  // upstream's bytes as they came; otherwise both views are of the one body).
+  const bool stagesRead = wayback::takes(ex, Stage::kResponseData | Stage::kResponseEnd);
   std::string body;
   Usage usage;
   if (rh.translated) {
@@ -440,17 +441,21 @@ boost::asio::awaitable<Attempt> Relay::relayWhole(const routing::Pick& p, int at
     usage = fromCanonical(cu);
   } else {
     usageFromBody(call.wire, whole, usage);
-    body = stagesRead ? whole : std::move(whole);
+    if (stagesRead)
+      body = whole;
+    else
+      body.swap(whole);  // one body for both views: no stage rewrites it
   }
+  const std::string_view upstreamBytes = rh.translated || stagesRead ? std::string_view(whole) : std::string_view(body);
   if (usage.known()) {
     rec.input_tokens = usage.prompt_tokens;
     rec.output_tokens = usage.completion_tokens;
     rec.cached_tokens = usage.cached_tokens;
   }
   ex.keepBody(body);  // the log keeps the answer as it came, tokens sealed
-  const ResponseEnd end{.pick = p, .status = a.status, .stream = false, .upstream_body = whole};
+  const ResponseEnd end{.pick = p, .status = a.status, .stream = false, .upstream_body = upstreamBytes};
   if (wayback::takes(ex, Stage::kResponseData)) {
-    ResponseData piece{.upstream = whole, .out = body, .end_of_stream = true};
+    ResponseData piece{.upstream = upstreamBytes, .out = body, .end_of_stream = true};
     if (wayback::data(ex, piece) == DataStep::Abort) {
       conn->close();
       a.outcome = Outcome::ChannelFailure;
