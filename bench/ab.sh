@@ -18,7 +18,6 @@ CONCURRENCY=${CONCURRENCY:-50}
 SECONDS_PER=${AB_SECONDS:-3}
 SEGMENTS=${SEGMENTS:-10}
 MASTER_KEY=sk-bench-master
-REDACT_KEY=bench-redaction-key-0123456789abcdef
 BENCH_NO_BUILD=${BENCH_NO_BUILD:-0} bench_build sluice_loadgen
 bench_work sluice-ab
 
@@ -26,12 +25,11 @@ read -r P_MOCK P_B P_A P_BP P_AP <<<"$(free_ports 5)"
 start mock "$SLUICE" mock --listen "127.0.0.1:$P_MOCK" --workers "$MOCK_WORKERS" --chunks "$CHUNKS" --ttfb-ms 0 --chunk-interval-ms 0
 MOCK_PID=$PID
 wait_port mock "$MOCK_PID" "$P_MOCK"
-protect_lines=("redaction:" "  enabled: true" "  key: \"$REDACT_KEY\"" "screening:" "  action: block")
 declare -A PIDS_OF
 for spec in "before $BEFORE $P_B plain" "after $AFTER $P_A plain" "before_p $BEFORE $P_BP protect" "after_p $AFTER $P_AP protect"; do
   read -r name bin port kind <<<"$spec"
   if [[ $kind == protect ]]; then
-    sluice_config "$WORK/$name.yaml" "$port" "$P_MOCK" "" "${protect_lines[@]}"
+    sluice_config "$WORK/$name.yaml" "$port" "$P_MOCK" "" "${PROTECT_ON_LINES[@]}"
   else
     sluice_config "$WORK/$name.yaml" "$port" "$P_MOCK" ""
   fi

@@ -21,7 +21,6 @@ COUNT=${COUNT:-2000}
 WARMUP=${WARMUP:-300}
 CONCURRENCY=${CONCURRENCY:-8}
 MASTER_KEY=sk-bench-master
-REDACT_KEY=bench-redaction-key-0123456789abcdef
 command -v valgrind >/dev/null && command -v callgrind_control >/dev/null ||
   die "valgrind is not installed (SLUICE_BENCH_DEPS=1 bash scripts/install-deps.sh)"
 BENCH_NO_BUILD=${BENCH_NO_BUILD:-0} bench_build sluice_loadgen
@@ -31,7 +30,6 @@ read -r P_MOCK P_GW <<<"$(free_ports 2)"
 start mock "$SLUICE" mock --listen "127.0.0.1:$P_MOCK" --workers "$MOCK_WORKERS" --chunks "$CHUNKS" --ttfb-ms 0 --chunk-interval-ms 0
 MOCK_PID=$PID
 wait_port mock "$MOCK_PID" "$P_MOCK"
-protect_lines=("redaction:" "  enabled: true" "  key: \"$REDACT_KEY\"" "screening:" "  action: block")
 
 load() {  # PORT KIND COUNT
   local body=()
@@ -48,7 +46,7 @@ for kind in passthrough protect; do
     bin=$BEFORE
     [[ $name == after ]] && bin=$AFTER
     if [[ $kind == protect ]]; then
-      sluice_config "$WORK/$name-$kind.yaml" "$P_GW" "$P_MOCK" "" "${protect_lines[@]}"
+      sluice_config "$WORK/$name-$kind.yaml" "$P_GW" "$P_MOCK" "" "${PROTECT_ON_LINES[@]}"
     else
       sluice_config "$WORK/$name-$kind.yaml" "$P_GW" "$P_MOCK" ""
     fi

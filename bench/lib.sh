@@ -22,6 +22,11 @@ NGINX_WORKERS=${NGINX_WORKERS:-auto}
 # off: the proxy hop is compared like for like (set true to include them).
 SLUICE_REQUEST_LOGS=${SLUICE_REQUEST_LOGS:-false}
 CHUNKS=${CHUNKS:-20}
+# The protect-on configuration that bench/ab.sh and bench/instructions.sh compare binaries on:
+# redaction with the built-in rules and screening at block (their requests send
+# bench/data/protect_chat.json with x-mock-echo, so two values are sealed and restored).
+PROTECT_ON_LINES=("redaction:" "  enabled: true" "  key: \"bench-redaction-key-0123456789abcdef\"" "screening:"
+  "  action: block")
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }

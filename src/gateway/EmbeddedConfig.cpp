@@ -23,32 +23,26 @@ channels:
     priority: 100
 )",
                               kDevMasterKey, mockAddr);
-  if (const char* k = std::getenv("OPENAI_API_KEY"); k && *k) {
-    y += R"(  - name: openai
-    type: openai
-    base_url: "https://api.openai.com/v1"
-    keys: ["${OPENAI_API_KEY}"]
-    models: ["gpt-*", "o1*", "o3*", "o4*", "chatgpt-*", "text-embedding-*", "omni-moderation-*"]
-    priority: 1
-)";
-  }
-  if (const char* k = std::getenv("ANTHROPIC_API_KEY"); k && *k) {
-    y += R"(  - name: anthropic
-    type: anthropic
-    base_url: "https://api.anthropic.com"
-    keys: ["${ANTHROPIC_API_KEY}"]
-    models: ["claude-*"]
-    priority: 1
-)";
-  }
-  if (const char* k = std::getenv("GEMINI_API_KEY"); k && *k) {
-    y += R"(  - name: gemini
-    type: gemini
-    base_url: "https://generativelanguage.googleapis.com"
-    keys: ["${GEMINI_API_KEY}"]
-    models: ["gemini-*"]
-    priority: 1
-)";
+  // A provider's channel when its key is in the environment: the key stays a ${VAR} reference.
+  struct Provider {
+    const char* env;
+    const char* name;
+    const char* base_url;
+    const char* models;
+  };
+  static constexpr Provider kProviders[] = {
+      {"OPENAI_API_KEY", "openai", "https://api.openai.com/v1",
+       R"("gpt-*", "o1*", "o3*", "o4*", "chatgpt-*", "text-embedding-*", "omni-moderation-*")"},
+      {"ANTHROPIC_API_KEY", "anthropic", "https://api.anthropic.com", R"("claude-*")"},
+      {"GEMINI_API_KEY", "gemini", "https://generativelanguage.googleapis.com", R"("gemini-*")"},
+  };
+  for (const auto& p : kProviders) {
+    const char* k = std::getenv(p.env);
+    if (!k || !*k) continue;
+    y += fmt::format(
+        "  - name: {0}\n    type: {0}\n    base_url: \"{1}\"\n    keys: [\"${{{2}}}\"]\n    models: [{3}]\n"
+        "    priority: 1\n",
+        p.name, p.base_url, p.env, p.models);
   }
   return y;
 }

@@ -9,7 +9,6 @@
 #include <boost/json/value.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <optional>
 
 #include <spdlog/spdlog.h>
@@ -24,6 +23,7 @@
 #include "gateway/StreamTaps.hpp"
 #include "gateway/stages/Stages.hpp"
 #include "guard/Webhook.hpp"
+#include "http/Framing.hpp"
 #include "metrics/Metrics.hpp"
 #include "pipeline/Protect.hpp"
 #include "providers/Translate.hpp"
@@ -134,21 +134,18 @@ void scrubFields(const pipeline::SecretScrubber& s, bhttp::fields& f) {
 // NUL inside a value. What a stage adds to an upstream head must be, or it could smuggle a second
 // request or a second length past the gateway's own.
 bool wellFormedFieldLines(std::string_view lines) {
-  auto tchar = [](unsigned char c) {
-    return std::isalnum(c) != 0 ||
-           std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
-  };
   while (!lines.empty()) {
     const std::size_t end = lines.find("\r\n");
     if (end == std::string_view::npos) return false;
     const std::string_view line = lines.substr(0, end);
     const std::size_t colon = line.find(':');
     if (colon == 0 || colon == std::string_view::npos) return false;
-    for (std::size_t i = 0; i < colon; ++i)
-      if (!tchar(static_cast<unsigned char>(line[i]))) return false;
-    if (isHopByHop(line.substr(0, colon))) return false;  // the framing and the Host are the relay's
-    for (std::size_t i = colon + 1; i < line.size(); ++i)
-      if (line[i] == '\r' || line[i] == '\n' || line[i] == '\0') return false;
+    const std::string_view name = line.substr(0, colon), value = line.substr(colon + 1);
+    if (!std::all_of(name.begin(), name.end(), http::isTchar)) return false;
+    if (!std::all_of(value.begin(), value.end(),
+                     [](char c) { return http::isFieldByte(static_cast<unsigned char>(c)); }))
+      return false;
+    if (isHopByHop(name)) return false;  // the framing and the Host are the relay's
     lines.remove_prefix(end + 2);
   }
   return true;

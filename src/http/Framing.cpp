@@ -19,12 +19,23 @@ constexpr std::array<bool, 256> kTchar = [] {
   return t;
 }();
 
-bool isTchar(char c) { return kTchar[static_cast<unsigned char>(c)]; }
-bool isDigit(char c) { return c >= '0' && c <= '9'; }
-// field-vchar plus the SP / HTAB allowed between them; obs-text (0x80-0xFF) is allowed by RFC 9110.
-bool isFieldByte(unsigned char c) { return c == '\t' || (c >= 0x20 && c != 0x7F); }
+}  // namespace
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+bool isTchar(char c) {
+  return kTchar[static_cast<unsigned char>(c)];
+}
+bool isFieldByte(unsigned char c) {
+  return c == '\t' || (c >= 0x20 && c != 0x7F);
+}
+
+namespace {
+
+bool isDigit(char c) {
+  return c >= '0' && c <= '9';
+}
+char lower(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
 
 std::string lowerCopy(std::string_view s) {
   std::string out(s);
@@ -293,8 +304,8 @@ void HeadScanner::fieldLine(std::string_view line) {
   // "Content--Length") would frame the body for it but not for us.
   const bool te = resembles(name, "transferencoding");
   if (te || resembles(name, "contentlength")) {
-    refuse(400, "header name \"" + std::string(name) + "\" resembles " +
-                    (te ? "Transfer-Encoding" : "Content-Length") + "; spell it exactly");
+    refuse(400, "header name \"" + std::string(name) + "\" resembles " + (te ? "Transfer-Encoding" : "Content-Length") +
+                    "; spell it exactly");
     return;
   }
 }
@@ -305,8 +316,8 @@ void HeadScanner::endOfHead(std::size_t head_bytes) {
     return;
   }
   if (authority_ && hosts_ > 0 && *authority_ != host_) {
-    refuse(400, "the absolute-form target names host \"" + *authority_ + "\" but the Host header says \"" + host_ +
-                    "\"");
+    refuse(400,
+           "the absolute-form target names host \"" + *authority_ + "\" but the Host header says \"" + host_ + "\"");
     return;
   }
   verdict_.state = HeadVerdict::State::Complete;

@@ -53,7 +53,7 @@ class HeadScanner {
   int content_lengths_ = 0;
   int transfer_encodings_ = 0;
   int hosts_ = 0;
-  std::string host_;                // lower-cased
+  std::string host_;                      // lower-cased
   std::optional<std::string> authority_;  // lower-cased, from an absolute-form target
 };
 
@@ -65,5 +65,11 @@ HeadVerdict checkRequestHead(std::string_view bytes);
 // LF, NUL or DEL through inside a quoted extension value).
 inline constexpr std::size_t kMaxChunkExtension = 1024;
 std::optional<Error> checkChunkExtension(std::string_view extensions);
+
+// RFC 9110 tchar: a byte a field name (or method, or token) may hold.
+bool isTchar(char c);
+// A byte a field value may hold: field-vchar, SP, HTAB and obs-text (0x80-0xFF); no CR, LF, NUL
+// or other control byte.
+bool isFieldByte(unsigned char c);
 
 }  // namespace sluice::http

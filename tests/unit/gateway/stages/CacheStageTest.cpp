@@ -33,6 +33,15 @@ Step throughCache(StageHarness& h) {
   return Step::Continue;
 }
 
+// The stages before the cache, then the cache's request hook (a miss): the stage, ready for the
+// way back.
+Stage* cacheOnItsWayBack(StageHarness& h) {
+  EXPECT_EQ(h.runThrough({"auth", "route", "limits", "scan"}), Step::Continue);
+  Stage* c = h.start("cache");
+  if (c) EXPECT_EQ(h.onRequest(*c), Step::Continue);
+  return c;
+}
+
 constexpr const char* kAnswer =
     R"({"id":"x","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"hello from the cache"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}})";
 
@@ -54,10 +63,8 @@ TEST(CacheStage, AMissRecordsOnTheWayBackAndTheStoredAnswerIsAHitNextTime) {
   cache::MemoryCache memory;
   StageHarness miss(snap, nullptr, &memory);
   miss.request("/v1/chat/completions", kBody, {{"Authorization", "Bearer mk"}});
-  EXPECT_EQ(miss.runThrough({"auth", "route", "limits", "scan"}), Step::Continue);
-  Stage* c = miss.start("cache");
+  Stage* c = cacheOnItsWayBack(miss);
   ASSERT_NE(c, nullptr);
-  EXPECT_EQ(miss.onRequest(*c), Step::Continue);
   const auto& plan = miss.ex().answer;
   ASSERT_EQ(plan.headers.size(), 1u);
   EXPECT_EQ(plan.headers[0].second, "miss");
@@ -83,9 +90,8 @@ TEST(CacheStage, AnAnswerThatDoesNotStandOrFailedIsNotStored) {
   cache::MemoryCache memory;
   StageHarness h(snap, nullptr, &memory);
   h.request("/v1/chat/completions", kBody, {{"Authorization", "Bearer mk"}});
-  EXPECT_EQ(h.runThrough({"auth", "route", "limits", "scan"}), Step::Continue);
-  Stage* c = h.start("cache");
-  EXPECT_EQ(h.onRequest(*c), Step::Continue);
+  Stage* c = cacheOnItsWayBack(h);
+  ASSERT_NE(c, nullptr);
   // Recorded, but a later stage answered instead (no commit): nothing is stored.
   wayBackWhole(h, *c, 200, kAnswer, /*commit=*/false);
   EXPECT_EQ(memory.stats().entries, 0u);
@@ -100,9 +106,8 @@ TEST(CacheStage, AStreamIsRecordedFromTheUpstreamsBytesAcrossReads) {
   h.request("/v1/chat/completions",
             R"({"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]})",
             {{"Authorization", "Bearer mk"}});
-  EXPECT_EQ(h.runThrough({"auth", "route", "limits", "scan"}), Step::Continue);
-  Stage* c = h.start("cache");
-  EXPECT_EQ(h.onRequest(*c), Step::Continue);
+  Stage* c = cacheOnItsWayBack(h);
+  ASSERT_NE(c, nullptr);
   const routing::Pick pick = h.firstPick();
   ResponseHead head(pick, 200, true, providers::Format::OpenAIChat, providers::Format::OpenAIChat, false);
   c->onResponseHeaders(h.ex(), head);
@@ -131,10 +136,8 @@ TEST(CacheStage, NoStoreFromTheClientNeitherReadsNorWrites) {
   cache::MemoryCache memory;
   StageHarness h(makeSnapshot(kYaml), nullptr, &memory);
   h.request("/v1/chat/completions", kBody, {{"Authorization", "Bearer mk"}, {"Cache-Control", "no-store"}});
-  EXPECT_EQ(h.runThrough({"auth", "route", "limits", "scan"}), Step::Continue);
-  Stage* c = h.start("cache");
+  Stage* c = cacheOnItsWayBack(h);
   ASSERT_NE(c, nullptr);
-  EXPECT_EQ(h.onRequest(*c), Step::Continue);
   EXPECT_EQ(c->hooks(), 0u);  // nothing to record on the way back
 }
 

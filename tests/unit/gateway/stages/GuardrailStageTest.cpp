@@ -116,6 +116,17 @@ struct Fixture {
     hook.answerNext(std::move(verdict));
     return stage ? h->onRequest(*stage) : Step::Continue;
   }
+
+  // The relay's calls for a whole answer (kAnswer, from an OpenAI Chat upstream), the webhook
+  // answering `verdict` for its review: what the end hook decided.
+  Step reviewAnswer(std::string verdict) {
+    const routing::Pick pick = h->firstPick();
+    ResponseHead head(pick, 200, false, providers::Format::OpenAIChat, providers::Format::OpenAIChat, false);
+    stage->onResponseHeaders(h->ex(), head);
+    hook.answerNext(std::move(verdict));
+    return h->onResponseEnd(*stage,
+                            ResponseEnd{.pick = pick, .status = 200, .stream = false, .upstream_body = kAnswer});
+  }
 };
 
 TEST(GuardrailStage, TheRequestIsReviewedAndABlockIsRefusedInTheCallersFormat) {
@@ -134,13 +145,7 @@ TEST(GuardrailStage, AWholeAnswerIsReviewedAtItsEndAndABlockAnswersInstead) {
   Fixture f;
   ASSERT_EQ(f.start("/v1/chat/completions", kAsk, R"({"action":"allow"})"), Step::Continue);
   ASSERT_EQ(f.stage->hooks(), Stage::kResponseHeaders | Stage::kResponseEnd);
-  const routing::Pick pick = f.h->firstPick();
-  ResponseHead head(pick, 200, false, providers::Format::OpenAIChat, providers::Format::OpenAIChat, false);
-  f.stage->onResponseHeaders(f.h->ex(), head);
-  f.hook.answerNext(R"({"action":"block","reason":"leaks the plan"})");
-  const Step step =
-      f.h->onResponseEnd(*f.stage, ResponseEnd{.pick = pick, .status = 200, .stream = false, .upstream_body = kAnswer});
-  EXPECT_EQ(step, Step::Answered);
+  EXPECT_EQ(f.reviewAnswer(R"({"action":"block","reason":"leaks the plan"})"), Step::Answered);
   ASSERT_EQ(f.hook.payloads().size(), 2u);
   EXPECT_NE(f.hook.payloads()[1].find("\"phase\":\"response\""), std::string::npos) << f.hook.payloads()[1];
   EXPECT_NE(f.hook.payloads()[1].find("\"response\":\"the secret plan\""), std::string::npos) << f.hook.payloads()[1];
@@ -153,13 +158,7 @@ TEST(GuardrailStage, AWholeAnswerIsReviewedAtItsEndAndABlockAnswersInstead) {
 TEST(GuardrailStage, AWarnOnTheAnswerIsAHeaderAndTheAnswerGoesOn) {
   Fixture f;
   ASSERT_EQ(f.start("/v1/chat/completions", kAsk, R"({"action":"allow"})"), Step::Continue);
-  const routing::Pick pick = f.h->firstPick();
-  ResponseHead head(pick, 200, false, providers::Format::OpenAIChat, providers::Format::OpenAIChat, false);
-  f.stage->onResponseHeaders(f.h->ex(), head);
-  f.hook.answerNext(R"({"action":"warn"})");
-  EXPECT_EQ(
-      f.h->onResponseEnd(*f.stage, ResponseEnd{.pick = pick, .status = 200, .stream = false, .upstream_body = kAnswer}),
-      Step::Continue);
+  EXPECT_EQ(f.reviewAnswer(R"({"action":"warn"})"), Step::Continue);
   const auto& headers = f.h->ex().answer.headers;
   ASSERT_FALSE(headers.empty());
   EXPECT_EQ(headers.back(), (std::pair<std::string, std::string>{"x-sluice-guardrail", "warn"}));

@@ -77,16 +77,22 @@ ResponseHead headOf(const routing::Pick& pick, bool stream, providers::Format cl
                       translated);
 }
 
+// The stages before redaction, then redaction's request hook: the stage, ready for the way back.
+Stage* redactionOnItsWayBack(StageHarness& h) {
+  EXPECT_EQ(h.runThrough({"auth", "route", "limits", "scan"}), Step::Continue);
+  Stage* r = h.start("redaction");
+  if (r) EXPECT_EQ(h.onRequest(*r), Step::Continue);
+  return r;
+}
+
 constexpr const char* kAsk =
     R"({"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"about TCK-123456"}]})";
 
 TEST(RedactionStage, AWholeAnswerIsRestoredOnItsWayBack) {
   StageHarness h(makeSnapshot(kYaml));
   h.request("/v1/chat/completions", kAsk, {{"Authorization", "Bearer mk"}});
-  EXPECT_EQ(h.runThrough({"auth", "route", "limits", "scan"}), Step::Continue);
-  Stage* r = h.start("redaction");
+  Stage* r = redactionOnItsWayBack(h);
   ASSERT_NE(r, nullptr);
-  EXPECT_EQ(h.onRequest(*r), Step::Continue);
   EXPECT_EQ(r->hooks(), Stage::kResponseHeaders | Stage::kResponseData);
   const std::string token = sealedToken(h);
   ASSERT_FALSE(token.empty()) << h.ex().req.body();
@@ -107,10 +113,8 @@ TEST(RedactionStage, AWholeAnswerIsRestoredOnItsWayBack) {
 TEST(RedactionStage, AChatStreamIsRestoredOnTheBytesWithATokenSplitAcrossReads) {
   StageHarness h(makeSnapshot(kYaml));
   h.request("/v1/chat/completions", kAsk, {{"Authorization", "Bearer mk"}});
-  EXPECT_EQ(h.runThrough({"auth", "route", "limits", "scan"}), Step::Continue);
-  Stage* r = h.start("redaction");
+  Stage* r = redactionOnItsWayBack(h);
   ASSERT_NE(r, nullptr);
-  EXPECT_EQ(h.onRequest(*r), Step::Continue);
   const std::string token = sealedToken(h);
   ASSERT_FALSE(token.empty());
 
@@ -150,10 +154,8 @@ TEST(RedactionStage, AnyOtherStreamIsRestoredAsEventsInTheRelaysEncoder) {
       "/anthropic/v1/messages",
       R"({"model":"gpt-4o-mini","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"about TCK-123456"}]})",
       {{"x-api-key", "mk"}});
-  EXPECT_EQ(h.runThrough({"auth", "route", "limits", "scan"}), Step::Continue);
-  Stage* r = h.start("redaction");
+  Stage* r = redactionOnItsWayBack(h);
   ASSERT_NE(r, nullptr);
-  EXPECT_EQ(h.onRequest(*r), Step::Continue);
   const routing::Pick pick = h.firstPick();
   for (const bool translated : {false, true}) {
     ResponseHead head = headOf(pick, true, providers::Format::AnthropicMessages, translated);
