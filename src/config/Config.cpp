@@ -39,9 +39,11 @@ namespace {
 
 using Keys = std::span<const std::string_view>;
 
-constexpr std::array<std::string_view, 12> kTopKeys = {"server",   "auth",    "store", "redis",     "routing",
+constexpr std::array<std::string_view, 13> kTopKeys = {"server",   "auth",    "store", "redis",     "routing",
                                                         "channels", "pricing", "cache", "redaction", "screening",
-                                                        "guardrail", "admin"};
+                                                        "guardrail", "admin", "telemetry"};
+constexpr std::array<std::string_view, 5> kTelemetryKeys = {"otlp_endpoint", "service_name", "sample_ratio", "headers",
+                                                            "capture_content"};
 constexpr std::array<std::string_view, 5> kCacheKeys = {"enabled", "ttl", "max_bytes", "max_entry_bytes", "shared"};
 constexpr std::array<std::string_view, 5> kRedactionKeys = {"enabled", "key", "builtin", "actions", "rules"};
 constexpr std::array<std::string_view, 5> kRuleKeys = {"name", "pattern", "action", "fields", "validator"};
@@ -286,6 +288,8 @@ class Loader {
         screening(v, cfg.screening);
       } else if (key == "guardrail") {
         guardrail(v, cfg.guardrail);
+      } else if (key == "telemetry") {
+        telemetry(v, cfg.telemetry);
       } else if (key == "admin") {
         admin(v, cfg.admin);
       }
@@ -552,6 +556,26 @@ class Loader {
     });
     if (!g.url.empty() && !failureSet)
       fail(node, "guardrail: say what happens when the webhook fails or times out: on_failure: fail_open or fail_closed");
+  }
+
+  void telemetry(const YAML::Node& node, TelemetryConfig& t) {
+    walk(node, "telemetry", kTelemetryKeys, [&](const std::string& key, const YAML::Node& v) {
+      const std::string path = "telemetry." + key;
+      if (key == "otlp_endpoint") {
+        t.otlp_endpoint = str(v, path);
+        if (!t.otlp_endpoint.empty()) t.otlp_endpoint = baseUrl(v, path);
+      } else if (key == "service_name") {
+        t.service_name = str(v, path);
+        if (t.service_name.empty() || t.service_name.size() > 128)
+          fail(v, path + ": expected a name of 1 to 128 characters");
+      } else if (key == "sample_ratio") {
+        t.sample_ratio = number(v, path, 0, 1);
+      } else if (key == "headers") {
+        walkHeaders(v, path, t.headers);
+      } else if (key == "capture_content") {
+        t.capture_content = boolean(v, path);
+      }
+    });
   }
 
   void pricing(const YAML::Node& node, std::map<std::string, Price>& out) {
@@ -1159,6 +1183,18 @@ std::string describeConfig(const Config& c) {
   if (!c.guardrail.headers.empty()) {
     e << YAML::Key << "headers" << YAML::Value << YAML::BeginMap;
     for (const auto& [name, value] : c.guardrail.headers)
+      e << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << maskSecret(value);
+    e << YAML::EndMap;
+  }
+  e << YAML::EndMap;
+  e << YAML::Key << "telemetry" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "otlp_endpoint" << YAML::Value << YAML::DoubleQuoted << maskUrl(c.telemetry.otlp_endpoint);
+  e << YAML::Key << "service_name" << YAML::Value << c.telemetry.service_name;
+  e << YAML::Key << "sample_ratio" << YAML::Value << c.telemetry.sample_ratio;
+  e << YAML::Key << "capture_content" << YAML::Value << c.telemetry.capture_content;
+  if (!c.telemetry.headers.empty()) {
+    e << YAML::Key << "headers" << YAML::Value << YAML::BeginMap;
+    for (const auto& [name, value] : c.telemetry.headers)
       e << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << maskSecret(value);
     e << YAML::EndMap;
   }

@@ -150,6 +150,17 @@ struct GuardrailConfig {
   std::map<std::string, std::string> headers;
 };
 
+// OpenTelemetry traces (telemetry/Tracer.hpp): spans exported over OTLP/HTTP (JSON) to
+// `otlp_endpoint` (the collector's base URL; /v1/traces is appended unless the path already ends
+// with it). Empty: no tracing at all.
+struct TelemetryConfig {
+  std::string otlp_endpoint;
+  std::string service_name = "sluice";
+  double sample_ratio = 1.0;                   // of the traces Sluice starts; a client's traceparent decides its own
+  std::map<std::string, std::string> headers;  // sent with each export (e.g. the collector's API key)
+  bool capture_content = false;                // the prompt and the answer as span attributes (after redaction)
+};
+
 struct ChannelConfig {
   std::string name;
   ChannelType type = ChannelType::OpenAI;
@@ -197,6 +208,7 @@ struct Config {
   ScreeningConfig screening;
   GuardrailConfig guardrail;
   AdminConfig admin;
+  TelemetryConfig telemetry;
   std::string source_path;  // file it was loaded from ("" when built in code)
 };
 

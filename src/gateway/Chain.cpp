@@ -12,6 +12,9 @@ namespace sluice::gateway {
 
 std::vector<std::unique_ptr<const StageConfig>> buildStages(const Snapshot& snap) {
   std::vector<std::unique_ptr<const StageConfig>> s;
+  // The request's span (when telemetry is on): first, so that refusals are traced too, and its
+  // completion, which runs last, sees the record whole.
+  s.push_back(makeTraceStage(snap));
   // Who is calling, before anything reveals what is configured.
   s.push_back(makeAuthStage(snap));
   // What is asked for: the query, the method, the body's facts, the model and the channels that

@@ -4,6 +4,7 @@
 
 #include "gateway/BodyFacts.hpp"
 #include "gateway/Snapshot.hpp"
+#include "telemetry/RequestTrace.hpp"
 
 namespace sluice::gateway {
 
@@ -70,6 +71,7 @@ bool Exchange::geminiJsonArray() const {
 }
 
 void Exchange::keepBody(std::string_view bytes) {
+  if (trace != nullptr) trace->captureOutput(bytes);  // telemetry.capture_content: what the log would see
   if (body_cap == 0 || rec.response_body.size() >= body_cap) return;
   rec.response_body.append(bytes.substr(0, body_cap - rec.response_body.size()));
 }

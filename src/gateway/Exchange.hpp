@@ -36,6 +36,11 @@ namespace sluice::guard {
 struct WebhookTarget;
 }
 
+namespace sluice::telemetry {
+class Tracer;
+class RequestTrace;
+}  // namespace sluice::telemetry
+
 namespace sluice::gateway {
 
 struct Snapshot;
@@ -112,6 +117,7 @@ struct Services {
   upstream::Pool& pool;
   cluster::Limiter& limiter;
   cache::ResponseCache* cache = nullptr;  // null: no response cache
+  telemetry::Tracer* tracer = nullptr;    // null: no tracing (tests)
 };
 
 // What the route stage decided: the model, the channels that may serve it, and the facts of the
@@ -182,6 +188,9 @@ struct Exchange {
   ProtectScan protect;       // scan
   AnswerPlan answer;         // screening, redaction, guardrail, cache, limits
   std::size_t body_cap = 0;  // store.log_bodies: keep this much of the response for the log
+  // The trace stage's, while the request is traced (null otherwise): the stages and the relay
+  // add their spans to it where they spend time (telemetry::ScopedSpan).
+  telemetry::RequestTrace* trace = nullptr;
 
   // An error answer in the caller's format, noted in the record, with the answer plan's headers.
   http::Response failure(int status, std::string_view type, std::string_view code, const std::string& msg) const;

@@ -54,6 +54,7 @@
 #include "store/LogWriter.hpp"
 #include "store/Store.hpp"
 #include "store/StoreProbe.hpp"
+#include "telemetry/Tracer.hpp"
 #include "upstream/Client.hpp"
 
 namespace sluice::gateway {
@@ -129,6 +130,7 @@ class Gateway {
     admin_->setConfigSource([this] { return control_->fileConfig(); });
     admin_->onChange([this] { control_->refreshNowAndWait(); });
     auto first = control_->initial();
+    tracer_.configure(first->cfg->telemetry);
     const auto& s = first->cfg->server;
     http::ServerLimits limits;
     limits.max_body_bytes = s.max_body_bytes;
@@ -237,6 +239,8 @@ class Gateway {
       embedded_mock_thread_.join();
     }
     access_.drain();
+    // The spans of the requests served go to the collector before exit (a bounded wait).
+    tracer_.stop(std::chrono::seconds(5));
     // Every accepted request's log row goes to the database before exit.
     if (logs_ && !logs_->drain(std::chrono::seconds(10))) {
       auto st = logs_->stats();
@@ -345,6 +349,7 @@ class Gateway {
       return {false, e.what()};
     }
     const auto& after = *next->cfg;
+    tracer_.configure(after.telemetry);  // the loader checked the endpoint: this does not throw
     if (before->server.listen != after.server.listen || before->server.workers != after.server.workers)
       spdlog::warn("reload: server.listen and server.workers take effect only after a restart");
     if (before->redis.url != after.redis.url || before->store.url != after.store.url)
@@ -452,6 +457,7 @@ class Gateway {
         if (cache_) renderCacheMetrics(cache_->stats(), out);
         if (edge_tls_) renderTlsMetrics(tls_reloads_ok_.load(), tls_reloads_failed_.load(), out);
         renderLogMetrics(access_.dropped(), logs_ ? std::optional(logs_->stats()) : std::nullopt, out);
+        tracer_.renderMetrics(out);
       });
       co_await r.send(std::move(res));
       co_return;
@@ -505,7 +511,7 @@ class Gateway {
       co_return;
     }
     // The request path, stage by stage (gateway/Chain.cpp).
-    Exchange ex(snap, Services{ws.pool, limiter_, cache_.get()}, req, r, ctx, call, rec);
+    Exchange ex(snap, Services{ws.pool, limiter_, cache_.get(), &tracer_}, req, r, ctx, call, rec);
     co_await runChain(ex);
   }
 
@@ -518,6 +524,7 @@ class Gateway {
   }
 
   std::unique_ptr<store::LogWriter> logs_;  // declared first: outlives the server's workers
+  telemetry::Tracer tracer_;                // idem: the workers hand it their spans
   std::unique_ptr<admin::AdminApi> admin_;
   std::string path_;
   std::string embedded_text_;

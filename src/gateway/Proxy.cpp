@@ -12,6 +12,7 @@
 #include "gateway/Chain.hpp"
 #include "gateway/LimitRefusal.hpp"
 #include "gateway/Relay.hpp"
+#include "gateway/Tracing.hpp"
 #include "gateway/stages/Stages.hpp"
 #include "metrics/Metrics.hpp"
 
@@ -118,8 +119,10 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
     rec.channel = ch.cfg.name;
     rec.key_id = pick.key->id;
     const auto attemptStart = Clock::now();
+    beginAttemptSpan(relay.ex, pick, n);
     auto a = co_await relay.attempt(pick, n, ua ? &*ua : nullptr);
     a.duration_ms = msSince(attemptStart);
+    endAttemptSpan(relay.ex, a);
     snap.router->report(pick, a.outcome, a.status, a.retry_after_ms, a.why);
     appendAttempt(rec.attempts_json, pick, a);
     if (a.delivered) {

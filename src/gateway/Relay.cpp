@@ -31,6 +31,7 @@
 #include "redact/Redactor.hpp"
 #include "redact/Restorer.hpp"
 #include "routing/ModelName.hpp"
+#include "telemetry/RequestTrace.hpp"
 
 namespace sluice::gateway::relay {
 
@@ -60,6 +61,16 @@ bool dropTowardUpstream(std::string_view name) {
                   [&](std::string_view s) { return boost::beast::iequals(s, name); }))
     return true;
   return name.size() >= 9 && boost::beast::iequals(name.substr(0, 9), "x-sluice-");
+}
+
+// A wait of this attempt's (its connect, its first byte) as a child of its span.
+void traceWait(Exchange& ex, std::string_view name, Clock::time_point from, const boost::system::error_code& ec) {
+  telemetry::RequestTrace& t = *ex.trace;
+  const std::size_t i = t.add(name, t.attempt, from, Clock::now());
+  if (telemetry::SpanRecord* s = t.at(i); s && ec) {
+    s->status = telemetry::StatusCode::Error;
+    s->status_message = ec.message();
+  }
 }
 
 bool dropTowardClient(std::string_view name) {
@@ -219,9 +230,12 @@ std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view se
   h.append("POST ").append(providers::upstreamTarget(target)).append(" HTTP/1.1\r\n");
   h.append("Host: ").append(ch.endpoint.host_header).append("\r\n");
   bool haveType = false;
+  const telemetry::RequestTrace* trace = ex.trace;
   for (const auto& f : req) {
     auto name = f.name_string();
     if (dropTowardUpstream(name)) continue;
+    // Traced: the upstream gets Sluice's own trace context (below), never the client's bytes.
+    if (trace && (boost::beast::iequals(name, "traceparent") || boost::beast::iequals(name, "tracestate"))) continue;
     bool overridden = false;
     for (const auto& [k, v] : ch.cfg.headers) overridden = overridden || boost::beast::iequals(k, name);
     if (overridden) continue;
@@ -236,6 +250,7 @@ std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view se
       spdlog::error("request {}: a stage's header lines for the upstream are not well-formed; not sent", ctx.id);
   }
   if (!haveType) h.append("Content-Type: application/json\r\n");
+  if (trace) trace->appendUpstreamHeaders(h);
   if (!p.key->secret.empty()) {
     switch (up) {
       case Wire::OpenAI:
@@ -321,20 +336,24 @@ boost::asio::awaitable<Attempt> Relay::attempt(const routing::Pick& p, int attem
   // A pooled connection the provider closed while idle shows up as a failed write or an
   // early EOF; that is not the provider's fault, so try once more on a fresh connection.
   for (int fresh = 0; fresh < 2; ++fresh) {
+    const auto connectStart = Clock::now();
     auto [cec, c] = co_await pool.acquire(p.channel->endpoint, deadline.cap(t.connect), fresh == 0);
+    if (ex.trace && (cec || !c->reused)) traceWait(ex, "connect", connectStart, cec);
     if (cec) {
       a.timeout = cec == boost::beast::error::timeout;
       a.why = a.timeout ? "connect timed out" : "connect failed: " + cec.message();
       co_return a;
     }
     conn = std::move(c);
+    const auto sentAt = Clock::now();
     auto wec = co_await conn->writeRaw(upHead, sendBody, deadline.cap(t.connect));
     if (!wec) {
       parser.emplace();
       parser->body_limit(boost::none);
       wec = co_await conn->readHeader(*parser, deadline.cap(t.first_byte));
-      if (!wec) break;
     }
+    if (ex.trace) traceWait(ex, "first byte", sentAt, wec);
+    if (!wec) break;
     bool stale = conn->reused && wec != boost::beast::error::timeout;
     conn->close();
     conn.reset();

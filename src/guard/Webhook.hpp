@@ -21,15 +21,12 @@
 #include <vector>
 
 #include "upstream/Client.hpp"
+#include "upstream/Post.hpp"
 
 namespace sluice::guard {
 
-struct WebhookTarget {
-  upstream::Endpoint endpoint;
-  std::string path;           // path and query of the URL ("/" when none)
-  std::string extra_headers;  // "Name: value\r\n" lines (configured headers)
-  std::chrono::milliseconds timeout{2000};
-};
+// The URL, its headers and the timeout (the POST itself is upstream/Post.hpp's).
+struct WebhookTarget : upstream::PostTarget {};
 // Throws std::invalid_argument when the URL is not http(s).
 WebhookTarget makeWebhookTarget(const std::string& url, const std::vector<std::pair<std::string, std::string>>& headers,
                                 std::chrono::milliseconds timeout);

@@ -16,6 +16,7 @@
 #include "metrics/Metrics.hpp"
 #include "pipeline/Pricing.hpp"
 #include "redact/Restorer.hpp"
+#include "telemetry/RequestTrace.hpp"
 
 namespace sluice::gateway {
 
@@ -137,7 +138,10 @@ class CacheStage final : public Stage {
       co_return Step::Continue;
     }
     if (d.read) {
+      telemetry::ScopedSpan span(ex.trace, "cache lookup");
       std::shared_ptr<const cache::Entry> hit = co_await ex.svc.cache->get(*kr.key);
+      if (span) span->set("sluice.cache", hit ? "hit" : "miss");
+      span.end();
       if (hit) {
         co_await answerHit(ex, hit);
         co_return Step::Answered;

@@ -11,6 +11,7 @@
 #include "gateway/stages/Stages.hpp"
 #include "guard/Webhook.hpp"
 #include "metrics/Metrics.hpp"
+#include "telemetry/RequestTrace.hpp"
 
 namespace sluice::gateway {
 
@@ -25,9 +26,12 @@ class GuardrailStage final : public Stage {
     const auto* webhook = ex.protect.webhook;
     auto& outgoing = ex.protect.scan.outgoing;
     const std::string payload = reviewPayload(ex, outgoing, "request", {});
+    telemetry::ScopedSpan span(ex.trace, "guardrail");
     guard::Verdict v = co_await guard::review(ex.svc.pool, *webhook, payload);
     const char* name =
         v.action == guard::Verdict::Action::Failed && v.timed_out ? "timeout" : guard::verdictName(v.action);
+    if (span) span->set("sluice.guardrail.action", name);
+    span.end();
     metrics::registry().safety.guardrail(name);
     switch (v.action) {
       case guard::Verdict::Action::Allow:
@@ -74,9 +78,13 @@ class GuardrailStage final : public Stage {
       for (const auto& part : answer->response.content)
         if (part.kind == providers::Part::Kind::Text) text += part.text;
     const std::string payload = reviewPayload(ex, outgoing_, "response", text);
+    telemetry::ScopedSpan span(ex.trace, "guardrail response");
     guard::Verdict v = co_await guard::review(ex.svc.pool, *review_, payload);
-    metrics::registry().safety.guardrail(
-        v.action == guard::Verdict::Action::Failed && v.timed_out ? "timeout" : guard::verdictName(v.action));
+    const char* verdict =
+        v.action == guard::Verdict::Action::Failed && v.timed_out ? "timeout" : guard::verdictName(v.action);
+    if (span) span->set("sluice.guardrail.action", verdict);
+    span.end();
+    metrics::registry().safety.guardrail(verdict);
     std::optional<http::Response> refusal;
     if (v.action == guard::Verdict::Action::Warn) {
       ex.answer.headers.emplace_back("x-sluice-guardrail", "warn");

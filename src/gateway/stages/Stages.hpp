@@ -19,6 +19,7 @@ namespace sluice::gateway {
 struct Snapshot;
 struct Exchange;
 
+std::unique_ptr<const StageConfig> makeTraceStage(const Snapshot& snap);
 std::unique_ptr<const StageConfig> makeAuthStage(const Snapshot& snap);
 std::unique_ptr<const StageConfig> makeRouteStage(const Snapshot& snap);
 std::unique_ptr<const StageConfig> makeLimitsStage(const Snapshot& snap);

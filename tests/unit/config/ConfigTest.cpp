@@ -335,7 +335,7 @@ TEST(ConfigErrors, UnknownKeysListTheValidOnes) {
   auto f = failure("server:\n  listen: 127.0.0.1:1\nlogging: {}\n");
   EXPECT_EQ(f.what,
             "t.yaml:3:1: unknown key \"logging\" at the top level; valid keys: server, auth, store, "
-            "redis, routing, channels, pricing, cache, redaction, screening, guardrail, admin");
+            "redis, routing, channels, pricing, cache, redaction, screening, guardrail, admin, telemetry");
 
   f = failure("server:\n  workers: 1\n  listn: 127.0.0.1:1\n");
   EXPECT_EQ(f.what,
@@ -844,6 +844,39 @@ TEST(ConfigParse, ProtectSections) {
   EXPECT_EQ(back->screening.action, ScreenAction::Warn);
   EXPECT_EQ(back->channels[0].screening, c->channels[0].screening);
   EXPECT_EQ(describeConfig(*c).find("0123456789abcdef0123"), std::string::npos);
+}
+
+TEST(Config, Telemetry) {
+  auto off = parse("server: {workers: 1}\n");
+  EXPECT_TRUE(off->telemetry.otlp_endpoint.empty());  // no tracing unless asked
+  EXPECT_EQ(off->telemetry.service_name, "sluice");
+  EXPECT_EQ(off->telemetry.sample_ratio, 1.0);
+  auto c = parse(
+      "telemetry:\n  otlp_endpoint: \"http://collector:4318\"\n  service_name: gw-eu\n  sample_ratio: 0.25\n"
+      "  capture_content: true\n  headers: {Authorization: \"Bearer collector-secret-0123456789\"}\n");
+  EXPECT_EQ(c->telemetry.otlp_endpoint, "http://collector:4318");
+  EXPECT_EQ(c->telemetry.service_name, "gw-eu");
+  EXPECT_EQ(c->telemetry.sample_ratio, 0.25);
+  EXPECT_TRUE(c->telemetry.capture_content);
+  EXPECT_EQ(c->telemetry.headers.at("Authorization"), "Bearer collector-secret-0123456789");
+  // The rendered config masks the collector's credentials and reads back.
+  const std::string shown = describeConfig(*c);
+  EXPECT_EQ(shown.find("collector-secret-0123456789"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("otlp_endpoint"), std::string::npos);
+  auto back = parse(shown);
+  EXPECT_EQ(back->telemetry.sample_ratio, 0.25);
+  EXPECT_EQ(back->telemetry.service_name, "gw-eu");
+
+  auto f = failure("telemetry: {otlp_endpoint: \"ftp://collector\"}\n");
+  EXPECT_NE(f.what.find("telemetry.otlp_endpoint"), std::string::npos) << f.what;
+  f = failure("telemetry: {sample_ratio: 1.5}\n");
+  EXPECT_NE(f.what.find("telemetry.sample_ratio"), std::string::npos) << f.what;
+  f = failure("telemetry: {endpoint: \"http://c:4318\"}\n");
+  EXPECT_NE(f.what.find("unknown key \"endpoint\" in telemetry"), std::string::npos) << f.what;
+  f = failure("telemetry:\n  headers: {\"Bad Name\": x}\n");
+  EXPECT_EQ(f.line, 2);
+  f = failure("telemetry: {service_name: \"\"}\n");
+  EXPECT_NE(f.what.find("telemetry.service_name"), std::string::npos) << f.what;
 }
 
 TEST(ConfigErrors, ProtectValues) {

@@ -80,7 +80,7 @@ void StageHarness::request(std::string path, std::string body,
   } else if (p.starts_with("/v1/")) {
     call_.op = std::string(p.substr(3));
   }
-  ex_ = std::make_unique<Exchange>(*snap_, Services{pool_, *limiter_, cache_}, req_, *responder_, ctx_, call_, rec_);
+  ex_ = std::make_unique<Exchange>(*snap_, Services{pool_, *limiter_, cache_, nullptr}, req_, *responder_, ctx_, call_, rec_);
 }
 
 Stage* StageHarness::start(std::string_view name) {

@@ -1,0 +1,58 @@
+// A finished span as the exporter sends it, and the OTLP/HTTP JSON encoding of a batch
+// (opentelemetry-proto's JSON mapping: trace and span ids as lower-case hex, times and 64-bit
+// integers as decimal strings, enums as their numbers, attributes as {key, value: {xValue}}).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "telemetry/TraceContext.hpp"
+
+namespace sluice::telemetry {
+
+enum class SpanKind : int { Internal = 1, Server = 2, Client = 3 };
+enum class StatusCode : int { Unset = 0, Ok = 1, Error = 2 };
+
+using AttrValue = std::variant<std::string, std::int64_t, double, bool>;
+struct Attribute {
+  std::string_view key;  // a literal: attribute names are the code's, never a client's
+  AttrValue value;
+};
+
+struct SpanRecord {
+  TraceId trace;
+  SpanId id;
+  SpanId parent;  // all zero: the trace's root here
+  std::string name;
+  SpanKind kind = SpanKind::Internal;
+  std::int64_t start_ns = 0;  // Unix time
+  std::int64_t end_ns = 0;
+  StatusCode status = StatusCode::Unset;
+  std::string status_message;
+  std::vector<Attribute> attrs;
+
+  // One overload per value type, so that no integer is narrowed on the way in.
+  void set(std::string_view key, std::string v) { attrs.push_back(Attribute{key, std::move(v)}); }
+  void set(std::string_view key, std::string_view v) { attrs.push_back(Attribute{key, std::string(v)}); }
+  void set(std::string_view key, const char* v) { attrs.push_back(Attribute{key, std::string(v)}); }
+  void set(std::string_view key, std::int64_t v) { attrs.push_back(Attribute{key, v}); }
+  void set(std::string_view key, int v) { attrs.push_back(Attribute{key, static_cast<std::int64_t>(v)}); }
+  void set(std::string_view key, double v) { attrs.push_back(Attribute{key, v}); }
+  void set(std::string_view key, bool v) { attrs.push_back(Attribute{key, v}); }
+};
+
+// Who sends the spans (the OTLP resource).
+struct Resource {
+  std::string service_name;
+  std::string service_version;
+  std::string instance_id;
+};
+
+// {"resourceSpans":[{"resource":{...},"scopeSpans":[{"scope":{...},"spans":[...]}]}]}
+std::string encodeTraces(const Resource& r, std::span<const SpanRecord> spans);
+
+}  // namespace sluice::telemetry
