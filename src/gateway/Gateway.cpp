@@ -130,7 +130,7 @@ class Gateway {
     admin_->setConfigSource([this] { return control_->fileConfig(); });
     admin_->onChange([this] { control_->refreshNowAndWait(); });
     auto first = control_->initial();
-    tracer_.configure(first->cfg->telemetry);
+    configureTracing(first->cfg->telemetry);
     const auto& s = first->cfg->server;
     http::ServerLimits limits;
     limits.max_body_bytes = s.max_body_bytes;
@@ -332,6 +332,17 @@ class Gateway {
     control_ioc_.run();
   }
 
+  // The loader checked the endpoint already; should the exporter still refuse it, the gateway
+  // serves on untraced rather than stopping.
+  void configureTracing(const config::TelemetryConfig& t) {
+    try {
+      tracer_.configure(t);
+    } catch (const std::exception& e) {
+      spdlog::error("telemetry: tracing stays off: {}", e.what());
+      tracer_.configure(config::TelemetryConfig{});
+    }
+  }
+
   std::pair<bool, std::string> reload(const char* why) {
     if (path_.empty()) {
       spdlog::info("reload ({}): running on the embedded default config; nothing to reload", why);
@@ -349,7 +360,7 @@ class Gateway {
       return {false, e.what()};
     }
     const auto& after = *next->cfg;
-    tracer_.configure(after.telemetry);  // the loader checked the endpoint: this does not throw
+    configureTracing(after.telemetry);
     if (before->server.listen != after.server.listen || before->server.workers != after.server.workers)
       spdlog::warn("reload: server.listen and server.workers take effect only after a restart");
     if (before->redis.url != after.redis.url || before->store.url != after.store.url)

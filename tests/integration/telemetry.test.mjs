@@ -271,6 +271,35 @@ test('a collector that is down costs the client nothing; the dropped spans are c
   assert.ok(dropped >= 5, `dropped spans counted: ${dropped}`);
 });
 
+test('a reload turns tracing on and off', async () => {
+  const opts = { channels: channels(up.url) };
+  const g = await startGateway(opts);
+  started.push(g);
+  const clientTp = `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`;
+  const untraced = await sendChat(g, 'openai', { model: 'gpt-mini', user: 'trace me: before reload', headers: { traceparent: clientTp } });
+  assert.equal(untraced.status, 200);
+  // Off: Sluice is no participant; the client's traceparent goes on as it came.
+  assert.equal(upstreamGot('trace me: before reload').header('traceparent'), clientTp);
+  let reloads = 0;
+  const reload = async () => {
+    g.proc.kill('SIGHUP');
+    reloads++;
+    const done = await waitFor(() => (g.proc.output.match(/reload \(SIGHUP\): config applied/g) ?? []).length >= reloads);
+    assert.ok(done, g.proc.output);
+  };
+  g.writeConfig({ ...opts, extra: telemetryYaml(collector.url) });
+  await reload();
+  const traced = await sendChat(g, 'openai', { model: 'gpt-mini', user: 'trace me: after reload' });
+  await traceOf(traced.headers.get('x-request-id'));
+  g.writeConfig(opts);
+  await reload();
+  const off = await sendChat(g, 'openai', { model: 'gpt-mini', user: 'trace me: off again' });
+  assert.equal(upstreamGot('trace me: off again').header('traceparent'), undefined);
+  const later = await sendChat(gw, 'openai', { model: 'gpt-mini', user: 'trace me: after off again' });
+  await traceOf(later.headers.get('x-request-id'));
+  assert.equal(collector.traceOf(off.headers.get('x-request-id')), null);
+});
+
 test('spans of the requests served are exported at shutdown', async () => {
   const g = await startGateway({ channels: channels(up.url), extra: telemetryYaml(collector.url) });
   const res = await sendChat(g, 'openai', { model: 'gpt-mini', user: 'trace me: then stop' });
