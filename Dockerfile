@@ -18,11 +18,18 @@ RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
       libssl-dev libyaml-cpp-dev libsqlite3-dev libpq-dev libhiredis-dev libre2-dev \
       libspdlog-dev libfmt-dev libcli11-dev nodejs npm
 # The console's vite needs Node.js >= 20.19 and bookworm ships 18: the npm registry's node
-# package (its binary is inside the package) runs the console build.
-RUN npm install -g --no-audit --no-fund node@20
+# package (its binary is inside the package) runs the console build. Behind a TLS-intercepting
+# proxy, give the build the proxy's CA bundle as a build secret: it is mounted for the npm steps
+# only and never lands in a layer:
+#   podman build --secret id=ca,src=/etc/ssl/certs/ca-certificates.crt ...
+RUN --mount=type=secret,id=ca,required=false \
+    if [ -s /run/secrets/ca ]; then export NPM_CONFIG_CAFILE=/run/secrets/ca; fi \
+ && npm install -g --no-audit --no-fund node@20
 WORKDIR /src
 COPY . .
-RUN cd console && npm ci --no-audit --no-fund && npm run build
+RUN --mount=type=secret,id=ca,required=false cd console \
+ && if [ -s /run/secrets/ca ]; then export NPM_CONFIG_CAFILE=/run/secrets/ca; fi \
+ && npm ci --no-audit --no-fund && npm run build
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_TESTS=OFF -DSLUICE_BENCH=OFF \
  && cmake --build build --target sluice && cd build && cpack -G DEB && mkdir -p /out && cp sluice_*.deb /out/
 

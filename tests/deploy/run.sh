@@ -27,4 +27,6 @@ if [ ! -f "$base" ]; then
   rm -rf "$tmp"
 fi
 export SLUICE_DEBIAN_BASE="$base"
-node --test --test-reporter=spec tests/deploy/release/
+# SLUICE_DEPLOY_ONLY: some of the files (make test-image-source runs image.test.mjs alone).
+# shellcheck disable=SC2086
+node --test --test-reporter=spec ${SLUICE_DEPLOY_ONLY:-tests/deploy/release/}
