@@ -38,16 +38,8 @@ for spec in "before $BEFORE $P_B plain" "after $AFTER $P_A plain" "before_p $BEF
   wait_port "$name" "$PID" "$port"
 done
 
-run_one() {  # NAME PORT BODY_ARGS...
-  local name=$1 port=$2; shift 2
-  "$LOADGEN" --url "http://127.0.0.1:$port/v1/chat/completions" -H "Authorization: Bearer $MASTER_KEY" \
-    -H "x-mock-chunks: $CHUNKS" --concurrency "$CONCURRENCY" --duration "$SECONDS_PER" --prime \
-    --watch-proxy "${PIDS_OF[$name]}" --watch-mock "$MOCK_PID" "$@" |
-    "$PYTHON" -c 'import json,sys; r=json.load(sys.stdin); w=r["watch"]; print(r["ok"], r["failed"] if "failed" in r else 0, w["wall_s"], w["proxy_cpu_s"])'
-}
-
-declare -A OK CPU WALL
-for name in before after before_p after_p; do OK[$name]=0 CPU[$name]=0 WALL[$name]=0; done
+declare -A OK CPU WALL FAILED
+ab_reset before after before_p after_p
 for ((seg = 0; seg < SEGMENTS; seg++)); do
   if ((seg % 2 == 0)); then order=(before after before_p after_p); else order=(after before after_p before_p); fi
   for name in "${order[@]}"; do
@@ -57,10 +49,7 @@ for ((seg = 0; seg < SEGMENTS; seg++)); do
       before_p) port=$P_BP args=(--body-file "$ROOT/bench/data/protect_chat.json" -H "x-mock-echo: 1") ;;
       after_p) port=$P_AP args=(--body-file "$ROOT/bench/data/protect_chat.json" -H "x-mock-echo: 1") ;;
     esac
-    read -r ok _ wall cpu <<<"$(run_one "$name" "$port" "${args[@]}")"
-    OK[$name]=$((OK[$name] + ok))
-    CPU[$name]=$(awk -v a="${CPU[$name]}" -v b="$cpu" 'BEGIN { print a + b }')
-    WALL[$name]=$(awk -v a="${WALL[$name]}" -v b="$wall" 'BEGIN { print a + b }')
+    ab_load "$name" "$port" "${args[@]}"
   done
   log "segment $((seg + 1))/$SEGMENTS done"
 done

@@ -233,3 +233,24 @@ if w: print(w["wall_s"], w["machine_cpu_s"], w["mock_cpu_s"], w["proxy_cpu_s"], 
   fi
 }
 
+# Interleaved A/B loads (bench/ab.sh, bench/tracing.sh). ab_load NAME PORT [LOADGEN_ARGS...]: one
+# segment of AB_SECONDS (SECONDS_PER) with CONCURRENCY streams of CHUNKS chunks on the gateway
+# PIDS_OF[NAME] at PORT, the proxy's CPU read by the load generator; its requests, failures, wall
+# and CPU seconds are added to OK[NAME], FAILED[NAME], WALL[NAME] and CPU[NAME] (declare -A them
+# and ab_reset each name first).
+ab_reset() {
+  local name
+  for name in "$@"; do OK[$name]=0 FAILED[$name]=0 WALL[$name]=0 CPU[$name]=0; done
+}
+ab_load() {
+  local name=$1 port=$2 ok failed wall cpu
+  shift 2
+  read -r ok failed wall cpu <<<"$("$LOADGEN" --url "http://127.0.0.1:$port/v1/chat/completions" \
+    -H "Authorization: Bearer $MASTER_KEY" -H "x-mock-chunks: $CHUNKS" --concurrency "$CONCURRENCY" \
+    --duration "$SECONDS_PER" --prime --watch-proxy "${PIDS_OF[$name]}" --watch-mock "$MOCK_PID" "$@" |
+    "$PYTHON" -c 'import json,sys; r=json.load(sys.stdin); w=r["watch"]; print(r["ok"], r.get("failed", 0), w["wall_s"], w["proxy_cpu_s"])')"
+  OK[$name]=$((OK[$name] + ok))
+  FAILED[$name]=$((FAILED[$name] + failed))
+  CPU[$name]=$(awk -v a="${CPU[$name]}" -v b="$cpu" 'BEGIN { print a + b }')
+  WALL[$name]=$(awk -v a="${WALL[$name]}" -v b="$wall" 'BEGIN { print a + b }')
+}

@@ -59,25 +59,14 @@ for name in off on; do
   wait_port "$name" "$PID" "$port"
 done
 
-run_one() {  # NAME PORT
-  "$LOADGEN" --url "http://127.0.0.1:$2/v1/chat/completions" -H "Authorization: Bearer $MASTER_KEY" \
-    -H "x-mock-chunks: $CHUNKS" --concurrency "$CONCURRENCY" --duration "$SECONDS_PER" --prime \
-    --watch-proxy "${PIDS_OF[$1]}" --watch-mock "$MOCK_PID" |
-    "$PYTHON" -c 'import json,sys; r=json.load(sys.stdin); w=r["watch"]; print(r["ok"], r["failed"] if "failed" in r else 0, w["wall_s"], w["proxy_cpu_s"])'
-}
-
 declare -A OK CPU WALL FAILED
-for name in off on; do OK[$name]=0 CPU[$name]=0 WALL[$name]=0 FAILED[$name]=0; done
+ab_reset off on
 for ((seg = 0; seg < SEGMENTS; seg++)); do
   if ((seg % 2 == 0)); then order=(off on); else order=(on off); fi
   for name in "${order[@]}"; do
     port=$P_OFF
     [[ $name == on ]] && port=$P_ON
-    read -r ok failed wall cpu <<<"$(run_one "$name" "$port")"
-    OK[$name]=$((OK[$name] + ok))
-    FAILED[$name]=$((FAILED[$name] + failed))
-    CPU[$name]=$(awk -v a="${CPU[$name]}" -v b="$cpu" 'BEGIN { print a + b }')
-    WALL[$name]=$(awk -v a="${WALL[$name]}" -v b="$wall" 'BEGIN { print a + b }')
+    ab_load "$name" "$port"
   done
   log "segment $((seg + 1))/$SEGMENTS done"
 done

@@ -1036,6 +1036,17 @@ std::string maskSecret(std::string_view secret) {
   return std::string(secret.substr(0, 3)) + "\u2026" + std::string(secret.substr(secret.size() - 2));
 }
 
+namespace {
+// A section's configured headers (a webhook's, a collector's): the values are credentials.
+void emitMaskedHeaders(YAML::Emitter& e, const std::map<std::string, std::string>& headers) {
+  if (headers.empty()) return;
+  e << YAML::Key << "headers" << YAML::Value << YAML::BeginMap;
+  for (const auto& [name, value] : headers)
+    e << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << maskSecret(value);
+  e << YAML::EndMap;
+}
+}  // namespace
+
 std::string describeConfig(const Config& c) {
   YAML::Emitter e;
   e.SetIndent(2);
@@ -1180,24 +1191,14 @@ std::string describeConfig(const Config& c) {
   e << YAML::Key << "timeout" << YAML::Value << formatDuration(c.guardrail.timeout);
   e << YAML::Key << "on_failure" << YAML::Value << (c.guardrail.fail_open ? "fail_open" : "fail_closed");
   e << YAML::Key << "review_response" << YAML::Value << c.guardrail.review_response;
-  if (!c.guardrail.headers.empty()) {
-    e << YAML::Key << "headers" << YAML::Value << YAML::BeginMap;
-    for (const auto& [name, value] : c.guardrail.headers)
-      e << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << maskSecret(value);
-    e << YAML::EndMap;
-  }
+  emitMaskedHeaders(e, c.guardrail.headers);
   e << YAML::EndMap;
   e << YAML::Key << "telemetry" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "otlp_endpoint" << YAML::Value << YAML::DoubleQuoted << maskUrl(c.telemetry.otlp_endpoint);
   e << YAML::Key << "service_name" << YAML::Value << c.telemetry.service_name;
   e << YAML::Key << "sample_ratio" << YAML::Value << c.telemetry.sample_ratio;
   e << YAML::Key << "capture_content" << YAML::Value << c.telemetry.capture_content;
-  if (!c.telemetry.headers.empty()) {
-    e << YAML::Key << "headers" << YAML::Value << YAML::BeginMap;
-    for (const auto& [name, value] : c.telemetry.headers)
-      e << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << maskSecret(value);
-    e << YAML::EndMap;
-  }
+  emitMaskedHeaders(e, c.telemetry.headers);
   e << YAML::EndMap;
   if (!c.pricing.empty()) {
     e << YAML::Key << "pricing" << YAML::Value << YAML::BeginMap;

@@ -4,14 +4,6 @@
 // retries once when it is busy, and counts what it drops (a full queue, a collector that refuses).
 #include <gtest/gtest.h>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 
 #include <chrono>
@@ -21,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "../core/LoopbackHttp.hpp"
 #include "telemetry/RequestTrace.hpp"
 #include "telemetry/Span.hpp"
 #include "telemetry/Tracer.hpp"
@@ -28,8 +21,6 @@
 namespace sluice::telemetry {
 namespace {
 
-namespace net = boost::asio;
-namespace bhttp = boost::beast::http;
 namespace json = boost::json;
 
 const json::value* attr(const json::array& attrs, std::string_view key) {
@@ -164,67 +155,25 @@ TEST(RequestTrace, SpansAndCaptureAreBounded) {
 // none is) and keeps what it was sent.
 class Collector {
  public:
-  Collector() : acceptor_(ioc_, {net::ip::make_address("127.0.0.1"), 0}) {
-    net::co_spawn(ioc_, serve(), net::detached);
-    thread_ = std::thread([this] { ioc_.run(); });
-  }
-  ~Collector() {
-    net::post(ioc_, [this] { acceptor_.close(); });
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return http_.url(); }
   void answer(std::deque<int> statuses) {
     std::lock_guard lk(mu_);
     statuses_ = std::move(statuses);
   }
-  struct Got {
-    std::string target, type, auth, body;
-  };
-  std::vector<Got> got() {
-    std::lock_guard lk(mu_);
-    return got_;
-  }
+  std::vector<loopback::Received> got() { return http_.received(); }
 
  private:
-  net::awaitable<void> serve() {
-    for (;;) {
-      auto [ec, socket] = co_await acceptor_.async_accept(net::as_tuple(net::use_awaitable));
-      if (ec) co_return;
-      net::co_spawn(ioc_, session(std::move(socket)), net::detached);
-    }
-  }
-  net::awaitable<void> session(net::ip::tcp::socket socket) {
-    boost::beast::flat_buffer buf;
-    for (;;) {
-      bhttp::request<bhttp::string_body> req;
-      auto [rec, n] = co_await bhttp::async_read(socket, buf, req, net::as_tuple(net::use_awaitable));
-      if (rec) co_return;
-      int status = 200;
-      {
-        std::lock_guard lk(mu_);
-        got_.push_back({std::string(req.target()), std::string(req[bhttp::field::content_type]),
-                        std::string(req["authorization"]), req.body()});
-        if (!statuses_.empty()) {
-          status = statuses_.front();
-          statuses_.pop_front();
-        }
-      }
-      bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status), 11};
-      res.set(bhttp::field::content_type, "application/json");
-      res.body() = "{}";
-      res.prepare_payload();
-      auto [wec, w] = co_await bhttp::async_write(socket, res, net::as_tuple(net::use_awaitable));
-      if (wec) co_return;
-    }
-  }
-
-  net::io_context ioc_;
-  net::ip::tcp::acceptor acceptor_;
-  unsigned short port_ = acceptor_.local_endpoint().port();
-  std::thread thread_;
   std::mutex mu_;
   std::deque<int> statuses_;
-  std::vector<Got> got_;
+  loopback::Server http_{[this](const loopback::Received&) {
+    std::lock_guard lk(mu_);
+    int status = 200;
+    if (!statuses_.empty()) {
+      status = statuses_.front();
+      statuses_.pop_front();
+    }
+    return loopback::Reply{status, "{}"};
+  }};
 };
 
 std::vector<SpanRecord> someSpans(std::size_t n) {
@@ -233,7 +182,7 @@ std::vector<SpanRecord> someSpans(std::size_t n) {
   return t.finish();
 }
 
-std::size_t spanCount(const std::vector<Collector::Got>& got) {
+std::size_t spanCount(const std::vector<loopback::Received>& got) {
   std::size_t n = 0;
   for (const auto& g : got)
     n += json::parse(g.body).at("resourceSpans").at(0).at("scopeSpans").at(0).at("spans").as_array().size();
@@ -263,8 +212,8 @@ TEST(Tracer, ExportsInBatchesToV1TracesAndDrainsAtStop) {
   EXPECT_EQ(spanCount(got), 30u);
   for (const auto& g : got) {
     EXPECT_EQ(g.target, "/v1/traces");
-    EXPECT_EQ(g.type, "application/json");
-    EXPECT_EQ(g.auth, "Bearer collector-key");
+    EXPECT_EQ(g.content_type, "application/json");
+    EXPECT_EQ(g.authorization, "Bearer collector-key");
     EXPECT_LE(json::parse(g.body).at("resourceSpans").at(0).at("scopeSpans").at(0).at("spans").as_array().size(), 8u);
   }
   const auto st = tr.stats();

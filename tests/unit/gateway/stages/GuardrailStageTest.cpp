@@ -5,82 +5,43 @@
 // answer review.
 #include <gtest/gtest.h>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http.hpp>
-
 #include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
+#include "../../core/LoopbackHttp.hpp"
 #include "../StageTestSupport.hpp"
 
 namespace sluice::gateway {
 namespace {
 
-namespace net = boost::asio;
-namespace bhttp = boost::beast::http;
 using testing::makeSnapshot;
 using testing::StageHarness;
 
-// A webhook on loopback, on a thread of its own: each review is answered with the next verdict
-// set (allow when none is), and its payload is kept.
+// A webhook on loopback: each review is answered with the next verdict set (allow when none
+// is), and its payload is kept.
 class Webhook {
  public:
-  Webhook() : acceptor_(ioc_, {net::ip::make_address("127.0.0.1"), 0}) {
-    net::co_spawn(ioc_, serve(), net::detached);
-    thread_ = std::thread([this] { ioc_.run(); });
-  }
-  ~Webhook() {
-    net::post(ioc_, [this] { acceptor_.close(); });
-    thread_.join();
-  }
-  unsigned short port() const { return port_; }
+  unsigned short port() const { return http_.port(); }
   void answerNext(std::string verdict) {
     std::lock_guard lk(mu_);
     next_ = std::move(verdict);
   }
   std::vector<std::string> payloads() {
-    std::lock_guard lk(mu_);
-    return payloads_;
+    std::vector<std::string> out;
+    for (const auto& r : http_.received()) out.push_back(r.body);
+    return out;
   }
 
  private:
-  net::awaitable<void> serve() {
-    for (;;) {
-      auto [ec, socket] = co_await acceptor_.async_accept(net::as_tuple(net::use_awaitable));
-      if (ec) co_return;
-      boost::beast::flat_buffer buf;
-      bhttp::request<bhttp::string_body> req;
-      auto [rec, got] = co_await bhttp::async_read(socket, buf, req, net::as_tuple(net::use_awaitable));
-      if (rec || got == 0) continue;
-      bhttp::response<bhttp::string_body> res{bhttp::status::ok, 11};
-      res.set(bhttp::field::content_type, "application/json");
-      res.keep_alive(false);
-      {
-        std::lock_guard lk(mu_);
-        payloads_.push_back(req.body());
-        res.body() = next_.empty() ? std::string(R"({"action":"allow"})") : std::exchange(next_, std::string());
-      }
-      res.prepare_payload();
-      co_await bhttp::async_write(socket, res, net::as_tuple(net::use_awaitable));
-    }
-  }
-
-  net::io_context ioc_;
-  net::ip::tcp::acceptor acceptor_;
-  unsigned short port_ = acceptor_.local_endpoint().port();
-  std::thread thread_;
   std::mutex mu_;
   std::string next_;
-  std::vector<std::string> payloads_;
+  loopback::Server http_{[this](const loopback::Received&) {
+    std::lock_guard lk(mu_);
+    return loopback::Reply{200,
+                           next_.empty() ? std::string(R"({"action":"allow"})") : std::exchange(next_, std::string())};
+  }};
 };
 
 std::string yamlFor(unsigned short port) {
