@@ -6,7 +6,6 @@
 #pragma once
 #include <chrono>
 #include <cstddef>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -10,15 +10,11 @@ namespace sluice::telemetry {
 
 namespace {
 
-void appendString(std::string& out, std::string_view s) {
-  sluice::appendJsonString(out, s);
-}
-
 void appendValue(std::string& out, const AttrValue& v) {
   out.push_back('{');
   if (const auto* s = std::get_if<std::string>(&v)) {
     out.append("\"stringValue\":");
-    appendString(out, *s);
+    sluice::appendJsonString(out, *s);
   } else if (const auto* i = std::get_if<std::int64_t>(&v)) {
     out.append("\"intValue\":\"").append(std::to_string(*i)).push_back('"');
   } else if (const auto* d = std::get_if<double>(&v)) {
@@ -37,7 +33,7 @@ void appendValue(std::string& out, const AttrValue& v) {
 
 void appendAttr(std::string& out, std::string_view key, const AttrValue& v) {
   out.append("{\"key\":");
-  appendString(out, key);
+  sluice::appendJsonString(out, key);
   out.append(",\"value\":");
   appendValue(out, v);
   out.push_back('}');
@@ -55,7 +51,7 @@ void appendSpan(std::string& out, const SpanRecord& s) {
     out.push_back('"');
   }
   out.append(",\"name\":");
-  appendString(out, s.name);
+  sluice::appendJsonString(out, s.name);
   out.append(",\"kind\":").append(std::to_string(static_cast<int>(s.kind)));
   out.append(",\"startTimeUnixNano\":\"").append(std::to_string(s.start_ns));
   out.append("\",\"endTimeUnixNano\":\"").append(std::to_string(s.end_ns)).append("\",\"attributes\":[");
@@ -68,7 +64,7 @@ void appendSpan(std::string& out, const SpanRecord& s) {
     out.append("\"code\":").append(std::to_string(static_cast<int>(s.status)));
     if (!s.status_message.empty()) {
       out.append(",\"message\":");
-      appendString(out, s.status_message);
+      sluice::appendJsonString(out, s.status_message);
     }
   }
   out.append("}}");
@@ -92,7 +88,7 @@ std::string encodeTraces(const Resource& r, std::span<const SpanRecord> spans) {
   out.push_back(',');
   appendAttr(out, "telemetry.sdk.language", std::string("cpp"));
   out.append("]},\"scopeSpans\":[{\"scope\":{\"name\":\"sluice\",\"version\":");
-  appendString(out, r.service_version);
+  sluice::appendJsonString(out, r.service_version);
   out.append("},\"spans\":[");
   for (std::size_t i = 0; i < spans.size(); ++i) {
     if (i) out.push_back(',');
