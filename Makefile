@@ -49,7 +49,7 @@ fuzz:
 
 # clang-tidy cannot read gcc's precompiled headers: give it a compile database without them.
 tidy: deps
-	cmake -S . -B build-tidy $(CMAKE_GEN) -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON -DSLUICE_BENCH=OFF >/dev/null
+	cmake -S . -B build-tidy $(CMAKE_GEN) -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON -DSLUICE_UNITY=OFF -DSLUICE_BENCH=OFF >/dev/null
 	run-clang-tidy -quiet -p build-tidy -j $(JOBS) '$(or $(FILES),src/.*[^l]\.cpp$$)' 2>&1 | grep -E 'warning:|error:' | grep -v _impl.cpp || echo "clang-tidy: no findings"
 
 format:

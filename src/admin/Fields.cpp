@@ -16,7 +16,7 @@ namespace json = boost::json;
 
 namespace {
 
-bool hasControlChar(std::string_view s) {
+bool hasAnyControlChar(std::string_view s) {
   return std::any_of(s.begin(), s.end(), [](char c) {
     const auto u = static_cast<unsigned char>(c);
     return u < 0x20 || u == 0x7f;
@@ -92,7 +92,7 @@ std::string describeJson(const json::value& v) {
 }
 
 std::string textField(const json::value& v, std::string_view param, std::size_t min, std::size_t max) {
-  if (!v.is_string() || v.get_string().size() < min || v.get_string().size() > max || hasControlChar(v.get_string()))
+  if (!v.is_string() || v.get_string().size() < min || v.get_string().size() > max || hasAnyControlChar(v.get_string()))
     throw FieldError(std::string(param),
                      fmt::format("{} must be a string of {} to {} characters without control characters; got {}", param,
                                  min, max, describeJson(v)));
@@ -136,7 +136,7 @@ std::string nameListField(const json::value& v, std::string_view param, bool all
     throw FieldError(std::string(param), fmt::format("{} must list at least one entry", param));
   for (std::size_t i = 0; i < arr.size(); ++i) {
     const auto& e = arr[i];
-    if (!e.is_string() || e.get_string().empty() || e.get_string().size() > 256 || hasControlChar(e.get_string()))
+    if (!e.is_string() || e.get_string().empty() || e.get_string().size() > 256 || hasAnyControlChar(e.get_string()))
       throw FieldError(fmt::format("{}[{}]", param, i),
                        fmt::format("{}[{}] must be a non-empty string of at most 256 characters without control "
                                    "characters; got {}",

@@ -1,4 +1,5 @@
 #include "http/ClientAddress.hpp"
+#include "http/Framing.hpp"
 
 #include <boost/beast/core/string.hpp>
 
@@ -21,12 +22,6 @@ std::string_view trimOws(std::string_view s) {
   while (!s.empty() && isOws(s.front())) s.remove_prefix(1);
   while (!s.empty() && isOws(s.back())) s.remove_suffix(1);
   return s;
-}
-
-// RFC 9110 tchar.
-bool isTchar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
 bool validPort(std::string_view s) {

@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -36,13 +37,23 @@ struct SpanRecord {
   std::vector<Attribute> attrs;
 
   // One overload per value type, so that no integer is narrowed on the way in.
-  void set(std::string_view key, std::string v) { attrs.push_back(Attribute{key, std::move(v)}); }
-  void set(std::string_view key, std::string_view v) { attrs.push_back(Attribute{key, std::string(v)}); }
-  void set(std::string_view key, const char* v) { attrs.push_back(Attribute{key, std::string(v)}); }
-  void set(std::string_view key, std::int64_t v) { attrs.push_back(Attribute{key, v}); }
-  void set(std::string_view key, int v) { attrs.push_back(Attribute{key, static_cast<std::int64_t>(v)}); }
-  void set(std::string_view key, double v) { attrs.push_back(Attribute{key, v}); }
-  void set(std::string_view key, bool v) { attrs.push_back(Attribute{key, v}); }
+  void set(std::string_view key, std::string v) { put(key, std::move(v)); }
+  void set(std::string_view key, std::string_view v) { put(key, std::string(v)); }
+  void set(std::string_view key, const char* v) { put(key, std::string(v)); }
+  void set(std::string_view key, std::int64_t v) { put(key, v); }
+  void set(std::string_view key, int v) { put(key, static_cast<std::int64_t>(v)); }
+  void set(std::string_view key, double v) { put(key, v); }
+  void set(std::string_view key, bool v) { put(key, v); }
+
+ private:
+  // The value emplaced into the attribute in place: moving a whole variant in (push_back of an
+  // Attribute{key, v}) has GCC 12 warn -Wmaybe-uninitialized about the alternatives not taken.
+  template <class T>
+  void put(std::string_view key, T&& v) {
+    Attribute& a = attrs.emplace_back();
+    a.key = key;
+    a.value.emplace<std::decay_t<T>>(std::forward<T>(v));
+  }
 };
 
 // Who sends the spans (the OTLP resource).

@@ -362,7 +362,7 @@ Usage usageFrom(const json::value* u) {
   return usage;
 }
 
-void appendUsage(std::string& out, const Usage& u) {
+void appendChatUsage(std::string& out, const Usage& u) {
   auto in = u.input < 0 ? 0 : u.input, o = u.output < 0 ? 0 : u.output;
   out += "{\"prompt_tokens\":";
   detail::appendInt(out, in);
@@ -717,7 +717,7 @@ void encodeChatResponse(const Response& res, std::string& out) {
   if (res.usage.known()) {
     out.pop_back();
     out += ",\"usage\":";
-    appendUsage(out, res.usage);
+    appendChatUsage(out, res.usage);
     out += '}';
   }
 }
@@ -1005,7 +1005,7 @@ class ChatStreamEncoder final : public StreamEncoder {
     if (opts_.include_usage && usage_.known()) {
       out += prefix_;
       out += "],\"usage\":";
-      appendUsage(out, usage_);
+      appendChatUsage(out, usage_);
       out += "}\n\n";
     }
     out += "data: [DONE]\n\n";

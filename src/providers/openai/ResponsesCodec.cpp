@@ -658,7 +658,7 @@ void appendItem(std::string& out, const OutItem& it, bool added = false) {
   out += '}';
 }
 
-void appendUsage(std::string& out, const Usage& u) {
+void appendResponsesUsage(std::string& out, const Usage& u) {
   auto in = u.input < 0 ? 0 : u.input, o = u.output < 0 ? 0 : u.output;
   out += "{\"input_tokens\":";
   detail::appendInt(out, in);
@@ -716,7 +716,7 @@ void appendResponse(std::string& out, const ResponseHead& h, const std::vector<O
   }
   out += "],\"usage\":";
   if (h.usage && h.usage->known()) {
-    appendUsage(out, *h.usage);
+    appendResponsesUsage(out, *h.usage);
   } else {
     out += "null";
   }

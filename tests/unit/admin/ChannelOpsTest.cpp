@@ -9,6 +9,7 @@
 
 namespace sluice::admin {
 namespace {
+namespace channel_ops_test {
 
 namespace json = boost::json;
 
@@ -142,5 +143,6 @@ TEST(ChannelOps, ConfigChannelsAreShownReadOnlyWithKeysMasked) {
   EXPECT_EQ(json::serialize(j).find("0123456789abcdef"), std::string::npos);
 }
 
+}  // namespace channel_ops_test
 }  // namespace
 }  // namespace sluice::admin

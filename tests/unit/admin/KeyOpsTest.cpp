@@ -10,6 +10,7 @@
 
 namespace sluice::admin {
 namespace {
+namespace key_ops_test {
 
 namespace json = boost::json;
 
@@ -206,5 +207,6 @@ TEST(KeysCliFlags, RefuseWhatTheApiRefusesInTheSameWords) {
   EXPECT_THROW(keyFlagsToJson({{"metadata", "{not json"}}, kNow), FieldError);
 }
 
+}  // namespace key_ops_test
 }  // namespace
 }  // namespace sluice::admin

@@ -7,6 +7,7 @@
 
 namespace sluice::admin {
 namespace {
+namespace open_api_test {
 
 namespace json = boost::json;
 
@@ -83,5 +84,6 @@ TEST(OpenApi, EveryReferenceResolves) {
   checkRefs(doc, doc);
 }
 
+}  // namespace open_api_test
 }  // namespace
 }  // namespace sluice::admin

@@ -11,6 +11,7 @@
 
 namespace sluice::admin {
 namespace {
+namespace stats_window_test {
 
 namespace json = boost::json;
 
@@ -194,5 +195,6 @@ TEST(Csv, DollarsArePlainDecimals) {
   EXPECT_EQ(csvUsd(-0.0), "0");
 }
 
+}  // namespace stats_window_test
 }  // namespace
 }  // namespace sluice::admin

@@ -18,6 +18,7 @@
 
 namespace sluice::admin {
 namespace {
+namespace usage_api_test {
 
 namespace net = boost::asio;
 namespace json = boost::json;
@@ -129,5 +130,6 @@ TEST_P(UsageApiTest, CsvAndJsonHaveTheSameRowsWhenTheWindowMixesRowsAndRollups) 
 INSTANTIATE_TEST_SUITE_P(Backends, UsageApiTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),
                          store::testing::backendName);
 
+}  // namespace usage_api_test
 }  // namespace
 }  // namespace sluice::admin

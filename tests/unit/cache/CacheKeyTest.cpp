@@ -4,6 +4,7 @@
 
 namespace sluice::cache {
 namespace {
+namespace cache_key_test {
 
 using providers::Format;
 
@@ -120,5 +121,6 @@ TEST(CacheKey, CanonicalTextIsSortedAndCompact) {
                                  {}, &why));
 }
 
+}  // namespace cache_key_test
 }  // namespace
 }  // namespace sluice::cache

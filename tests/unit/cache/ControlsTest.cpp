@@ -4,6 +4,7 @@
 
 namespace sluice::cache {
 namespace {
+namespace controls_test {
 
 using namespace std::chrono_literals;
 
@@ -49,5 +50,6 @@ TEST(CacheControls, DecidesFromRequestKeyAndChannel) {
   EXPECT_EQ("no-store", noStore.why);
 }
 
+}  // namespace controls_test
 }  // namespace
 }  // namespace sluice::cache

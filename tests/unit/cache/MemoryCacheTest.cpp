@@ -12,6 +12,7 @@
 
 namespace sluice::cache {
 namespace {
+namespace memory_cache_test {
 
 using namespace std::chrono_literals;
 using providers::Format;
@@ -167,5 +168,6 @@ TEST(MemoryCache, CoroutineInterface) {
   EXPECT_THROW(makeResponseCache(bo), std::invalid_argument);
 }
 
+}  // namespace memory_cache_test
 }  // namespace
 }  // namespace sluice::cache

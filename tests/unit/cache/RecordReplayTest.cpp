@@ -16,6 +16,7 @@
 
 namespace sluice::cache {
 namespace {
+namespace record_replay_test {
 
 using providers::Format;
 using providers::Part;
@@ -315,5 +316,6 @@ TEST(CacheEntry, SerializationRoundTripsAndRejectsDamage) {
   }
 }
 
+}  // namespace record_replay_test
 }  // namespace
 }  // namespace sluice::cache

@@ -10,6 +10,7 @@
 
 namespace sluice::cache {
 namespace {
+namespace redis_cache_test {
 
 using namespace std::chrono_literals;
 using cluster::testing::runOn;
@@ -102,5 +103,6 @@ TEST(RedisCache, RedisDownIsAMissNotAFailure) {
   EXPECT_EQ(0u, s.writes);
 }
 
+}  // namespace redis_cache_test
 }  // namespace
 }  // namespace sluice::cache

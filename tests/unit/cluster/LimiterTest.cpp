@@ -16,6 +16,7 @@
 
 namespace sluice::cluster {
 namespace {
+namespace limiter_test {
 
 namespace net = boost::asio;
 using namespace std::chrono_literals;
@@ -621,5 +622,6 @@ TEST(LimiterCalendarTest, DayAndMonthIndexes) {
   EXPECT_EQ(limitKindName(LimitKind::BudgetMonthly), std::string("budget_monthly"));
 }
 
+}  // namespace limiter_test
 }  // namespace
 }  // namespace sluice::cluster

@@ -11,6 +11,7 @@
 
 namespace sluice::cluster {
 namespace {
+namespace shared_health_test {
 
 using namespace std::chrono_literals;
 
@@ -96,5 +97,6 @@ TEST(SharedHealthOfflineTest, BadUrlThrows) {
   EXPECT_THROW(SharedHealth("redis//nope"), std::invalid_argument);
 }
 
+}  // namespace shared_health_test
 }  // namespace
 }  // namespace sluice::cluster

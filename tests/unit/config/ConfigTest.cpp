@@ -12,6 +12,7 @@
 
 namespace sluice::config {
 namespace {
+namespace config_test {
 
 using std::chrono::milliseconds;
 
@@ -701,11 +702,13 @@ TEST(ConfigDescribe, OutputOfDefaultsParsesBack) {
   EXPECT_EQ(back->store.url, c->store.url);
 }
 
+}  // namespace config_test
 }  // namespace
 }  // namespace sluice::config
 
 namespace sluice::config {
 namespace {
+namespace config_test {
 
 TEST(ConfigParse, AliasesModelMapAndApiVersion) {
   auto c = parseConfig(R"(routing:
@@ -795,11 +798,13 @@ TEST(ConfigErrors, ControlPlaneValues) {
   EXPECT_NE(f.what.find("channels[0].rpm: must be at least 0"), std::string::npos) << f.what;
 }
 
+}  // namespace config_test
 }  // namespace
 }  // namespace sluice::config
 
 namespace sluice::config {
 namespace {
+namespace config_test {
 
 TEST(ConfigParse, ProtectSections) {
   const auto c = parse(
@@ -906,5 +911,6 @@ TEST(ConfigErrors, ProtectValues) {
   EXPECT_NE(f.what.find("channels[0].screening: expected off, log, warn or block"), std::string::npos) << f.what;
 }
 
+}  // namespace config_test
 }  // namespace
 }  // namespace sluice::config

@@ -16,6 +16,7 @@
 
 namespace sluice::config {
 namespace {
+namespace edge_config_test {
 
 namespace fs = std::filesystem;
 
@@ -178,7 +179,7 @@ TEST(EdgeConfig, AdminListenMustBeHostPort) {
 
 TEST(EdgeConfig, AdminListenMustNotOverlapServerListen) {
   // Either order of the sections: the check runs once both are known.
-  for (const std::string yaml : {std::string("server:\n  listen: \"127.0.0.1:8080\"\nadmin:\n  listen: \"127.0.0.1:8080\"\n"),
+  for (const std::string& yaml : {std::string("server:\n  listen: \"127.0.0.1:8080\"\nadmin:\n  listen: \"127.0.0.1:8080\"\n"),
                                  std::string("admin:\n  listen: \"0.0.0.0:8080\"\nserver:\n  listen: \"127.0.0.1:8080\"\n")}) {
     const std::string msg = failure(yaml);
     EXPECT_NE(msg.find("overlaps server.listen"), std::string::npos) << msg;
@@ -202,5 +203,6 @@ TEST(EdgeConfig, DescribeConfigShowsTlsFilesAndAdminListen) {
   EXPECT_EQ(again->admin.listen, cfg->admin.listen);
 }
 
+}  // namespace edge_config_test
 }  // namespace
 }  // namespace sluice::config

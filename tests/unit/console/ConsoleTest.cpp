@@ -11,6 +11,7 @@
 
 namespace sluice::console {
 namespace {
+namespace console_test {
 
 namespace bhttp = boost::beast::http;
 
@@ -171,5 +172,6 @@ TEST(Console, TheEmbeddedTableIsWellFormed) {
   EXPECT_TRUE(index);
 }
 
+}  // namespace console_test
 }  // namespace
 }  // namespace sluice::console

@@ -6,6 +6,7 @@
 
 namespace sluice {
 namespace {
+namespace json_text_test {
 
 std::string asJson(std::string_view s) {
   std::string out;
@@ -79,5 +80,6 @@ TEST(JsonText, ParseOptionsCarryTheLimit) {
   EXPECT_TRUE(isTooDeep(ec));
 }
 
+}  // namespace json_text_test
 }  // namespace
 }  // namespace sluice

@@ -11,6 +11,7 @@
 
 namespace sluice {
 namespace {
+namespace line_writer_test {
 
 std::string readAll(int fd) {
   std::string out;
@@ -65,5 +66,6 @@ TEST(LineWriter, CountsWhatItDropsPastItsBound) {
   ::close(fds[1]);
 }
 
+}  // namespace line_writer_test
 }  // namespace
 }  // namespace sluice

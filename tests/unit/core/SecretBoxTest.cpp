@@ -7,6 +7,7 @@
 
 namespace sluice {
 namespace {
+namespace secret_box_test {
 
 constexpr std::string_view kPass = "correct horse battery staple 0123456789";
 
@@ -89,5 +90,6 @@ TEST(SecretBox, EmptyPassphraseIsRefused) {
   EXPECT_THROW(SecretBox(""), std::invalid_argument);
 }
 
+}  // namespace secret_box_test
 }  // namespace
 }  // namespace sluice

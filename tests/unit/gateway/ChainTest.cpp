@@ -12,6 +12,7 @@
 
 namespace sluice::gateway {
 namespace {
+namespace chain_test {
 
 using testing::makeSnapshot;
 using testing::StageHarness;
@@ -282,5 +283,6 @@ TEST(Chain, TheOrderIsWrittenOnce) {
                                              "guardrail", "cache", "relay"}));
 }
 
+}  // namespace chain_test
 }  // namespace
 }  // namespace sluice::gateway

@@ -10,6 +10,7 @@
 
 namespace sluice::gateway::relay {
 namespace {
+namespace relay_test {
 
 TEST(RelayStageHeaderLines, WholeFieldLinesPass) {
   EXPECT_TRUE(wellFormedFieldLines(""));
@@ -32,7 +33,7 @@ TEST(RelayStageHeaderLines, AnythingThatCouldSmuggleIsRefused) {
       "X Trace: abc\r\n",                                         // space in the name
       ": no-name\r\n",                                            // empty name
       "NoColon\r\n",                                              // no colon at all
-      "X-Tr\xc3\xa9ce: abc\r\n",                                  // non-token bytes in the name
+      "X-Tr\xc3\xa9" "ce: abc\r\n",                           // non-token bytes in the name
       "Transfer-Encoding : chunked\r\n",                          // space before the colon
       "Content-Length: 5\r\n",                                    // a second length: a desync
       "transfer-encoding: chunked\r\n",                           // framing is the relay's
@@ -42,5 +43,6 @@ TEST(RelayStageHeaderLines, AnythingThatCouldSmuggleIsRefused) {
   for (const auto& a : attacks) EXPECT_FALSE(wellFormedFieldLines(a)) << a;
 }
 
+}  // namespace relay_test
 }  // namespace
 }  // namespace sluice::gateway::relay

@@ -17,6 +17,7 @@
 
 namespace sluice::gateway {
 namespace {
+namespace restoring_chat_tap_test {
 
 namespace json = boost::json;
 
@@ -199,5 +200,6 @@ TEST(RestoringChatTap, BytesHeldAtTheEndGoOutInAChunkOfTheirOwn) {
   EXPECT_LT(last, out.find("data: [DONE]"));
 }
 
+}  // namespace restoring_chat_tap_test
 }  // namespace
 }  // namespace sluice::gateway

@@ -16,6 +16,7 @@
 
 namespace sluice::guard {
 namespace {
+namespace injection_detector_test {
 
 namespace fs = std::filesystem;
 
@@ -283,5 +284,6 @@ TEST(InjectionModelFile, OtherFeatureVersionIsRefused) {
   EXPECT_NE(err.find("retrain"), std::string::npos) << err;
 }
 
+}  // namespace injection_detector_test
 }  // namespace
 }  // namespace sluice::guard

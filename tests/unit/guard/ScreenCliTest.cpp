@@ -9,6 +9,7 @@
 
 namespace sluice::guard {
 namespace {
+namespace screen_cli_test {
 
 struct Run {
   int code;
@@ -98,5 +99,6 @@ TEST(ScreenCli, UnicodeAndEscapesAreScored) {
   for (const auto& l : r.lines) EXPECT_TRUE(l.contains("score"));
 }
 
+}  // namespace screen_cli_test
 }  // namespace
 }  // namespace sluice::guard

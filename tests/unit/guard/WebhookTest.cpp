@@ -4,6 +4,7 @@
 
 namespace sluice::guard {
 namespace {
+namespace webhook_test {
 
 TEST(WebhookVerdict, ReadsTheAction) {
   auto v = parseVerdict(200, R"({"action":"allow"})");
@@ -38,5 +39,6 @@ TEST(WebhookTarget, SplitsTheUrl) {
   EXPECT_THROW(makeWebhookTarget("ftp://x", {}, std::chrono::milliseconds(1)), std::invalid_argument);
 }
 
+}  // namespace webhook_test
 }  // namespace
 }  // namespace sluice::guard

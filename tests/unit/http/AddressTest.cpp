@@ -5,6 +5,7 @@
 
 namespace sluice {
 namespace {
+namespace address_test {
 
 TEST(SplitHostPort, AcceptsV4V6AndRejectsJunk) {
   std::string host;
@@ -44,5 +45,6 @@ TEST(ParseBaseUrl, SplitsWhatTheClientNeeds) {
   EXPECT_NE(upstream::parseBaseUrl("not a url", e), "");
 }
 
+}  // namespace address_test
 }  // namespace
 }  // namespace sluice

@@ -11,6 +11,7 @@
 
 namespace sluice::http {
 namespace {
+namespace client_address_test {
 
 TrustedProxies trusted(std::initializer_list<const char*> cidrs) {
   std::vector<Cidr> out;
@@ -192,5 +193,6 @@ TEST(ClientAddress, ReadsBeastHeaderLinesOnlyFromATrustedPeer) {
   EXPECT_EQ(clientAddress(proxies(), "10.0.0.1", req), "2001:db8::77");
 }
 
+}  // namespace client_address_test
 }  // namespace
 }  // namespace sluice::http

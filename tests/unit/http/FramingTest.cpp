@@ -13,6 +13,7 @@
 
 namespace sluice::http {
 namespace {
+namespace framing_test {
 
 namespace bhttp = boost::beast::http;
 using namespace std::string_literals;
@@ -297,5 +298,6 @@ TEST(FramingBeastBaseline, AcceptsRepeatedContentLengthAndObsFold) {
   }
 }
 
+}  // namespace framing_test
 }  // namespace
 }  // namespace sluice::http

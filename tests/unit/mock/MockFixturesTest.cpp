@@ -15,6 +15,7 @@
 
 namespace sluice::mock {
 namespace {
+namespace mock_fixtures_test {
 
 namespace json = boost::json;
 
@@ -432,5 +433,6 @@ TEST(MockFixtures, OpenAIChatToolCall) {
   EXPECT_EQ(args, R"({"location":"example"})");
 }
 
+}  // namespace mock_fixtures_test
 }  // namespace
 }  // namespace sluice::mock

@@ -10,6 +10,7 @@
 
 namespace sluice::mock {
 namespace {
+namespace mock_formats_service_test {
 
 namespace json = boost::json;
 namespace bhttp = http::bhttp;
@@ -241,5 +242,6 @@ TEST_F(MockFormatsTest, ResponsesAndToolLoop) {
   EXPECT_EQ(msg.at("message").at("content"), "The tool returned: 42");
 }
 
+}  // namespace mock_formats_service_test
 }  // namespace
 }  // namespace sluice::mock

@@ -7,6 +7,7 @@
 
 namespace sluice::mock {
 namespace {
+namespace mock_generation_test {
 
 TEST(MockGeneration, DefaultAnswerIsOneWordPerChunk) {
   Generation g = planGeneration(8, std::nullopt, {}, 1);
@@ -110,5 +111,6 @@ TEST(MockGeneration, RandomIdsHavePrefixAndLength) {
   }
 }
 
+}  // namespace mock_generation_test
 }  // namespace
 }  // namespace sluice::mock

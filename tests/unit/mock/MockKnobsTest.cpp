@@ -5,6 +5,7 @@
 
 namespace sluice::mock {
 namespace {
+namespace mock_knobs_test {
 
 http::Request request(std::initializer_list<std::pair<const char*, const char*>> headers) {
   http::Request req{http::bhttp::verb::post, "/v1/chat/completions", 11};
@@ -119,5 +120,6 @@ TEST(MockKnobs, ValidatesOptions) {
   EXPECT_TRUE(validateOptions(o));
 }
 
+}  // namespace mock_knobs_test
 }  // namespace
 }  // namespace sluice::mock

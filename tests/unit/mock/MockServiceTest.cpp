@@ -9,6 +9,7 @@
 
 namespace sluice::mock {
 namespace {
+namespace mock_service_test {
 
 namespace json = boost::json;
 namespace bhttp = http::bhttp;
@@ -205,5 +206,6 @@ TEST_F(MockServiceTest, LongUnpacedStream) {
   EXPECT_EQ(countOf(r.body, "data: "), 20000 + 1 + 1);
 }
 
+}  // namespace mock_service_test
 }  // namespace
 }  // namespace sluice::mock

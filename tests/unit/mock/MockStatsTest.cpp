@@ -5,6 +5,7 @@
 
 namespace sluice::mock {
 namespace {
+namespace mock_stats_test {
 
 namespace json = boost::json;
 
@@ -69,5 +70,6 @@ TEST(MockStats, ResetZeroes) {
   EXPECT_TRUE(v.at("last_request").is_null());
 }
 
+}  // namespace mock_stats_test
 }  // namespace
 }  // namespace sluice::mock

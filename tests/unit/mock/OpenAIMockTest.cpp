@@ -7,6 +7,7 @@
 
 namespace sluice::mock::openai {
 namespace {
+namespace open_a_i_mock_test {
 
 namespace json = boost::json;
 
@@ -197,7 +198,9 @@ TEST(OpenAIMockChat, ModelNamesAreEscapedInChunks) {
   auto req = chat(R"({"model":"we\"ird\\model","stream":true,"messages":[{"role":"user","content":"hi"}]})");
   auto gen = planGeneration(1, req.max_tokens, req.stop, req.n);
   for (const auto& e : events(chatCompletionStream(req, gen, kMeta).all())) {
-    if (e != "[DONE]") EXPECT_EQ(J(e).at("model"), "we\"ird\\model");
+    if (e != "[DONE]") {
+      EXPECT_EQ(J(e).at("model"), "we\"ird\\model");
+    }
   }
 }
 
@@ -319,5 +322,6 @@ TEST(OpenAIMockErrors, ErrorObjectShape) {
   EXPECT_EQ(methodNotAllowedError("GET", "/v1/chat/completions", "POST").status, 405);
 }
 
+}  // namespace open_a_i_mock_test
 }  // namespace
 }  // namespace sluice::mock::openai

@@ -5,6 +5,7 @@
 
 namespace sluice::mock {
 namespace {
+namespace tool_planner_test {
 
 namespace json = boost::json;
 
@@ -148,5 +149,6 @@ TEST(ToolPlanner, ContentText) {
   EXPECT_EQ(contentText(json::parse(R"({"temp":21})")), R"({"temp":21})");
 }
 
+}  // namespace tool_planner_test
 }  // namespace
 }  // namespace sluice::mock

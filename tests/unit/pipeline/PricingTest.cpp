@@ -7,6 +7,7 @@
 
 namespace sluice::pipeline {
 namespace {
+namespace pricing_test {
 
 TEST(PricingTest, ShippedModelsAndTheirDatedNames) {
   PriceTable t;
@@ -92,5 +93,6 @@ TEST(KeyTableTest, FindsByHashWithLimitsAndScopes) {
   EXPECT_EQ(t.find("abd"), nullptr);
 }
 
+}  // namespace pricing_test
 }  // namespace
 }  // namespace sluice::pipeline

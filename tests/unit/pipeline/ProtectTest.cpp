@@ -21,6 +21,7 @@
 
 namespace sluice::pipeline {
 namespace {
+namespace protect_test {
 
 namespace json = boost::json;
 using providers::Format;
@@ -794,5 +795,6 @@ TEST(ProtectStream, HeldTokenIsFlushedWhenTheStreamBreaks) {
   EXPECT_LT(out.find(cut), out.find("\"error\""));
 }
 
+}  // namespace protect_test
 }  // namespace
 }  // namespace sluice::pipeline

@@ -11,6 +11,7 @@
 
 namespace sluice::pipeline {
 namespace {
+namespace secret_scrubber_test {
 
 const std::string kKey = "sk-proj-Abc123Secret456xyz";
 
@@ -117,5 +118,6 @@ TEST(SecretScrubberTest, ManyKeysWithACommonPrefix) {
   EXPECT_EQ(text, before + "[k123] and [k499]");
 }
 
+}  // namespace secret_scrubber_test
 }  // namespace
 }  // namespace sluice::pipeline

@@ -8,6 +8,7 @@
 
 namespace sluice::pipeline {
 namespace {
+namespace virtual_key_secret_test {
 
 TEST(VirtualKeySecret, HasTheSchemeAnd40Base62Characters) {
   const auto s = generateVirtualKeySecret();
@@ -62,5 +63,6 @@ TEST(VirtualKeySecret, PrefixAndRecognition) {
   EXPECT_TRUE(looksLikeVirtualKey("sk-slc-x"));
 }
 
+}  // namespace virtual_key_secret_test
 }  // namespace
 }  // namespace sluice::pipeline

@@ -10,6 +10,7 @@
 
 namespace sluice::providers::anthropic {
 namespace {
+namespace anthropic_messages_codec_test {
 
 void expectBad(std::string_view body, std::string_view param, std::string_view messagePart) {
   Request r;
@@ -176,5 +177,6 @@ TEST(AnthropicMessagesCodec, StopSequenceIsReported) {
   EXPECT_NE(back.find(R"("stop_reason":"stop_sequence","stop_sequence":"END")"), std::string::npos) << back;
 }
 
+}  // namespace anthropic_messages_codec_test
 }  // namespace
 }  // namespace sluice::providers::anthropic

@@ -10,6 +10,7 @@
 
 namespace sluice::providers::detail {
 namespace {
+namespace find_bytes_test {
 
 TEST(FindBytes, AgreesWithStringViewFind) {
   std::mt19937 rng(7);
@@ -53,5 +54,6 @@ TEST(FindBytes, JsonNeedles) {
   EXPECT_EQ(findBytes(ev, "x", ev.size() + 1), std::string_view::npos);
 }
 
+}  // namespace find_bytes_test
 }  // namespace
 }  // namespace sluice::providers::detail

@@ -10,6 +10,7 @@
 
 namespace sluice::providers {
 namespace {
+namespace gemini_translate_test {
 
 using testing::expectGolden;
 using testing::fixedContext;
@@ -614,5 +615,6 @@ TEST(GeminiBadInput, RepeatedRolesAndToolChoicesAreAccepted) {
   EXPECT_EQ(a.at("messages").as_array().size(), 3u);  // Anthropic needs alternation: merged
 }
 
+}  // namespace gemini_translate_test
 }  // namespace
 }  // namespace sluice::providers

@@ -10,6 +10,7 @@
 
 namespace sluice::providers::openai {
 namespace {
+namespace open_a_i_chat_codec_test {
 
 std::optional<ApiError> decode(std::string_view body) {
   Request r;
@@ -124,5 +125,6 @@ TEST(OpenAIChatCodec, ErrorBodyShape) {
       R"({"error":{"message":"The model `x` does not exist","type":"not_found_error","param":"model","code":"model_not_found"}})");
 }
 
+}  // namespace open_a_i_chat_codec_test
 }  // namespace
 }  // namespace sluice::providers::openai

@@ -17,6 +17,7 @@
 
 namespace sluice::providers {
 namespace {
+namespace responses_codec_test {
 
 namespace json = boost::json;
 using openai::ResponsesEcho;
@@ -678,7 +679,9 @@ TEST(ResponsesStream, CustomToolInputSkipsOtherMembersAndFallsBackToTheRawText) 
   auto raw = encodeEvents({start, args(R"({"patch":"x"})"), fin}, true, echo);
   for (const auto& e : parseSse(raw)) {
     EXPECT_NE(e.event, "response.custom_tool_call_input.delta");
-    if (e.event == "response.custom_tool_call_input.done") EXPECT_EQ(e.data.at("input").as_string(), R"({"patch":"x"})");
+    if (e.event == "response.custom_tool_call_input.done") {
+      EXPECT_EQ(e.data.at("input").as_string(), R"({"patch":"x"})");
+    }
   }
   expectWellFormed(raw, "response.completed");
 }
@@ -763,11 +766,13 @@ TEST(ResponsesStream, ReasoningThenTextThenToolFromChatUpstream) {
   EXPECT_GE(next, 2);
 }
 
+}  // namespace responses_codec_test
 }  // namespace
 }  // namespace sluice::providers
 
 namespace sluice::providers::openai {
 namespace {
+namespace responses_codec_test {
 
 // What Codex sends on every request: a namespace of function tools and web_search.
 TEST(ResponsesRequest, NamespacesAreFlattenedAndWebSearchIsDropped) {
@@ -786,5 +791,6 @@ TEST(ResponsesRequest, NamespacesAreFlattenedAndWebSearchIsDropped) {
   EXPECT_EQ(req.tools[2].name, "exec_command");
 }
 
+}  // namespace responses_codec_test
 }  // namespace
 }  // namespace sluice::providers::openai

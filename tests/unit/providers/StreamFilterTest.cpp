@@ -4,6 +4,7 @@
 
 namespace sluice::providers::openai {
 namespace {
+namespace stream_filter_test {
 
 const std::string kChunk1 =
     R"(data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hi"}}],"usage":null})"
@@ -103,5 +104,6 @@ TEST(Usage, FromAWholeBody) {
   EXPECT_FALSE(parseUsageFromBody(R"({"usage":null})", none));
 }
 
+}  // namespace stream_filter_test
 }  // namespace
 }  // namespace sluice::providers::openai

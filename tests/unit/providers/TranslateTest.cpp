@@ -10,6 +10,7 @@
 
 namespace sluice::providers {
 namespace {
+namespace translate_test {
 
 using testing::expectGolden;
 using testing::fixedContext;
@@ -432,5 +433,6 @@ TEST(TranslateDeep, DeepToolCallArgumentsInAnswersAreKept) {
   }
 }
 
+}  // namespace translate_test
 }  // namespace
 }  // namespace sluice::providers

@@ -4,6 +4,7 @@
 
 namespace sluice::providers {
 namespace {
+namespace upstream_path_test {
 
 using config::ChannelType;
 
@@ -106,5 +107,6 @@ TEST(UpstreamPath, BuildsEachProvidersTarget) {
   EXPECT_EQ(upstreamTarget(t), "/v1/messages");
 }
 
+}  // namespace upstream_path_test
 }  // namespace
 }  // namespace sluice::providers

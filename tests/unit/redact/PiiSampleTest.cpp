@@ -21,6 +21,7 @@
 
 namespace sluice::redact {
 namespace {
+namespace pii_sample_test {
 namespace json = boost::json;
 
 std::string corpusPath() {
@@ -171,5 +172,6 @@ TEST(PiiSample, PerRuleRecallFloorsAndFalsePositives) {
   EXPECT_LE(fpTotal, 3);
 }
 
+}  // namespace pii_sample_test
 }  // namespace
 }  // namespace sluice::redact

@@ -11,6 +11,7 @@
 
 namespace sluice::redact {
 namespace {
+namespace redact_cli_test {
 
 std::vector<boost::json::value> lines(const std::string& s) {
   std::vector<boost::json::value> out;
@@ -56,5 +57,6 @@ TEST(RedactExplain, BadLinesGetAnErrorAndProcessingContinues) {
   EXPECT_NE(err.str().find("4 of 5"), std::string::npos) << err.str();
 }
 
+}  // namespace redact_cli_test
 }  // namespace
 }  // namespace sluice::redact

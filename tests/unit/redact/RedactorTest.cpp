@@ -9,6 +9,7 @@
 
 namespace sluice::redact {
 namespace {
+namespace redactor_test {
 
 const std::string kKey = "0123456789abcdef0123456789abcdef";
 
@@ -89,5 +90,6 @@ TEST(Redactor, RulesApplyOnlyToTheirFields) {
   EXPECT_TRUE(r.redact("a@b.c", kUser, out).changed);
 }
 
+}  // namespace redactor_test
 }  // namespace
 }  // namespace sluice::redact

@@ -13,6 +13,7 @@
 
 namespace sluice::redact {
 namespace {
+namespace restorer_test {
 
 const TokenCipher& cipher() {
   static const TokenCipher c("0123456789abcdef0123456789abcdef", "vk_test");
@@ -219,5 +220,6 @@ TEST(Restorer, JsonEscaping) {
   EXPECT_EQ(out, "a\\\"b\\\\c\\n\\t\\u0001 é");
 }
 
+}  // namespace restorer_test
 }  // namespace
 }  // namespace sluice::redact

@@ -10,6 +10,7 @@
 
 namespace sluice::redact {
 namespace {
+namespace rules_test {
 
 const RuleSet& builtin() {
   static const auto rs = RuleSet::compile(builtinRules());
@@ -172,5 +173,6 @@ TEST(RuleSet, LargeInputStaysLinear) {
   EXPECT_NO_THROW(builtin().scan(text));
 }
 
+}  // namespace rules_test
 }  // namespace
 }  // namespace sluice::redact

@@ -17,6 +17,7 @@
 
 namespace sluice::redact {
 namespace {
+namespace token_cipher_test {
 
 const std::string kKey = "0123456789abcdef0123456789abcdef";
 
@@ -191,5 +192,6 @@ TEST(TokenSyntax, PrefixesPartialsAndNonTokens) {
   EXPECT_EQ(parseToken("[[sluice:" + std::string(33, 'A')).state, TokenSyntax::NoMatch);
 }
 
+}  // namespace token_cipher_test
 }  // namespace
 }  // namespace sluice::redact

@@ -6,6 +6,7 @@
 
 namespace sluice::routing {
 namespace {
+namespace model_name_test {
 
 TEST(ModelName, AcceptsRealModelNames) {
   for (const char* name :
@@ -56,5 +57,6 @@ TEST(ModelName, GlobsOnlyMatchValidNames) {
   EXPECT_TRUE(ch.servesModel("exact name"));  // configured exactly: the operator's choice
 }
 
+}  // namespace model_name_test
 }  // namespace
 }  // namespace sluice::routing

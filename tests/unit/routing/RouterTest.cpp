@@ -6,6 +6,7 @@
 
 namespace sluice::routing {
 namespace {
+namespace router_test {
 
 std::shared_ptr<const config::Config> makeConfig(std::vector<config::ChannelConfig> channels) {
   auto c = std::make_shared<config::Config>();
@@ -179,5 +180,6 @@ TEST(Health, SurvivesAReloadBySameChannelAndKey) {
   EXPECT_NE(k1.get(), k3.get());
 }
 
+}  // namespace router_test
 }  // namespace
 }  // namespace sluice::routing

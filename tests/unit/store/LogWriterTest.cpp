@@ -13,6 +13,7 @@
 
 namespace sluice::store {
 namespace {
+namespace log_writer_test {
 
 using namespace std::chrono_literals;
 using testing::Backend;
@@ -387,5 +388,6 @@ TEST(LogWriter, BoundsQueuedBytesToo) {
   EXPECT_EQ(w.stats().abandoned, 3u);
 }
 
+}  // namespace log_writer_test
 }  // namespace
 }  // namespace sluice::store

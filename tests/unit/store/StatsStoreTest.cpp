@@ -11,6 +11,7 @@
 
 namespace sluice::store {
 namespace {
+namespace stats_store_test {
 
 using testing::Backend;
 using testing::sampleLog;
@@ -348,5 +349,6 @@ TEST(StatsMath, SampleStrideBringsTheRowsUnderTheCap) {
   EXPECT_EQ(statsSampleStride(5, 0), 5);
 }
 
+}  // namespace stats_store_test
 }  // namespace
 }  // namespace sluice::store

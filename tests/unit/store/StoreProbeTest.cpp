@@ -11,6 +11,7 @@
 
 namespace sluice::store {
 namespace {
+namespace store_probe_test {
 
 using namespace std::chrono_literals;
 using testing::Backend;
@@ -122,5 +123,6 @@ TEST(StoreProbe, AHangingProbeCountsAsDown) {
   EXPECT_TRUE(eventually(probe, true));
 }
 
+}  // namespace store_probe_test
 }  // namespace
 }  // namespace sluice::store

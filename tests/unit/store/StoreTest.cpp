@@ -15,6 +15,7 @@
 
 namespace sluice::store {
 namespace {
+namespace store_test {
 
 using testing::Backend;
 using testing::sampleLog;
@@ -1011,5 +1012,6 @@ TEST(StoreOpen, RedactsPasswordsAndSanitizesText) {
   EXPECT_EQ(sanitizeUtf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong
 }
 
+}  // namespace store_test
 }  // namespace
 }  // namespace sluice::store

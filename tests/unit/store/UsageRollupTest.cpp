@@ -18,6 +18,7 @@
 
 namespace sluice::store {
 namespace {
+namespace usage_rollup_test {
 
 using testing::Backend;
 using testing::TestDatabase;
@@ -411,5 +412,6 @@ TEST(LogSearchIndexes, FiltersOnModelChannelAndStatusHaveAnIndex) {
   EXPECT_NE(plan("status = 599").find("request_logs_status_time"), std::string::npos);
 }
 
+}  // namespace usage_rollup_test
 }  // namespace
 }  // namespace sluice::store

@@ -10,6 +10,7 @@
 
 namespace sluice::telemetry {
 namespace {
+namespace trace_context_test {
 
 constexpr const char* kGood = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
@@ -142,5 +143,6 @@ TEST(Sampler, RatioBoundsAndAgreement) {
   EXPECT_LT(kept, 6000);
 }
 
+}  // namespace trace_context_test
 }  // namespace
 }  // namespace sluice::telemetry

@@ -20,6 +20,7 @@
 
 namespace sluice::telemetry {
 namespace {
+namespace tracer_test {
 
 namespace json = boost::json;
 
@@ -273,5 +274,6 @@ TEST(Tracer, AnEmptyEndpointTurnsTracingOff) {
   EXPECT_THROW(tr.configure(bad), std::invalid_argument);
 }
 
+}  // namespace tracer_test
 }  // namespace
 }  // namespace sluice::telemetry

@@ -6,6 +6,7 @@
 
 namespace sluice::gateway {
 namespace {
+namespace auth_stage_test {
 
 using testing::makeSnapshot;
 using testing::StageHarness;
@@ -80,5 +81,6 @@ TEST(AuthStage, RevokedAndUnknownKeysAreRefusedSayingWhich) {
   }
 }
 
+}  // namespace auth_stage_test
 }  // namespace
 }  // namespace sluice::gateway

@@ -10,6 +10,7 @@
 
 namespace sluice::gateway {
 namespace {
+namespace cache_stage_test {
 
 using testing::makeSnapshot;
 using testing::StageHarness;
@@ -38,7 +39,9 @@ Step throughCache(StageHarness& h) {
 Stage* cacheOnItsWayBack(StageHarness& h) {
   EXPECT_EQ(h.runThrough({"auth", "route", "limits", "scan"}), Step::Continue);
   Stage* c = h.start("cache");
-  if (c) EXPECT_EQ(h.onRequest(*c), Step::Continue);
+  if (c) {
+    EXPECT_EQ(h.onRequest(*c), Step::Continue);
+  }
   return c;
 }
 
@@ -141,5 +144,6 @@ TEST(CacheStage, NoStoreFromTheClientNeitherReadsNorWrites) {
   EXPECT_EQ(c->hooks(), 0u);  // nothing to record on the way back
 }
 
+}  // namespace cache_stage_test
 }  // namespace
 }  // namespace sluice::gateway

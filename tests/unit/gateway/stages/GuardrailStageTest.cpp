@@ -15,6 +15,7 @@
 
 namespace sluice::gateway {
 namespace {
+namespace guardrail_stage_test {
 
 using testing::makeSnapshot;
 using testing::StageHarness;
@@ -134,5 +135,6 @@ TEST(GuardrailStage, AStreamTakesNoAnswerReview) {
   EXPECT_EQ(f.stage->hooks(), 0u);
 }
 
+}  // namespace guardrail_stage_test
 }  // namespace
 }  // namespace sluice::gateway

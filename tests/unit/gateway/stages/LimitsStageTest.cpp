@@ -7,6 +7,7 @@
 
 namespace sluice::gateway {
 namespace {
+namespace limits_stage_test {
 
 using testing::makeSnapshot;
 using testing::StageHarness;
@@ -125,5 +126,6 @@ TEST(LimitsStage, WithoutQuotasOrCallerLimitsItTakesNoHookOnTheWayBack) {
   EXPECT_EQ(l->hooks(), Stage::kComplete);  // no coroutine on the way back: completion prices it
 }
 
+}  // namespace limits_stage_test
 }  // namespace
 }  // namespace sluice::gateway

@@ -10,6 +10,7 @@
 
 namespace sluice::gateway {
 namespace {
+namespace redaction_stage_test {
 
 using testing::makeSnapshot;
 using testing::StageHarness;
@@ -81,7 +82,9 @@ ResponseHead headOf(const routing::Pick& pick, bool stream, providers::Format cl
 Stage* redactionOnItsWayBack(StageHarness& h) {
   EXPECT_EQ(h.runThrough({"auth", "route", "limits", "scan"}), Step::Continue);
   Stage* r = h.start("redaction");
-  if (r) EXPECT_EQ(h.onRequest(*r), Step::Continue);
+  if (r) {
+    EXPECT_EQ(h.onRequest(*r), Step::Continue);
+  }
   return r;
 }
 
@@ -136,7 +139,9 @@ TEST(RedactionStage, AChatStreamIsRestoredOnTheBytesWithATokenSplitAcrossReads) 
     std::string out = i == 0 ? first : second;
     ResponseData piece{.upstream = out, .out = out, .end_of_stream = i == 1};
     EXPECT_EQ(r->onResponseData(h.ex(), piece), DataStep::Continue);
-    if (i == 0) EXPECT_EQ(out.find("TCK"), std::string::npos) << "the token's first half is held back: " << out;
+    if (i == 0) {
+      EXPECT_EQ(out.find("TCK"), std::string::npos) << "the token's first half is held back: " << out;
+    }
     client += out;
   }
   std::string text;  // the content deltas, joined
@@ -175,5 +180,6 @@ TEST(RedactionStage, OnlyChatStyleRequestsAreScanned) {
   EXPECT_EQ(h.start("redaction"), nullptr);
 }
 
+}  // namespace redaction_stage_test
 }  // namespace
 }  // namespace sluice::gateway

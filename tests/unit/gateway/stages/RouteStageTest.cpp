@@ -6,6 +6,7 @@
 
 namespace sluice::gateway {
 namespace {
+namespace route_stage_test {
 
 using testing::makeSnapshot;
 using testing::StageHarness;
@@ -91,5 +92,6 @@ TEST(RouteStage, TheClientsKeyNeverTravelsInTheQuery) {
   EXPECT_EQ(h.call().query, "x=1");
 }
 
+}  // namespace route_stage_test
 }  // namespace
 }  // namespace sluice::gateway

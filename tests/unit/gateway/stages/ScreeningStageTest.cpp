@@ -7,6 +7,7 @@
 
 namespace sluice::gateway {
 namespace {
+namespace screening_stage_test {
 
 using testing::makeSnapshot;
 using testing::StageHarness;
@@ -62,5 +63,6 @@ TEST(ScreeningStage, AnOrdinaryPromptGoesOn) {
   EXPECT_EQ(h.answer().status, 0);
 }
 
+}  // namespace screening_stage_test
 }  // namespace
 }  // namespace sluice::gateway
