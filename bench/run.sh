@@ -32,7 +32,9 @@
 # Not in the default run: BENCH_ONLY=store_scale runs bench/store_scale.sh (~5 min): the
 # request log at 5 million rows (usage and log search through the admin API, before and after
 # the rollups, and the gateway's RSS); its own block, its knobs (STORE_SCALE_*, BEFORE) in its
-# header.
+# header. Nor BENCH_ONLY=scale, bench/scale.sh (~9 min): 50 and 1000 concurrent realistic streams
+# and 5000 slow ones through Sluice, nginx and haproxy (req/s, CPU per request, RSS, memory per
+# stream, upstream connections opened); its own block, its knobs (SCALE_*, SLOW_*) in its header.
 #
 # Everything it starts listens on 127.0.0.1 and is killed on exit.
 # Knobs (environment): BUILD_DIR, SLUICE, LOADGEN, NGINX, NGINX_WORKERS (auto),
@@ -93,7 +95,9 @@ case $BENCH_ONLY in
   tls) exec bash "$ROOT/bench/tls.sh" ;;  # Sluice vs nginx terminating TLS only (bench/tls.sh)
   # The request log at 5 million rows (bench/store_scale.sh); not in the default run (minutes).
   store_scale) exec bash "$ROOT/bench/store_scale.sh" ;;
-  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect, tls or store_scale" ;;
+  # Thousands of concurrent streams against nginx and haproxy (bench/scale.sh); ~9 minutes.
+  scale) exec bash "$ROOT/bench/scale.sh" ;;
+  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect, tls, store_scale or scale" ;;
 esac
 
 # ---------------------------------------------------------------- build

@@ -14,9 +14,9 @@ pkgs=(
   chromium fonts-liberation
   systemd debootstrap podman
 )
-# Only what the benchmark harness needs on top (nginx as the proxy floor; valgrind for
-# bench/instructions.sh).
-if [ "${SLUICE_BENCH_DEPS:-0}" = 1 ]; then pkgs+=(nginx-light valgrind); fi
+# Only what the benchmark harness needs on top (nginx and haproxy as the proxy floors; valgrind
+# for bench/instructions.sh).
+if [ "${SLUICE_BENCH_DEPS:-0}" = 1 ]; then pkgs+=(nginx-light haproxy valgrind); fi
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -585,7 +585,8 @@ int runServe(const std::string& config_path) {
   try {
     if (config_path.empty()) {
       // The embedded default: start the mock in-process on a free loopback port first.
-      mock = std::make_unique<http::Server>(1, http::ServerLimits{}, mock::makeHandler(mock::MockOptions{}));
+      mock = std::make_unique<http::Server>(1, http::ServerLimits{}, http::Handler{});
+      mock->setHandler(mock::makeHandler(mock::MockOptions{}, *mock));
       auto ep = mock->listen("127.0.0.1", 0);
       text = embeddedConfig(fmt::format("127.0.0.1:{}", ep.port()));
       cfg = config::parseConfig(text, "(embedded default)");

@@ -39,7 +39,7 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr std::size_t kReadChunk = 16u * 1024;
+constexpr std::size_t kReadChunk = 8u * 1024;
 constexpr std::size_t kMaxErrorBody = 64u * 1024;
 constexpr std::size_t kMaxWholeBody = 64u << 20;
 
@@ -520,8 +520,7 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
   auto& filter = *tap;
   const bool stagesRead = wayback::takes(ex, Stage::kResponseData);
   const ResponseEnd end{.pick = p, .status = a.status, .stream = true, .upstream_body = {}};
-  std::string out;
-  out.reserve(kReadChunk);
+  std::string out;  // grows to the largest piece once
   char buf[kReadChunk];
   auto& head = parser.get();
   bool begun = false;

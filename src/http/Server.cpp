@@ -88,6 +88,10 @@ void appendHeaderLine(std::string& out, std::string_view name, std::string_view 
 
 // How long a closing TLS connection waits for the peer's close_notify before it just closes.
 constexpr std::chrono::milliseconds kTlsShutdownTimeout{1'000};
+// A connection's read buffer while it waits for and reads a request head (and a small body); a
+// larger body gets up to kBodyBuffer, so that it takes few reads. Freed once the request is read.
+constexpr std::size_t kRequestBuffer = 4u * 1024;
+constexpr std::size_t kBodyBuffer = 64u * 1024;
 // How long a refused plain-HTTP client gets to stop sending before the socket is closed.
 constexpr std::chrono::milliseconds kRefuseDrainTimeout{1'000};
 // The first byte of every TLS connection: a handshake record.
@@ -285,7 +289,7 @@ Server::~Server() {
 
 net::io_context& Server::workerContext(int i) { return workers_.at(static_cast<std::size_t>(i))->ioc; }
 
-tcp::endpoint Server::listen(const std::string& host, std::uint16_t port, ListenerOptions options) {
+tcp::endpoint Server::listen(const std::string& host, std::uint16_t port, const ListenerOptions& options) {
   auto addr = net::ip::make_address(host);
   tcp::endpoint ep{addr, port};
   for (auto& w : workers_) {
@@ -368,6 +372,7 @@ net::awaitable<void> Server::acceptLoop(Worker& w, Listener& l) {
       co_await t.async_wait(kTuple);
       continue;
     }
+    accepted_.fetch_add(1, std::memory_order_relaxed);
     auto onExit = [](const std::exception_ptr& e) {
       if (!e) return;
       try {
@@ -389,8 +394,7 @@ net::awaitable<void> Server::serveConnection(Worker& w, int tag, tcp::socket soc
   std::string remote;
   if (auto peer = socket.remote_endpoint(sec); !sec) remote = peer.address().to_string();
   beast::tcp_stream stream(std::move(socket));
-  beast::flat_buffer buffer;
-  buffer.reserve(16u * 1024);  // Beast reads up to the capacity: fewer reads for large bodies
+  beast::flat_buffer buffer;  // serveRequests gives it room for each request
   // Beast bounds the head but not a chunk-size line or the trailers: this does (400 past it).
   buffer.max_size(limits_.max_header_bytes + 64u * 1024);
   w.conns.push_front({&stream, true});
@@ -412,7 +416,7 @@ net::awaitable<void> Server::serveTlsConnection(Worker& w, int tag, std::shared_
   TlsStream stream(std::move(socket), *ctx);
   beast::tcp_stream& tcp = stream.next_layer();
   beast::flat_buffer buffer;
-  buffer.reserve(16u * 1024);
+  buffer.reserve(kRequestBuffer);  // the ClientHello; serveRequests frees it between requests
   buffer.max_size(limits_.max_header_bytes + 64u * 1024);
   w.conns.push_front({&tcp, true});
   Unregister<std::list<Worker::Conn>> unregister{w.conns, w.conns.begin()};
@@ -466,6 +470,8 @@ net::awaitable<void> Server::serveRequests(Worker& w, int tag, Stream& stream, b
     if (stopping()) break;
     if (buffer.size() == 0) {
       // Idle keep-alive wait: generous. Once a request starts, the header deadline applies.
+      // Beast reads up to the capacity (and grows it for a larger body).
+      if (buffer.capacity() < kRequestBuffer) buffer.reserve(kRequestBuffer);
       tcp.expires_after(limits_.keepalive_timeout);
       auto [ec, n] = co_await stream.async_read_some(buffer.prepare(buffer.capacity() - buffer.size()), kTuple);
       if (ec) break;
@@ -494,6 +500,8 @@ net::awaitable<void> Server::serveRequests(Worker& w, int tag, Stream& stream, b
       };
       parser.on_chunk_header(checkChunk);
       const auto fields = std::distance(hreq.begin(), hreq.end());
+      const std::uint64_t expected = parser.content_length().value_or(kBodyBuffer);
+      buffer.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(expected, kBodyBuffer)));
       tcp.expires_after(limits_.body_timeout);
       auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, kTuple);
       // Beast merges trailer fields into the header, past every check made on it: refused.
@@ -505,6 +513,9 @@ net::awaitable<void> Server::serveRequests(Worker& w, int tag, Stream& stream, b
       }
     }
     tcp.expires_never();
+    // The request is read: a stream that lasts minutes holds no read buffer meanwhile (unless the
+    // client already sent its next request).
+    if (buffer.size() == 0) buffer.shrink_to_fit();
     Request req = parser.release();
     Responder r = responder(remote);
     r.setKeepAlive(req.keep_alive() && !stopping());

@@ -113,6 +113,8 @@ using Handler = std::function<net::awaitable<void>(Request&, Responder&)>;
 class Server {
  public:
   Server(int workers, ServerLimits limits, Handler handler);
+  // Replaces the handler; before run() only (a handler that needs the server it runs in).
+  void setHandler(Handler handler) { handler_ = std::move(handler); }
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -120,7 +122,7 @@ class Server {
   // Binds an acceptor on every worker to host:port (port 0: the first picks, the rest reuse it).
   // May be called once per listener before run(). Throws std::system_error on failure.
   // Returns the bound endpoint.
-  tcp::endpoint listen(const std::string& host, std::uint16_t port, ListenerOptions options = {});
+  tcp::endpoint listen(const std::string& host, std::uint16_t port, const ListenerOptions& options = {});
   // Runs the workers until stop() has drained them. Blocks.
   void run();
   // Stops accepting, closes idle connections, lets in-flight requests finish within grace,
@@ -135,6 +137,9 @@ class Server {
   net::io_context& workerContext(int i);
   bool stopping() const { return stopping_.load(std::memory_order_relaxed); }
   std::size_t activeConnections() const;
+  // Connections accepted since start, on every listener (the mock reports it: how many
+  // connections a proxy in front of it opened).
+  std::uint64_t acceptedConnections() const { return accepted_.load(std::memory_order_relaxed); }
 
  private:
   struct Worker;
@@ -152,6 +157,7 @@ class Server {
   Handler handler_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> accepted_{0};
   std::function<void(int)> on_worker_exit_;
 };
 

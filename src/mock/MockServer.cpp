@@ -14,8 +14,9 @@
 
 namespace sluice::mock {
 
-http::Handler makeHandler(const MockOptions& options) {
+http::Handler makeHandler(const MockOptions& options, const http::Server& server) {
   auto service = std::make_shared<MockService>(options);
+  service->stats().countConnectionsWith([&server] { return server.acceptedConnections(); });
   return [service](http::Request& req, http::Responder& r) { return service->handle(req, r); };
 }
 
@@ -32,7 +33,8 @@ int runMock(const MockOptions& options) {
   }
   if (host == "localhost") host = "127.0.0.1";
 
-  http::Server server(options.workers, http::ServerLimits{}, makeHandler(options));
+  http::Server server(options.workers, http::ServerLimits{}, {});
+  server.setHandler(makeHandler(options, server));
 
   http::tcp::endpoint bound;
   try {

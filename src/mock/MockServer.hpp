@@ -27,6 +27,7 @@ int runMock(const MockOptions& options);
 
 // The mock's request handler alone, so another process can embed the mock: `sluice serve`
 // with the embedded default config runs one in-process. Honors every option but listen/workers.
-http::Handler makeHandler(const MockOptions& options);
+// `server` is the one it runs in: /mock/stats reports the connections it accepted.
+http::Handler makeHandler(const MockOptions& options, const http::Server& server);
 
 }  // namespace sluice::mock

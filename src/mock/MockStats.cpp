@@ -80,6 +80,7 @@ std::string MockStats::toJson() const {
     o["requests"] = requests_;
     o["streams_completed"] = streams_completed_.load();
     o["streams_aborted"] = streams_aborted_.load();
+    if (connections_) o["connections_accepted"] = connections_();
     json::object keys, paths;
     for (const auto& [k, n] : by_key_) keys[k] = n;
     for (const auto& [p, n] : by_path_) paths[p] = n;

@@ -7,6 +7,7 @@
 #include "http/Server.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -40,6 +41,8 @@ class MockStats {
   void streamCompleted() { streams_completed_.fetch_add(1, std::memory_order_relaxed); }
   void streamAborted() { streams_aborted_.fetch_add(1, std::memory_order_relaxed); }
   void reset();
+  // Where toJson() reads "connections_accepted" (the server's count since start); unset: omitted.
+  void countConnectionsWith(std::function<std::uint64_t()> source) { connections_ = std::move(source); }
   // {"requests":N,"by_key":{..},"by_path":{..},"last_request":{method,path,headers,body}|null}
   std::string toJson() const;
 
@@ -51,6 +54,7 @@ class MockStats {
   std::shared_ptr<const Sample> last_;
   std::atomic<std::uint64_t> streams_completed_{0};
   std::atomic<std::uint64_t> streams_aborted_{0};
+  std::function<std::uint64_t()> connections_;  // set before the server runs, read-only after
 };
 
 }  // namespace sluice::mock

@@ -55,6 +55,9 @@ ssl::context makeClientTlsContext() {
   ctx.set_verify_mode(ssl::verify_peer);
   ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
                   ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+  // Its read and write buffers freed whenever empty (as in ServerTls): idle pooled connections
+  // and streams between chunks hold none.
+  ::SSL_CTX_set_mode(ctx.native_handle(), SSL_MODE_RELEASE_BUFFERS);
   return ctx;
 }
 
@@ -64,9 +67,15 @@ Connection::Connection(net::io_context& ioc, ssl::context* tls_ctx, std::string 
     : stream_(tls_ctx ? decltype(stream_){std::in_place_index<1>, ioc, *tls_ctx}
                       : decltype(stream_){std::in_place_index<0>, ioc}),
       pool_key_(std::move(pool_key)) {
-  // Beast reads into whatever capacity the buffer has (512 bytes when empty): one read per
-  // SSE event instead of one per 512 bytes needs room up front.
-  buffer_.reserve(kReadBuffer);
+  unpark();
+}
+
+// Beast reads into whatever capacity the buffer has (512 bytes when empty): one read per SSE
+// event instead of one per 512 bytes needs room up front.
+void Connection::unpark() { buffer_.reserve(kReadBuffer); }
+
+void Connection::park() {
+  if (buffer_.size() == 0) buffer_.shrink_to_fit();
 }
 
 Connection::~Connection() = default;
@@ -220,6 +229,7 @@ net::awaitable<std::pair<beast::error_code, std::unique_ptr<Connection>>> Pool::
         list.pop_back();
         if (now - c->idle_since < kIdleTtl && c->looksAlive()) {
           c->reused = true;
+          c->unpark();
           co_return std::pair{beast::error_code{}, std::move(c)};
         }
         c->close();
@@ -236,11 +246,17 @@ net::awaitable<std::pair<beast::error_code, std::unique_ptr<Connection>>> Pool::
 
 void Pool::release(std::unique_ptr<Connection> c) {
   auto& list = idle_[c->poolKey()];
+  const auto now = std::chrono::steady_clock::now();
+  while (!list.empty() && now - list.front()->idle_since >= kIdleTtl) {
+    list.front()->close();
+    list.pop_front();
+  }
   if (list.size() >= kMaxIdlePerHost) {
     c->close();
     return;
   }
-  c->idle_since = std::chrono::steady_clock::now();
+  c->idle_since = now;
+  c->park();
   list.push_back(std::move(c));
 }
 

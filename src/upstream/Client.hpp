@@ -13,6 +13,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -60,9 +61,15 @@ class Connection {
   void close();
   // False when the idle connection is known to be unusable.
   bool looksAlive();
+  // Into the pool: the read buffer is freed (an idle connection holds none). Out of it: room
+  // for a read again.
+  void park();
+  void unpark();
 
   const std::string& poolKey() const { return pool_key_; }
-  static constexpr std::size_t kReadBuffer = 32u * 1024;
+  // A page or two, as nginx's proxy_buffer_size: an SSE event or a response head in one read, and
+  // one of these per open stream (thousands at once).
+  static constexpr std::size_t kReadBuffer = 8u * 1024;
   bool reused = false;
   std::chrono::steady_clock::time_point idle_since{};
 
@@ -84,7 +91,11 @@ class Pool {
   void release(std::unique_ptr<Connection> c);
   std::size_t idleCount() const;
 
-  static constexpr std::size_t kMaxIdlePerHost = 256;
+  // Idle connections kept per host: as many as a burst of thousands of concurrent streams needs,
+  // so a warm pool opens no new connection when they end and begin again (a smaller cap closes
+  // the surplus of every burst and reconnects it on the next). Idle ones past kIdleTtl are
+  // closed when the host's next connection is released or taken.
+  static constexpr std::size_t kMaxIdlePerHost = 8192;
   static constexpr Millis kIdleTtl{30'000};
 
  private:
@@ -96,7 +107,9 @@ class Pool {
   net::io_context& ioc_;
   ssl::context& tls_ctx_;
   tcp::resolver resolver_;
-  std::unordered_map<std::string, std::vector<std::unique_ptr<Connection>>> idle_;
+  // Oldest first: taken from the back (the most recently used, least likely closed by the peer),
+  // expired from the front.
+  std::unordered_map<std::string, std::deque<std::unique_ptr<Connection>>> idle_;
   std::unordered_map<std::string, DnsEntry> dns_;
 };
 

@@ -1,0 +1,72 @@
+// The upstream connection pool at scale: a warm pool holds what the concurrency needs, so a second
+// burst of as many concurrent streams opens no new connection to the provider (the mock counts the
+// connections it accepted). Idle connections are read back from the mock's count, never timed.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { startMock, startGateway, MASTER } from '../lib/harness.mjs';
+
+const started = [];
+after(async () => { for (const p of started) await p.stop(); });
+
+// As many kept-alive connections as the burst needs, from this test alone.
+const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+after(() => agent.destroy());
+
+// One request through `agent`: [status, body].
+function post(url, headers, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', agent, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => resolve([res.statusCode, text]));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function burst(gw, n) {
+  const body = JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+  const headers = {
+    'content-type': 'application/json', authorization: `Bearer ${MASTER}`,
+    // every stream still open when the last one starts: the burst needs n upstream connections
+    'x-mock-ttfb-ms': '400', 'x-mock-chunks': '3',
+  };
+  const all = await Promise.all(Array.from({ length: n }, () => post(`${gw.url}/v1/chat/completions`, headers, body)));
+  for (const [status, text] of all) {
+    assert.equal(status, 200, text);
+    assert.ok(text.includes('data: [DONE]'), 'the whole stream arrived');
+  }
+}
+
+test('a second burst of 400 concurrent streams reuses the pool: no new upstream connection', async () => {
+  const m = await startMock(); started.push(m);
+  // one worker: one pool sees the whole burst (more than the 256 idle connections the pool once kept)
+  const gw = await startGateway({ channels: [{ name: 'a', url: m.url, keys: ['k'], models: ['*'] }], server: { workers: 1 } });
+  started.push(gw);
+  const before = (await m.stats()).connections_accepted;
+  await burst(gw, 400);
+  const warm = (await m.stats()).connections_accepted;
+  assert.ok(warm - before >= 300, `the first burst ran its streams at once (${warm - before} upstream connections)`);
+  await burst(gw, 400);
+  const after2 = (await m.stats()).connections_accepted;
+  assert.equal(after2 - warm, 0, 'the warm pool served the second burst');
+});
+
+test('the mock reports the connections it accepted', async () => {
+  const m = await startMock(); started.push(m);
+  const s0 = (await m.stats()).connections_accepted;
+  const get = (a) => new Promise((resolve, reject) => {
+    http.get(`${m.url}/health`, { agent: a }, (res) => { res.resume(); res.on('end', resolve); }).on('error', reject);
+  });
+  const a = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const b = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  for (const x of [a, b, a, b]) await get(x);
+  a.destroy(); b.destroy();
+  const s1 = (await m.stats()).connections_accepted;
+  // m.stats() itself goes through fetch's own kept-alive connection: one more at most
+  assert.ok(s1 - s0 === 2 || s1 - s0 === 3, `two kept-alive clients, two connections (saw ${s1 - s0})`);
+});
