@@ -26,7 +26,9 @@
 # and level), SCALE_SEGMENTS (3), SCALE_TTFB_MS (100), SCALE_CHUNK_MS (5), SLOW_STREAMS (5000, 0:
 # skip), SLOW_CHUNKS (20), SLOW_CHUNK_MS (1000), SLOW_SECONDS (30), SCALE_TARGETS ("direct nginx
 # haproxy sluice": a subset for a quick look), SCALE_SLUICE_ENV (environment for the Sluice process
-# only, e.g. "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2" to try an allocator).
+# only, e.g. "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2" to try an allocator),
+# SCALE_BEFORE (another sluice binary, e.g. an earlier commit's: a fifth target "before", with the
+# same config, so that one run shows what a change bought).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -45,13 +47,18 @@ SLOW_CHUNK_MS=${SLOW_CHUNK_MS:-1000}
 SLOW_SECONDS=${SLOW_SECONDS:-30}
 SCALE_TARGETS=${SCALE_TARGETS:-direct nginx haproxy sluice}
 SCALE_SLUICE_ENV=${SCALE_SLUICE_ENV:-}
+SCALE_BEFORE=${SCALE_BEFORE:-}
+if [[ -n $SCALE_BEFORE ]]; then
+  [[ -x $SCALE_BEFORE ]] || die "SCALE_BEFORE=$SCALE_BEFORE is not an executable"
+  SCALE_TARGETS+=" before"
+fi
 MODEL=gpt-4o-mini
 MASTER_KEY=sk-bench-master
 
 read -r -a LEVELS <<<"$SCALE_LEVELS"
 read -r -a WANT <<<"$SCALE_TARGETS"
 for t in "${WANT[@]}"; do
-  [[ $t =~ ^(direct|nginx|haproxy|sluice)$ ]] || die "SCALE_TARGETS: unknown target $t (direct, nginx, haproxy, sluice)"
+  [[ $t =~ ^(direct|nginx|haproxy|sluice|before)$ ]] || die "SCALE_TARGETS: unknown target $t (direct, nginx, haproxy, sluice)"
 done
 wants() { [[ " ${WANT[*]} " == *" $1 "* ]]; }
 
@@ -83,13 +90,13 @@ declare -A PROXY_ROOT=() URL=()
 # start_all PHASE: the mock and every wanted proxy, on fresh ports, their files under $WORK/PHASE.
 start_all() {
   local phase=$1 dir
-  read -r -a PORTS <<<"$(free_ports 4)"
+  read -r -a PORTS <<<"$(free_ports 5)"
   P_MOCK=${PORTS[0]}
   dir=$WORK/$phase
   mkdir -p "$dir"
   start "mock-$phase" "${MOCK[@]}" --listen "127.0.0.1:$P_MOCK" --workers "$MOCK_WORKERS" --chunks "$CHUNKS"
   MOCK_PID=$PID
-  wait_port mock "$MOCK_PID" "$P_MOCK" || die "the mock provider did not start (${MOCK[*]})"
+  wait_port "mock-$phase" "$MOCK_PID" "$P_MOCK" || die "the mock provider did not start (${MOCK[*]})"
   PROXY_ROOT=() URL=([direct]="http://127.0.0.1:$P_MOCK")
   if wants nginx; then
     mkdir -p "$dir/nginx"
@@ -100,26 +107,33 @@ start_all() {
         -e "s#@KEEPALIVE@#$max_level#g" -e "s#@CONNECTIONS@#$CONNECTIONS#g" -e "s#@NOFILE@#$((CONNECTIONS + 64))#g" \
         -e "s#@HEADER_TIMEOUT@#60s#g" "$ROOT/bench/nginx_tls.conf.template" >"$dir/nginx/nginx.conf"
     start "nginx-$phase" "$NGINX" -p "$dir/nginx" -c "$dir/nginx/nginx.conf" -e "$dir/nginx/error.log"
-    wait_port nginx "$PID" "${PORTS[1]}" || die "nginx did not start (see $dir/nginx/error.log)"
+    wait_port "nginx-$phase" "$PID" "${PORTS[1]}" || die "nginx did not start (see $dir/nginx/error.log)"
     PROXY_ROOT[nginx]=$PID URL[nginx]="http://127.0.0.1:${PORTS[1]}"
   fi
   if wants haproxy; then
-    sed -e "s#@THREADS@#$HAPROXY_THREADS#g" -e "s#@MAXCONN@#$CONNECTIONS#g" -e "s#@LISTEN@#127.0.0.1:${PORTS[2]}#g" \
+    # maxconn counts client connections (haproxy asks for two descriptors each, and more)
+    sed -e "s#@THREADS@#$HAPROXY_THREADS#g" -e "s#@MAXCONN@#$((max_level + 256))#g" -e "s#@LISTEN@#127.0.0.1:${PORTS[2]}#g" \
         -e "s#@UPSTREAM@#127.0.0.1:$P_MOCK#g" "$ROOT/bench/haproxy.cfg.template" >"$dir/haproxy.cfg"
     start "haproxy-$phase" "$HAPROXY" -db -f "$dir/haproxy.cfg"
-    wait_port haproxy "$PID" "${PORTS[2]}" || die "haproxy did not start (see $WORK/haproxy-$phase.log)"
+    wait_port "haproxy-$phase" "$PID" "${PORTS[2]}" || die "haproxy did not start (see $WORK/haproxy-$phase.log)"
     PROXY_ROOT[haproxy]=$PID URL[haproxy]="http://127.0.0.1:${PORTS[2]}"
   fi
   if wants sluice; then
     sluice_config "$dir/sluice.yaml" "${PORTS[3]}" "$P_MOCK" "  header_timeout: 60s"
     # shellcheck disable=SC2086  # SCALE_SLUICE_ENV is a list of NAME=value words
     start "sluice-$phase" env $SCALE_SLUICE_ENV "$SLUICE" serve -c "$dir/sluice.yaml"
-    wait_port sluice "$PID" "${PORTS[3]}" 30 || die "sluice did not start"
+    wait_port "sluice-$phase" "$PID" "${PORTS[3]}" 30 || die "sluice did not start"
     # env execs sluice: the pid is Sluice's own
     PROXY_ROOT[sluice]=$PID URL[sluice]="http://127.0.0.1:${PORTS[3]}"
   fi
+  if wants before; then
+    sluice_config "$dir/before.yaml" "${PORTS[4]}" "$P_MOCK" "  header_timeout: 60s"
+    start "before-$phase" "$SCALE_BEFORE" serve -c "$dir/before.yaml"
+    wait_port "before-$phase" "$PID" "${PORTS[4]}" 30 || die "the before sluice ($SCALE_BEFORE) did not start"
+    PROXY_ROOT[before]=$PID URL[before]="http://127.0.0.1:${PORTS[4]}"
+  fi
   TARGETS=()
-  for t in direct nginx haproxy sluice; do
+  for t in direct nginx haproxy before sluice; do
     wants "$t" || continue
     out=$("$LOADGEN" --url "${URL[$t]}/v1/chat/completions" --model "$MODEL" -H "Authorization: Bearer $MASTER_KEY" \
           -H "x-mock-chunks: $CHUNKS" --label "$t" --mode ping --count 5 --timeout 10 || true)
@@ -192,7 +206,7 @@ fi
 
 # ---------------------------------------------------------------- report
 LOADAVG_END=$(cut -d' ' -f1-3 /proc/loadavg)
-ours=$(env | cut -d= -f1 | grep -E '^(SCALE_LEVELS|SCALE_SECONDS|SCALE_SEGMENTS|SCALE_TTFB_MS|SCALE_CHUNK_MS|SLOW_STREAMS|SLOW_CHUNKS|SLOW_CHUNK_MS|SLOW_SECONDS|SCALE_TARGETS|SCALE_SLUICE_ENV|SLUICE_WORKERS|MOCK_WORKERS|NGINX_WORKERS|HAPROXY_THREADS|CHUNKS|SLUICE)$' || true)
+ours=$(env | cut -d= -f1 | grep -E '^(SCALE_BEFORE|SCALE_LEVELS|SCALE_SECONDS|SCALE_SEGMENTS|SCALE_TTFB_MS|SCALE_CHUNK_MS|SLOW_STREAMS|SLOW_CHUNKS|SLOW_CHUNK_MS|SLOW_SECONDS|SCALE_TARGETS|SCALE_SLUICE_ENV|SLUICE_WORKERS|MOCK_WORKERS|NGINX_WORKERS|HAPROXY_THREADS|CHUNKS|SLUICE)$' || true)
 cmd=""
 for n in $ours; do
   if [[ ${!n} == *" "* ]]; then cmd+="$n=\"${!n}\" "; else cmd+="$n=${!n} "; fi
@@ -207,5 +221,5 @@ cmd+="BENCH_ONLY=scale bash bench/run.sh"
   --set "haproxy_version=$("$HAPROXY" -v 2>/dev/null | head -n 1 | awk '{print $3}')" \
   --set "nginx_workers=$NGINX_WORKERS" --set "haproxy_threads=$HAPROXY_THREADS" --set "sluice_workers=$SLUICE_WORKERS" \
   --set "mock_workers=$MOCK_WORKERS" --set "nofile=$(ulimit -n)" --set "sluice_env=$SCALE_SLUICE_ENV" \
-  --set "commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')" \
+  --set "commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')" --set "before=$SCALE_BEFORE" \
   $([[ ${BENCH_STRICT:-0} == 1 ]] && echo --strict)

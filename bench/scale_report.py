@@ -14,8 +14,8 @@ import time
 
 BEGIN = "<!-- bench:scale:begin (written by bench/scale.sh; edit outside the markers) -->"
 END = "<!-- bench:scale:end -->"
-TARGETS = ("direct", "nginx", "haproxy", "sluice")
-PROXIES = ("nginx", "haproxy", "sluice")
+TARGETS = ("direct", "nginx", "haproxy", "before", "sluice")
+PROXIES = ("nginx", "haproxy", "before", "sluice")
 
 
 def main():
@@ -72,8 +72,9 @@ def build(rep, runs, conns, meta):
              f"ssl). haproxy {m('haproxy_version')}: `nbthread {m('haproxy_threads')}`, `mode http`, `http-reuse "
              "always`, no log (bench/haproxy.cfg.template). Sluice: `server.workers: "
              f"{m('sluice_workers')}` (0: one per core), `store.request_logs: false`"
-             + (f", run with `{m('sluice_env')}`" if m("sluice_env") else "") + ". Open-file limit "
-             f"{m('nofile')}.")
+             + (f", run with `{m('sluice_env')}`" if m("sluice_env") else "")
+             + (f"; `before` is `{m('before')}` with the same config" if m("before") else "")
+             + f". Open-file limit {m('nofile')}.")
     L.append(f"- Mock: `sluice mock --workers {m('mock_workers')}`; the delays are asked for per request "
              "(x-mock-ttfb-ms, x-mock-chunks, x-mock-chunk-interval-ms). RSS is the proxy's VmRSS summed over its "
              "processes (nginx: master + workers), sampled every 200 ms by the load generator; CPU is utime + "
@@ -117,6 +118,11 @@ def build(rep, runs, conns, meta):
             mb = rss_max_mb(s)
             rows.append((f"{c} streams: Sluice RSS (max)", "<= 20 MB", f"{rep.fmt(mb, 1)} MB",
                          mb is not None and mb <= 20))
+        b = a_(sc, "before")
+        if b and b.present:
+            rows.append((f"{c} streams: Sluice vs before", "(reported)",
+                         f"req/s {rep.ratio(s.rps, b.rps)}, CPU per request {rep.ratio(s.cpu_per_10k, b.cpu_per_10k)}, "
+                         f"RSS max {rep.fmt(rss_max_mb(s), 1)} vs {rep.fmt(rss_max_mb(b), 1)} MB", None))
         if h and h.present:
             rows.append((f"{c} streams: throughput vs haproxy", "(reported)",
                          f"{rep.ratio(s.rps, h.rps)} ({s.rps:.0f} vs {h.rps:.0f} req/s)", None))

@@ -82,10 +82,9 @@ boost::asio::awaitable<ProbeResult> probeKey(upstream::Pool& pool, const routing
   }
   out.status = static_cast<int>(parser.get().result_int());
   std::string body;
-  char buf[4096];
   while (!parser.is_done() && body.size() < 64 * 1024) {
-    auto [rec, n] = co_await conn->readBody(parser, buf, sizeof buf, timeout);
-    body.append(buf, n);
+    auto [rec, got] = co_await conn->readBody(parser, timeout);
+    body.append(got);
     if (rec) break;
   }
   conn->close();

@@ -39,7 +39,6 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr std::size_t kReadChunk = 8u * 1024;
 constexpr std::size_t kMaxErrorBody = 64u * 1024;
 constexpr std::size_t kMaxWholeBody = 64u << 20;
 
@@ -316,20 +315,7 @@ boost::asio::awaitable<Attempt> Relay::attempt(const routing::Pick& p, int attem
   if (stages) {
     sendBody = stages->sendBody();
   } else if (auto err = prepareBody(p, sendBody)) {
-    // A request that cannot be expressed in this channel's format is the client's to fix:
-    // answer now rather than try another channel.
-    a.outcome = Outcome::ClientError;
-    a.status = err->status;
-    a.why = err->message;
-    http::Response res{static_cast<bhttp::status>(err->status), 11};
-    res.set(bhttp::field::content_type, "application/json");
-    res.set("x-request-id", ctx.id);
-    res.body() = providers::errorBody(call.format(), *err);
-    rec.status = err->status;
-    rec.error = err->message;
-    co_await r.send(std::move(res));
-    a.delivered = true;
-    co_return a;
+    co_return co_await refuseUntranslatable(*err);
   }
   const std::string upHead = buildUpstreamHead(p, sendBody, stages ? std::string_view(stages->header_lines) : "");
 
@@ -364,53 +350,78 @@ boost::asio::awaitable<Attempt> Relay::attempt(const routing::Pick& p, int attem
   }
   auto& head = parser->get();
   a.status = static_cast<int>(head.result_int());
-
-  if (a.status >= 400) {
-    // Read the (bounded) error body: it says why, and the connection can be reused.
-    std::string errBody;
-    char buf[4096];
-    while (!parser->is_done() && errBody.size() < kMaxErrorBody) {
-      auto [ec, n] = co_await conn->readBody(*parser, buf, sizeof buf, deadline.cap(t.idle));
-      errBody.append(buf, n);
-      if (ec) break;
-    }
-    if (parser->is_done() && head.keep_alive()) {
-      pool.release(std::move(conn));
-    } else {
-      conn->close();
-    }
-    // Some providers quote the key they were given: nothing of it may pass this point (the
-    // client's answer, the attempt list, the key's health reason, the logs).
-    snap.scrubber.scrub(errBody);
-    auto msg = errorMessageFromBody(errBody);
-    a.why = fmt::format("upstream answered {}: {}", a.status, msg);
-    if (a.status == 429 || a.status == 401 || a.status == 403) {
-      a.outcome = Outcome::KeyFailure;
-      a.retry_after_ms = parseRetryAfterMs(head);
-    } else if (a.status >= 500 || a.status == 408) {
-      a.outcome = Outcome::ChannelFailure;
-    } else {
-      // The request itself was refused: the client must fix it, another channel won't help.
-      a.outcome = Outcome::ClientError;
-      http::Response res{head.result(), 11};
-      copyResponseHeaders(head, res, p, attemptNo);
-      scrubFields(snap.scrubber, res);
-      if (translating(p)) {
-        res.body() = providers::translateError(call.format(), upstreamFormat(p), a.status, errBody);
-        res.set(bhttp::field::content_type, "application/json");
-      } else {
-        res.body() = std::move(errBody);
-      }
-      rec.status = a.status;
-      co_await r.send(std::move(res));
-      a.delivered = true;
-    }
-    co_return a;
-  }
+  if (a.status >= 400) co_return co_await upstreamError(p, attemptNo, std::move(conn), *parser, std::move(a));
 
   bool sse = stream && head[bhttp::field::content_type].find("text/event-stream") != std::string_view::npos;
   if (!sse) co_return co_await relayWhole(p, attemptNo, std::move(conn), *parser, a);
   co_return co_await relayStream(p, attemptNo, std::move(conn), *parser, a);
+}
+
+// A request that cannot be expressed in this channel's format is the client's to fix: answered now
+// rather than tried on another channel.
+boost::asio::awaitable<Attempt> Relay::refuseUntranslatable(const providers::TranslateError& err) {
+  Attempt a;
+  a.outcome = Outcome::ClientError;
+  a.status = err.status;
+  a.why = err.message;
+  http::Response res{static_cast<bhttp::status>(err.status), 11};
+  res.set(bhttp::field::content_type, "application/json");
+  res.set("x-request-id", ctx.id);
+  res.body() = providers::errorBody(call.format(), err);
+  rec.status = err.status;
+  rec.error = err.message;
+  co_await r.send(std::move(res));
+  a.delivered = true;
+  co_return a;
+}
+
+// An upstream status of 400 or more: its (bounded) body read, as it says why and the connection can
+// then be reused; a refusal of the request itself is passed to the client, anything else is left to
+// the failover loop.
+boost::asio::awaitable<Attempt> Relay::upstreamError(const routing::Pick& p, int attemptNo,
+                                                     std::unique_ptr<upstream::Connection> conn,
+                                                     upstream::ResponseParser& parser, Attempt a) {
+  const auto& t = snap.cfg->routing.timeouts;
+  auto& head = parser.get();
+  // Read the (bounded) error body: it says why, and the connection can be reused.
+  std::string errBody;
+  while (!parser.is_done() && errBody.size() < kMaxErrorBody) {
+    auto [ec, got] = co_await conn->readBody(parser, deadline.cap(t.idle));
+    errBody.append(got);
+    if (ec) break;
+  }
+  if (parser.is_done() && head.keep_alive()) {
+    pool.release(std::move(conn));
+  } else {
+    conn->close();
+  }
+  // Some providers quote the key they were given: nothing of it may pass this point (the
+  // client's answer, the attempt list, the key's health reason, the logs).
+  snap.scrubber.scrub(errBody);
+  auto msg = errorMessageFromBody(errBody);
+  a.why = fmt::format("upstream answered {}: {}", a.status, msg);
+  if (a.status == 429 || a.status == 401 || a.status == 403) {
+    a.outcome = Outcome::KeyFailure;
+    a.retry_after_ms = parseRetryAfterMs(head);
+  } else if (a.status >= 500 || a.status == 408) {
+    a.outcome = Outcome::ChannelFailure;
+  } else {
+    // The request itself was refused: the client must fix it, another channel won't help.
+    a.outcome = Outcome::ClientError;
+    http::Response res{head.result(), 11};
+    copyResponseHeaders(head, res, p, attemptNo);
+    scrubFields(snap.scrubber, res);
+    if (translating(p)) {
+      res.body() = providers::translateError(call.format(), upstreamFormat(p), a.status, errBody);
+      res.set(bhttp::field::content_type, "application/json");
+    } else {
+      res.body() = std::move(errBody);
+    }
+    rec.status = a.status;
+    co_await r.send(std::move(res));
+    a.delivered = true;
+  }
+  co_return a;
 }
 
 boost::asio::awaitable<Attempt> Relay::relayWhole(const routing::Pick& p, int attemptNo,
@@ -419,10 +430,9 @@ boost::asio::awaitable<Attempt> Relay::relayWhole(const routing::Pick& p, int at
   const auto& t = snap.cfg->routing.timeouts;
   std::string whole;
   if (auto cl = parser.content_length()) whole.reserve(std::min<std::uint64_t>(*cl, kMaxWholeBody));
-  char buf[kReadChunk];
   while (!parser.is_done()) {
-    auto [ec, n] = co_await conn->readBody(parser, buf, sizeof buf, deadline.cap(t.idle));
-    whole.append(buf, n);
+    auto [ec, got] = co_await conn->readBody(parser, deadline.cap(t.idle));
+    whole.append(got);
     if (ec || whole.size() > kMaxWholeBody) {
       conn->close();
       a.outcome = Outcome::ChannelFailure;
@@ -521,7 +531,6 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
   const bool stagesRead = wayback::takes(ex, Stage::kResponseData);
   const ResponseEnd end{.pick = p, .status = a.status, .stream = true, .upstream_body = {}};
   std::string out;  // grows to the largest piece once
-  char buf[kReadChunk];
   auto& head = parser.get();
   bool begun = false;
   auto& active = metrics::registry().active_streams;
@@ -534,8 +543,9 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
   for (;;) {
     // Until a byte reaches the client the first-byte timeout applies and failure is retryable.
     bool sent = r.bytesSent() > 0;
-    auto [ec, n] = co_await conn->readBody(parser, buf, sizeof buf, deadline.cap(sent ? t.idle : t.first_byte));
-    const std::string_view got(buf, n);
+    // `got` is valid until this loop's first suspension (Connection::readBody): everything that
+    // reads it (the filter, the log, the stages) runs before anything is written.
+    auto [ec, got] = co_await conn->readBody(parser, deadline.cap(sent ? t.idle : t.first_byte));
     out.clear();
     if (!filter.feed(got, out)) ec = boost::beast::errc::make_error_code(boost::beast::errc::message_size);
     // The usual last read carries the final events and the upstream's end: send both in one write.

@@ -130,6 +130,14 @@ struct Relay {
   boost::asio::awaitable<Attempt> attempt(const routing::Pick& p, int attemptNo,
                                           const UpstreamAttempt* stages = nullptr);
 
+  // The cold paths of attempt(), each a coroutine of its own: GCC gives every local of a
+  // coroutine its own slot in the frame, which lives as long as the stream, so what only an
+  // error needs (a response, its body, a read buffer) is kept out of attempt()'s frame.
+  boost::asio::awaitable<Attempt> refuseUntranslatable(const providers::TranslateError& err);
+  boost::asio::awaitable<Attempt> upstreamError(const routing::Pick& p, int attemptNo,
+                                                std::unique_ptr<upstream::Connection> conn,
+                                                upstream::ResponseParser& parser, Attempt a);
+
   boost::asio::awaitable<Attempt> relayWhole(const routing::Pick& p, int attemptNo,
                                              std::unique_ptr<upstream::Connection> conn,
                                              upstream::ResponseParser& parser, Attempt a);

@@ -10,6 +10,10 @@
 #include <boost/url/parse.hpp>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <array>
+#include <tuple>
+
 #include <openssl/ssl.h>
 
 namespace sluice::upstream {
@@ -146,36 +150,62 @@ net::awaitable<beast::error_code> Connection::readHeader(ResponseParser& p, Mill
   co_return ec;
 }
 
-net::awaitable<std::pair<beast::error_code, std::size_t>> Connection::readBody(ResponseParser& p, char* buf,
-                                                                              std::size_t cap, Millis timeout) {
-  tcpStream().expires_after(timeout);
-  std::size_t got = 0;
-  while (got == 0 && !p.is_done()) {
-    p.get().body().data = buf;
-    p.get().body().size = cap;
-    beast::error_code ec;
-    if (auto* s = std::get_if<0>(&stream_)) {
-      auto [e, n] = co_await bhttp::async_read_some(*s, buffer_, p, kTuple);
-      ec = e;
-    } else {
-      auto [e, n] = co_await bhttp::async_read_some(std::get<1>(stream_), buffer_, p, kTuple);
-      ec = e;
+namespace {
+// Where readBody decodes into: one per worker thread, filled and handed to the caller without a
+// suspension in between (a coroutine resumes its caller directly when it returns). Larger than a
+// connection's read buffer, so one pass over it always fits.
+constexpr std::size_t kBodyScratch = 2 * Connection::kReadBuffer;
+thread_local std::array<char, kBodyScratch> tBodyScratch;
+}  // namespace
+
+net::awaitable<std::pair<beast::error_code, std::string_view>> Connection::readBody(ResponseParser& p,
+                                                                                  Millis timeout) {
+  char* const scratch = tBodyScratch.data();
+  bool armed = false;  // one deadline for the whole call, as many reads as it takes
+  for (;;) {
+    // Decode what is buffered: no I/O, so nothing else runs on this thread meanwhile.
+    if (buffer_.size() != 0 && !p.is_done()) {
+      auto& body = p.get().body();
+      body.data = scratch;
+      body.size = kBodyScratch;
+      beast::error_code ec;
+      while (!p.is_done() && buffer_.size() != 0 && body.size != 0) {
+        const std::size_t used = p.put(buffer_.data(), ec);
+        buffer_.consume(used);
+        if (ec == bhttp::error::need_buffer) ec = {};
+        if (ec || used == 0) break;
+      }
+      const std::size_t got = kBodyScratch - body.size;
+      body.data = nullptr;  // nothing points at the scratch once this returns
+      body.size = 0;
+      if (ec == bhttp::error::need_more) ec = {};
+      if (ec) co_return std::pair{ec, std::string_view(scratch, got)};
+      if (got != 0 || p.is_done()) co_return std::pair{beast::error_code{}, std::string_view(scratch, got)};
     }
-    got = cap - p.get().body().size;
-    if (ec == bhttp::error::need_buffer) ec = {};
-    if (ec) co_return std::pair{ec, got};
-  }
-  // Parse what the last read already brought (often the final chunk's terminator) so the
-  // caller learns the message is done now, not after another read: one write downstream.
-  while (!p.is_done() && buffer_.size() != 0 && p.get().body().size != 0) {
+    if (p.is_done()) co_return std::pair{beast::error_code{}, std::string_view{}};
+    // Then wait for more raw bytes: room for a page at least (a chunk-size line or a head past it
+    // grows the buffer, up to Beast's own bound for a read).
+    if (buffer_.capacity() - buffer_.size() < 512 && buffer_.size() >= 64u * 1024)
+      co_return std::pair{beast::error_code(bhttp::error::buffer_overflow), std::string_view{}};
+    const std::size_t room = std::max<std::size_t>(512, buffer_.capacity() - buffer_.size());
+    if (!armed) tcpStream().expires_after(timeout);
+    armed = true;
     beast::error_code ec;
-    auto used = p.put(buffer_.data(), ec);
-    buffer_.consume(used);
-    if (ec == bhttp::error::need_more || ec == bhttp::error::need_buffer || used == 0) break;
-    if (ec) co_return std::pair{ec, cap - p.get().body().size};
+    std::size_t n = 0;
+    if (auto* s = std::get_if<0>(&stream_)) {
+      std::tie(ec, n) = co_await s->async_read_some(buffer_.prepare(room), kTuple);
+    } else {
+      std::tie(ec, n) = co_await std::get<1>(stream_).async_read_some(buffer_.prepare(room), kTuple);
+    }
+    buffer_.commit(n);
+    if (ec == net::error::eof) {
+      // As Beast's own read: a body delimited by the end of the connection ends here (no error);
+      // any other is cut short (partial_message).
+      p.put_eof(ec);
+      co_return std::pair{ec, std::string_view{}};
+    }
+    if (ec) co_return std::pair{ec, std::string_view{}};
   }
-  got = cap - p.get().body().size;
-  co_return std::pair{beast::error_code{}, got};
 }
 
 void Connection::close() {

@@ -54,10 +54,12 @@ class Connection {
   // Writes a request already formatted: `head` ends with the blank line, `body` follows.
   net::awaitable<beast::error_code> writeRaw(std::string_view head, std::string_view body, Millis timeout);
   net::awaitable<beast::error_code> readHeader(ResponseParser& p, Millis timeout);
-  // Reads at most `cap` decoded body bytes into buf; returns as soon as any arrive or the
-  // message is complete (then n may be 0 and p.is_done()).
-  net::awaitable<std::pair<beast::error_code, std::size_t>> readBody(ResponseParser& p, char* buf,
-                                                                    std::size_t cap, Millis timeout);
+  // The next decoded body bytes: returns as soon as any arrive or the message is complete (then
+  // the view may be empty and p.is_done()). The view points into a buffer of the worker thread's
+  // and stays valid only until the caller next suspends: use or copy it first. Only the raw
+  // bytes not yet decoded are kept per connection across a wait, so an open stream holds one
+  // read buffer (kReadBuffer), not two.
+  net::awaitable<std::pair<beast::error_code, std::string_view>> readBody(ResponseParser& p, Millis timeout);
   void close();
   // False when the idle connection is known to be unusable.
   bool looksAlive();
@@ -67,9 +69,9 @@ class Connection {
   void unpark();
 
   const std::string& poolKey() const { return pool_key_; }
-  // A page or two, as nginx's proxy_buffer_size: an SSE event or a response head in one read, and
+  // A page, as nginx's proxy_buffer_size: a few SSE events or a response head in one read, and
   // one of these per open stream (thousands at once).
-  static constexpr std::size_t kReadBuffer = 8u * 1024;
+  static constexpr std::size_t kReadBuffer = 4u * 1024;
   bool reused = false;
   std::chrono::steady_clock::time_point idle_since{};
 

@@ -60,10 +60,9 @@ boost::asio::awaitable<PostResult> post(Pool& pool, const PostTarget& target, st
       out.error = ec.message();
       co_return out;
     }
-    char buf[4096];
     while (!parser.is_done()) {
-      auto [rec, n] = co_await conn->readBody(parser, buf, sizeof buf, left());
-      out.body.append(buf, n);
+      auto [rec, got] = co_await conn->readBody(parser, left());
+      out.body.append(got);
       if (rec) {
         conn->close();
         out.failure = PostResult::Failure::Body;
