@@ -143,6 +143,21 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 PY
 }
 
+# raise_nofile STREAMS: the open-file limit for STREAMS concurrent streams (each holds a client and
+# an upstream connection in a proxy), inherited by every process started after it: the hard limit,
+# or 65536 where there is none. Sets CONNECTIONS (2 * STREAMS + 256) for the proxies' configs.
+raise_nofile() {
+  local streams=$1 hard
+  CONNECTIONS=$((2 * streams + 256))
+  hard=$(ulimit -Hn)
+  if [[ $hard == unlimited ]]; then
+    ulimit -n $((CONNECTIONS < 65536 ? 65536 : CONNECTIONS))
+  else
+    ulimit -n "$hard"
+    ((hard >= CONNECTIONS)) || log "warning: the hard open-file limit ($hard) is below $CONNECTIONS; $streams streams may fail"
+  fi
+}
+
 CLK_TCK=$(getconf CLK_TCK)
 # tree PID: the pid and its direct children (nginx master + workers)
 proc_tree() { echo "$1"; ps --ppid "$1" -o pid= 2>/dev/null | tr -d ' ' || true; }

@@ -72,14 +72,7 @@ read -r -a MOCK <<<"$MOCK_CMD"
 
 max_level=$SLOW_STREAMS
 for c in "${LEVELS[@]}"; do ((c > max_level)) && max_level=$c; done
-CONNECTIONS=$((2 * max_level + 256))
-hard=$(ulimit -Hn)
-if [[ $hard == unlimited ]]; then
-  ulimit -n $((CONNECTIONS < 65536 ? 65536 : CONNECTIONS))
-else
-  ulimit -n "$hard"
-  ((hard >= CONNECTIONS)) || log "warning: the hard open-file limit ($hard) is below $CONNECTIONS; $max_level streams may fail"
-fi
+raise_nofile "$max_level"
 
 bench_work sluice-bench-scale
 LOADAVG_START=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -93,31 +93,26 @@ def build(rep, runs, conns, meta):
         s, n, h = a_(sc, "sluice"), a_(sc, "nginx"), a_(sc, "haproxy")
         if not (s and s.present):
             continue
-        if c >= 1000:
-            if n and n.present:
+        # 1000 streams and more: nginx's throughput too, 40 MB, and no connection opened once warm;
+        # fewer: nginx's CPU and 20 MB.
+        big = c >= 1000
+        if n and n.present:
+            if big:
                 r = s.rps / n.rps if n.rps else None
                 rows.append((f"{c} streams: throughput vs nginx", ">= 1.00x",
                              f"{rep.ratio(s.rps, n.rps)} ({s.rps:.0f} vs {n.rps:.0f} req/s)", r is not None and r >= 1.0))
-                r = s.cpu_per_10k / n.cpu_per_10k if n.cpu_per_10k else None
-                rows.append((f"{c} streams: CPU per request vs nginx", "<= 1.00x",
-                             f"{rep.ratio(s.cpu_per_10k, n.cpu_per_10k)} ({rep.fmt(s.cpu_per_10k)} vs "
-                             f"{rep.fmt(n.cpu_per_10k)} CPU s / 10k req)", r is not None and r <= 1.0))
-            mb = rss_max_mb(s)
-            rows.append((f"{c} streams: Sluice RSS (max)", "<= 40 MB", f"{rep.fmt(mb, 1)} MB",
-                         mb is not None and mb <= 40))
+            r = s.cpu_per_10k / n.cpu_per_10k if n.cpu_per_10k else None
+            rows.append((f"{c} streams: CPU per request vs nginx", "<= 1.00x",
+                         f"{rep.ratio(s.cpu_per_10k, n.cpu_per_10k)} ({rep.fmt(s.cpu_per_10k)} vs "
+                         f"{rep.fmt(n.cpu_per_10k)} CPU s / 10k req)", r is not None and r <= 1.0))
+        mb, limit = rss_max_mb(s), (40 if big else 20)
+        rows.append((f"{c} streams: Sluice RSS (max)", f"<= {limit} MB", f"{rep.fmt(mb, 1)} MB",
+                     mb is not None and mb <= limit))
+        if big:
             cs = connects(conns, sc, "sluice")
             warm = cs[1:]
             rows.append((f"{c} streams: upstream connections opened once warm", "0",
                          f"{sum(warm)} (per segment: {', '.join(map(str, cs))})", bool(warm) and sum(warm) == 0))
-        else:
-            if n and n.present:
-                r = s.cpu_per_10k / n.cpu_per_10k if n.cpu_per_10k else None
-                rows.append((f"{c} streams: CPU per request vs nginx", "<= 1.00x",
-                             f"{rep.ratio(s.cpu_per_10k, n.cpu_per_10k)} ({rep.fmt(s.cpu_per_10k)} vs "
-                             f"{rep.fmt(n.cpu_per_10k)} CPU s / 10k req)", r is not None and r <= 1.0))
-            mb = rss_max_mb(s)
-            rows.append((f"{c} streams: Sluice RSS (max)", "<= 20 MB", f"{rep.fmt(mb, 1)} MB",
-                         mb is not None and mb <= 20))
         b = a_(sc, "before")
         if b and b.present:
             rows.append((f"{c} streams: Sluice vs before", "(reported)",

@@ -79,16 +79,7 @@ read -r -a MOCK <<<"$MOCK_CMD"
 # below inherit this limit.
 max_level=0
 for c in "${LEVELS[@]}" "$TLS_CONNECT_CONCURRENCY"; do ((c > max_level)) && max_level=$c; done
-CONNECTIONS=$((2 * max_level + 256))
-need=$CONNECTIONS
-hard=$(ulimit -Hn)
-if [[ $hard == unlimited ]]; then
-  ((need < 65536)) && need=65536
-  ulimit -n "$need"
-else
-  ulimit -n "$hard"
-  ((hard >= need)) || log "warning: the hard open-file limit ($hard) is below $need; $max_level streams may fail"
-fi
+raise_nofile "$max_level"
 
 # ---------------------------------------------------------------- processes
 bench_work sluice-bench-tls

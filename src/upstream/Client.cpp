@@ -152,8 +152,8 @@ net::awaitable<beast::error_code> Connection::readHeader(ResponseParser& p, Mill
 
 namespace {
 // Where readBody decodes into: one per worker thread, filled and handed to the caller without a
-// suspension in between (a coroutine resumes its caller directly when it returns). Larger than a
-// connection's read buffer, so one pass over it always fits.
+// suspension in between (a coroutine resumes its caller directly when it returns). What does not
+// fit in one pass stays in the connection's buffer for the next call, which decodes it without I/O.
 constexpr std::size_t kBodyScratch = 2 * Connection::kReadBuffer;
 thread_local std::array<char, kBodyScratch> tBodyScratch;
 }  // namespace
@@ -183,9 +183,9 @@ net::awaitable<std::pair<beast::error_code, std::string_view>> Connection::readB
       if (got != 0 || p.is_done()) co_return std::pair{beast::error_code{}, std::string_view(scratch, got)};
     }
     if (p.is_done()) co_return std::pair{beast::error_code{}, std::string_view{}};
-    // Then wait for more raw bytes: room for a page at least (a chunk-size line or a head past it
-    // grows the buffer, up to Beast's own bound for a read).
-    if (buffer_.capacity() - buffer_.size() < 512 && buffer_.size() >= 64u * 1024)
+    // Then wait for more raw bytes. What the parser could not use yet (a chunk-size line split
+    // across reads) stays; the buffer grows past it, but never beyond 64 KiB of undecodable bytes.
+    if (buffer_.size() >= 64u * 1024)
       co_return std::pair{beast::error_code(bhttp::error::buffer_overflow), std::string_view{}};
     const std::size_t room = std::max<std::size_t>(512, buffer_.capacity() - buffer_.size());
     if (!armed) tcpStream().expires_after(timeout);
