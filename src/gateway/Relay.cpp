@@ -616,12 +616,14 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
     }
     if (parser.is_done()) break;
   }
-  if (!r.finished()) co_await r.endStream();
+  // The upstream body is whole: its connection goes back before the client's last write, so a
+  // client that sends its next request the moment this one ends finds it in the pool.
   if (head.keep_alive()) {
     pool.release(std::move(conn));
   } else {
     conn->close();
   }
+  if (!r.finished()) co_await r.endStream();
   rec.status = a.status;
   a.outcome = Outcome::Success;
   a.delivered = true;
