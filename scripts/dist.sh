@@ -2,7 +2,8 @@
 # `make dist`: the release artifacts of BUILD (default: build) in BUILD/dist/:
 #   sluice-VERSION-linux-ARCH.tar.gz   the stripped binary, its default config, the systemd unit
 #   sluice-VERSION-linux-ARCH.cdx.json a CycloneDX 1.5 SBOM: every shared library the binary
-#                                      links (from ldd), with the Debian package that ships it and
+#                                      links (from ldd) or opens at run time (libpq), with the
+#                                      Debian package that ships it and
 #                                      that package's installed version (dpkg -S, dpkg-query)
 #   sluice_VERSION_ARCH.deb            copied from `make deb`
 #   SHA256SUMS                         of the three above (sha256sum -c SHA256SUMS)
@@ -53,9 +54,19 @@ debian_version=$(. /etc/os-release && echo "${VERSION_ID:-unknown}")
 # resolves is what those libraries pull in ("transitive"); the dependency graph follows NEEDED.
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
 direct=" $(needed "$bin" | tr '\n' ' ') "
+# The libraries the binary opens itself when a feature needs them (dlopen: libpq for a
+# PostgreSQL store, src/store/postgres/LibPq.cpp) are "runtime", and what they pull in is listed too.
+runtime=" libpq.so.5 "
+runtime_paths=()
+for soname in $runtime; do
+  p=$(ldconfig -p | awk -v n="$soname" '$1 == n {print $NF; exit}')
+  [ -n "$p" ] || { echo "dist: $soname (opened at run time) is not installed" >&2; exit 1; }
+  runtime_paths+=("$soname $p")
+done
 declare -A path_of=()
 while read -r soname path; do path_of[$soname]=$path; done \
-  < <(ldd "$bin" | awk '/=> \// {print $1, $3} /^\t\/[^ ]+ \(/ {n=$1; sub(".*/", "", n); print n, $1}' | sort -u)
+  < <({ ldd "$bin"; for rp in "${runtime_paths[@]}"; do echo "	${rp% *} => ${rp#* } (0x0)"; ldd "${rp#* }"; done; } |
+    awk '/=> \// {print $1, $3} /^\t\/[^ ]+ \(/ {n=$1; sub(".*/", "", n); print n, $1}' | sort -u)
 
 components=()
 graph=()
@@ -68,6 +79,7 @@ for soname in $(printf '%s\n' "${!path_of[@]}" | sort); do
   parch=$(dpkg-query -W -f='${Architecture}' "$pkg")
   linkage=transitive
   case "$direct" in *" $soname "*) linkage=direct; roots+=("\"lib:$(json "$soname")\"") ;; esac
+  case "$runtime" in *" $soname "*) linkage=runtime; roots+=("\"lib:$(json "$soname")\"") ;; esac
   components+=("$(printf '    {"type": "library", "bom-ref": "lib:%s", "name": "%s", "version": "%s",
       "purl": "pkg:deb/debian/%s@%s?arch=%s&distro=debian-%s",
       "properties": [{"name": "sluice:debian:package", "value": "%s"}, {"name": "sluice:file", "value": "%s"}, {"name": "sluice:linkage", "value": "%s"}]}' \

@@ -117,7 +117,6 @@ class Gateway {
       : logs_(std::move(logs)),
         path_(std::move(path)),
         embedded_text_(std::move(configText)),
-        tls_(upstream::makeClientTlsContext()),
         embedded_mock_(std::move(embeddedMock)),
         access_(STDOUT_FILENO),
         limiter_(cluster::Limiter::Options{cfg->redis.url}),
@@ -130,6 +129,7 @@ class Gateway {
     admin_->setConfigSource([this] { return control_->fileConfig(); });
     admin_->onChange([this] { control_->refreshNowAndWait(); });
     auto first = control_->initial();
+    warmClientTls(*first);
     configureTracing(first->cfg->telemetry);
     const auto& s = first->cfg->server;
     http::ServerLimits limits;
@@ -256,7 +256,7 @@ class Gateway {
 
  private:
   struct WorkerState {
-    WorkerState(net::io_context& ioc, net::ssl::context& tls) : pool(ioc, tls) {}
+    WorkerState(net::io_context& ioc, upstream::ClientTls& tls) : pool(ioc, tls) {}
     std::shared_ptr<const Snapshot> snap;
     upstream::Pool pool;
   };
@@ -286,8 +286,21 @@ class Gateway {
     }
   }
 
+  // The trust store is loaded here, on the control thread, as soon as a config has an https
+  // channel, never on a worker in the middle of a request.
+  void warmClientTls(const Snapshot& snap) {
+    if (tls_.loaded()) return;
+    for (const auto& ch : snap.router->channels()) {
+      if (ch->endpoint.tls) {
+        tls_.get();
+        return;
+      }
+    }
+  }
+
   // Makes `next` the snapshot every worker uses from its next request on.
   void publish(const std::shared_ptr<const Snapshot>& next) {
+    warmClientTls(*next);
     for (std::size_t i = 0; i < workers_.size(); ++i) {
       net::post(server_->workerContext(static_cast<int>(i)), [ws = workers_[i].get(), next] { ws->snap = next; });
     }
@@ -539,7 +552,7 @@ class Gateway {
   std::unique_ptr<admin::AdminApi> admin_;
   std::string path_;
   std::string embedded_text_;
-  net::ssl::context tls_;
+  upstream::ClientTls tls_;  // the upstream trust store, loaded when a channel needs it
   std::unique_ptr<http::Server> server_;
   std::vector<std::unique_ptr<WorkerState>> workers_;
   net::io_context control_ioc_;

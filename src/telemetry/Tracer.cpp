@@ -26,7 +26,7 @@ struct Tracer::Target {
 // is reused).
 struct Tracer::Loop {
   net::io_context ioc;
-  upstream::ssl::context tls = upstream::makeClientTlsContext();
+  upstream::ClientTls tls;  // loaded only for an https collector
   upstream::Pool pool{ioc, tls};
 };
 

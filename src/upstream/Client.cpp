@@ -70,8 +70,36 @@ ssl::context makeClientTlsContext() {
 Connection::Connection(net::io_context& ioc, ssl::context* tls_ctx, std::string pool_key)
     : stream_(tls_ctx ? decltype(stream_){std::in_place_index<1>, ioc, *tls_ctx}
                       : decltype(stream_){std::in_place_index<0>, ioc}),
-      pool_key_(std::move(pool_key)) {
+      pool_key_(std::move(pool_key)),
+      watchdog_(ioc),
+      self_(std::make_shared<Connection*>(this)) {
   unpark();
+}
+
+void Connection::armDeadline(Millis timeout) {
+  timed_out_ = false;
+  due_ = Clock::now() + timeout;
+  // A waiting watchdog that wakes no later than this deadline re-arms itself then: no timer work.
+  if (watching_ && watchdog_.expiry() <= due_) return;
+  watch();
+}
+
+void Connection::watch() {
+  watching_ = true;
+  watchdog_.expires_at(due_);  // cancels a wait armed for later (its handler is stale)
+  watchdog_.async_wait([self = self_, gen = ++watch_gen_](const beast::error_code&) {
+    Connection* c = *self;
+    if (c == nullptr || gen != c->watch_gen_) return;
+    c->watching_ = false;
+    if (c->due_ == Clock::time_point::max()) return;  // no read waits: sleep until one does
+    if (Clock::now() < c->due_) {
+      c->watch();
+      return;
+    }
+    c->timed_out_ = true;
+    beast::error_code ignored;
+    c->tcpStream().socket().cancel(ignored);
+  });
 }
 
 // Beast reads into whatever capacity the buffer has (512 bytes when empty): one read per SSE
@@ -82,7 +110,7 @@ void Connection::park() {
   if (buffer_.size() == 0) buffer_.shrink_to_fit();
 }
 
-Connection::~Connection() = default;
+Connection::~Connection() { *self_ = nullptr; }
 
 beast::tcp_stream& Connection::tcpStream() {
   if (auto* s = std::get_if<0>(&stream_)) return *s;
@@ -147,6 +175,7 @@ net::awaitable<beast::error_code> Connection::readHeader(ResponseParser& p, Mill
     auto [e, n] = co_await bhttp::async_read_header(std::get<1>(stream_), buffer_, p, kTuple);
     ec = e;
   }
+  tcpStream().expires_never();  // the body's reads are under readBody's own deadline
   co_return ec;
 }
 
@@ -162,6 +191,10 @@ net::awaitable<std::pair<beast::error_code, std::string_view>> Connection::readB
                                                                                   Millis timeout) {
   char* const scratch = tBodyScratch.data();
   bool armed = false;  // one deadline for the whole call, as many reads as it takes
+  struct Disarm {
+    Connection* c;
+    ~Disarm() { c->disarmDeadline(); }
+  } disarm{this};  // however the call returns, no read waits any more
   for (;;) {
     // Decode what is buffered: no I/O, so nothing else runs on this thread meanwhile.
     if (buffer_.size() != 0 && !p.is_done()) {
@@ -188,16 +221,18 @@ net::awaitable<std::pair<beast::error_code, std::string_view>> Connection::readB
     if (buffer_.size() >= 64u * 1024)
       co_return std::pair{beast::error_code(bhttp::error::buffer_overflow), std::string_view{}};
     const std::size_t room = std::max<std::size_t>(512, buffer_.capacity() - buffer_.size());
-    if (!armed) tcpStream().expires_after(timeout);
+    if (!armed) armDeadline(timeout);
     armed = true;
     beast::error_code ec;
     std::size_t n = 0;
     if (auto* s = std::get_if<0>(&stream_)) {
-      std::tie(ec, n) = co_await s->async_read_some(buffer_.prepare(room), kTuple);
+      // The socket itself: the stream's per-read timer is what the deadline replaces.
+      std::tie(ec, n) = co_await s->socket().async_read_some(buffer_.prepare(room), kTuple);
     } else {
       std::tie(ec, n) = co_await std::get<1>(stream_).async_read_some(buffer_.prepare(room), kTuple);
     }
     buffer_.commit(n);
+    if (ec == net::error::operation_aborted && timed_out_) ec = beast::error::timeout;
     if (ec == net::error::eof) {
       // As Beast's own read: a body delimited by the end of the connection ends here (no error);
       // any other is cut short (partial_message).
@@ -209,6 +244,10 @@ net::awaitable<std::pair<beast::error_code, std::string_view>> Connection::readB
 }
 
 void Connection::close() {
+  disarmDeadline();
+  ++watch_gen_;
+  watching_ = false;
+  watchdog_.cancel();
   beast::error_code ec;
   tcpStream().socket().shutdown(tcp::socket::shutdown_both, ec);
   tcpStream().close();
@@ -222,7 +261,17 @@ bool Connection::looksAlive() {
 
 // ---------------------------------------------------------------- Pool
 
-Pool::Pool(net::io_context& ioc, ssl::context& tls_ctx) : ioc_(ioc), tls_ctx_(tls_ctx), resolver_(ioc) {}
+ssl::context& ClientTls::get() {
+  std::call_once(once_, [this] {
+    ctx_.emplace(makeClientTlsContext());
+    loaded_.store(true, std::memory_order_release);
+  });
+  return *ctx_;
+}
+
+bool ClientTls::loaded() const { return loaded_.load(std::memory_order_acquire); }
+
+Pool::Pool(net::io_context& ioc, ClientTls& tls) : ioc_(ioc), tls_(tls), resolver_(ioc) {}
 
 std::size_t Pool::idleCount() const {
   std::size_t n = 0;
@@ -268,7 +317,7 @@ net::awaitable<std::pair<beast::error_code, std::unique_ptr<Connection>>> Pool::
   }
   auto [rec, eps] = co_await resolve(ep);
   if (rec) co_return std::pair{rec, std::unique_ptr<Connection>{}};
-  auto c = std::make_unique<Connection>(ioc_, ep.tls ? &tls_ctx_ : nullptr, ep.pool_key);
+  auto c = std::make_unique<Connection>(ioc_, ep.tls ? &tls_.get() : nullptr, ep.pool_key);
   auto ec = co_await c->connect(eps, ep, connect_timeout);
   if (ec) co_return std::pair{ec, std::unique_ptr<Connection>{}};
   co_return std::pair{beast::error_code{}, std::move(c)};

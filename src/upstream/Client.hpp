@@ -5,6 +5,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/buffer_body.hpp>
@@ -12,9 +13,12 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -76,15 +80,45 @@ class Connection {
   std::chrono::steady_clock::time_point idle_since{};
 
  private:
+  using Clock = std::chrono::steady_clock;
   beast::tcp_stream& tcpStream();
+  // readBody's deadline. Beast's stream arms and cancels a timer around every read (a chunk of
+  // a stream is one read); here a read only notes when it must end, and one watchdog timer per
+  // connection wakes at the earliest such time, re-arms to the latest, and cancels the read
+  // (beast::error::timeout) once a deadline has passed with the read still waiting.
+  void armDeadline(Millis timeout);
+  void disarmDeadline() { due_ = Clock::time_point::max(); }
+  void watch();
   std::variant<beast::tcp_stream, beast::ssl_stream<beast::tcp_stream>> stream_;
   beast::flat_buffer buffer_;
   std::string pool_key_;
+  net::steady_timer watchdog_;
+  // What a pending watchdog wait finds: this connection, or null once it is gone.
+  std::shared_ptr<Connection*> self_;
+  Clock::time_point due_ = Clock::time_point::max();
+  std::uint64_t watch_gen_ = 0;  // a wait from an earlier arming is stale
+  bool watching_ = false;
+  bool timed_out_ = false;
+};
+
+// The client TLS context, made on first use: loading the system trust store costs about a
+// megabyte and tens of milliseconds, which a gateway whose channels are all plain HTTP (a local
+// model server, the mock) never needs. Whoever knows that a TLS upstream is coming (the gateway,
+// when a config has an https channel) calls get() ahead, off the request path. Thread-safe.
+class ClientTls {
+ public:
+  ssl::context& get();
+  bool loaded() const;
+
+ private:
+  mutable std::once_flag once_;
+  std::optional<ssl::context> ctx_;
+  std::atomic<bool> loaded_{false};
 };
 
 class Pool {
  public:
-  Pool(net::io_context& ioc, ssl::context& tls_ctx);
+  Pool(net::io_context& ioc, ClientTls& tls);
   // A connected connection: an idle pooled one when available, else a new one.
   net::awaitable<std::pair<beast::error_code, std::unique_ptr<Connection>>> acquire(const Endpoint& ep,
                                                                                    Millis connect_timeout,
@@ -98,7 +132,7 @@ class Pool {
   // the surplus of every burst and reconnects it on the next). Idle ones past kIdleTtl are
   // closed when the host's next connection is released or taken.
   static constexpr std::size_t kMaxIdlePerHost = 8192;
-  static constexpr Millis kIdleTtl{30'000};
+  static constexpr Millis kIdleTtl{60'000};  // nginx's upstream keepalive_timeout
 
  private:
   net::awaitable<std::pair<beast::error_code, std::vector<tcp::endpoint>>> resolve(const Endpoint& ep);
@@ -107,7 +141,7 @@ class Pool {
     std::chrono::steady_clock::time_point expires;
   };
   net::io_context& ioc_;
-  ssl::context& tls_ctx_;
+  ClientTls& tls_;
   tcp::resolver resolver_;
   // Oldest first: taken from the back (the most recently used, least likely closed by the peer),
   // expired from the front.

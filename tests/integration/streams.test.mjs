@@ -81,6 +81,18 @@ test('idle timeout mid-stream: the stream ends with an error event and the conne
   assert.match(last.error.message, /idle/);
 });
 
+test('the idle deadline restarts with every chunk: a slow, steady stream outlives it many times over', async () => {
+  // 12 chunks 200 ms apart under a 500 ms idle deadline: the deadline is passed five times over
+  // in all, never between two chunks.
+  const m = await mockP(['--chunks', '12', '--chunk-interval-ms', '200']);
+  const gw = await gwP({ channels: [{ name: 'm', url: m.url }], routing: { timeouts: { idle: '500ms', first_byte: '5s' } } });
+  const res = await chat(gw, { ...msg, stream: true });
+  assert.equal(res.status, 200);
+  const { events } = await readSse(res);
+  assert.equal(events.at(-1), '[DONE]', JSON.stringify(events.at(-1)));
+  assert.ok(!events.some((e) => e?.error), 'no error event');
+});
+
 test('total timeout cuts a long stream with an error event', async () => {
   const m = await mockP(['--chunks', '50', '--chunk-interval-ms', '50']);
   const gw = await gwP({ channels: [{ name: 'm', url: m.url }], routing: { timeouts: { total: '600ms' } } });

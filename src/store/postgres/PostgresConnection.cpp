@@ -1,6 +1,6 @@
 #include "store/postgres/PostgresConnection.hpp"
 
-#include <libpq-fe.h>
+#include "store/postgres/LibPq.hpp"
 
 #include <charconv>
 #include <cstdlib>
@@ -75,35 +75,37 @@ std::string trimmed(const char* msg) {
 }
 
 struct ResultDeleter {
-  void operator()(PGresult* r) const { PQclear(r); }
+  void operator()(PGresult* r) const { libpq().PQclear(r); }
 };
 using Result = std::unique_ptr<PGresult, ResultDeleter>;
 
 class PostgresRows final : public SqlRows {
  public:
-  explicit PostgresRows(Result r) : r_(std::move(r)), rows_(r_ ? PQntuples(r_.get()) : 0) {}
+  explicit PostgresRows(Result r) : r_(std::move(r)), rows_(r_ ? libpq().PQntuples(r_.get()) : 0) {}
   bool next() override { return ++row_ < rows_; }
-  bool isNull(int c) override { return PQgetisnull(r_.get(), row_, c) != 0; }
+  bool isNull(int c) override { return libpq().PQgetisnull(r_.get(), row_, c) != 0; }
   std::int64_t getInt(int c) override {
-    const char* v = PQgetvalue(r_.get(), row_, c);
+    const char* v = libpq().PQgetvalue(r_.get(), row_, c);
     std::int64_t out = 0;
     std::from_chars(v, v + std::strlen(v), out);  // SUM() of bigint comes back as numeric: digits only
     return out;
   }
-  double getReal(int c) override { return std::strtod(PQgetvalue(r_.get(), row_, c), nullptr); }
+  double getReal(int c) override { return std::strtod(libpq().PQgetvalue(r_.get(), row_, c), nullptr); }
   std::string getText(int c) override {
-    return std::string(PQgetvalue(r_.get(), row_, c), static_cast<std::size_t>(PQgetlength(r_.get(), row_, c)));
+    return std::string(libpq().PQgetvalue(r_.get(), row_, c),
+                       static_cast<std::size_t>(libpq().PQgetlength(r_.get(), row_, c)));
   }
   std::string getBlob(int c) override {
     std::size_t len = 0;
-    unsigned char* raw = PQunescapeBytea(reinterpret_cast<const unsigned char*>(PQgetvalue(r_.get(), row_, c)), &len);
+    unsigned char* raw =
+        libpq().PQunescapeBytea(reinterpret_cast<const unsigned char*>(libpq().PQgetvalue(r_.get(), row_, c)), &len);
     if (!raw) throw StoreError(StoreErrc::Internal, "postgres: cannot decode bytea value");
     std::string out(reinterpret_cast<const char*>(raw), len);
-    PQfreemem(raw);
+    libpq().PQfreemem(raw);
     return out;
   }
   bool getBool(int c) override {
-    const char* v = PQgetvalue(r_.get(), row_, c);
+    const char* v = libpq().PQgetvalue(r_.get(), row_, c);
     return v[0] == 't' || v[0] == '1';
   }
 
@@ -125,26 +127,26 @@ class PostgresConnection final : public SqlConnection {
                           "application_name", "client_encoding",
                           "dbname",           nullptr};
     const char* vals[] = {"5", "1", "10", "5", "3", "30000", "sluice", "UTF8", url.c_str(), nullptr};
-    conn_ = PQconnectdbParams(keys, vals, 1);
+    conn_ = libpq().PQconnectdbParams(keys, vals, 1);
     if (!conn_) throw StoreError(StoreErrc::Unavailable, "postgres: out of memory connecting to " + redacted_);
-    if (PQstatus(conn_) != CONNECTION_OK) {
-      std::string msg = "postgres: cannot connect to " + redacted_ + ": " + trimmed(PQerrorMessage(conn_));
-      PQfinish(conn_);
+    if (libpq().PQstatus(conn_) != CONNECTION_OK) {
+      std::string msg = "postgres: cannot connect to " + redacted_ + ": " + trimmed(libpq().PQerrorMessage(conn_));
+      libpq().PQfinish(conn_);
       conn_ = nullptr;
       throw StoreError(StoreErrc::Unavailable, msg);
     }
-    PQsetNoticeProcessor(conn_, ignoreNotice, nullptr);
+    libpq().PQsetNoticeProcessor(conn_, ignoreNotice, nullptr);
   }
-  ~PostgresConnection() override { PQfinish(conn_); }
+  ~PostgresConnection() override { libpq().PQfinish(conn_); }
 
   Dialect dialect() const override { return Dialect::Postgres; }
 
   void execScript(const std::string& sql) override {
     // A lost session took its transaction with it; reconnecting just to roll back would only
     // stall the error path for up to connect_timeout.
-    if (sql == "ROLLBACK" && PQstatus(conn_) != CONNECTION_OK) return;
+    if (sql == "ROLLBACK" && libpq().PQstatus(conn_) != CONNECTION_OK) return;
     ensureConnected();
-    check(Result(PQexec(conn_, sql.c_str())), "exec");
+    check(Result(libpq().PQexec(conn_, sql.c_str())), "exec");
   }
 
   std::unique_ptr<SqlRows> query(const std::string& sql, std::span<const SqlParam> params) override {
@@ -153,7 +155,7 @@ class PostgresConnection final : public SqlConnection {
 
   std::int64_t execute(const std::string& sql, std::span<const SqlParam> params) override {
     Result r = run(sql, params);
-    const char* n = PQcmdTuples(r.get());
+    const char* n = libpq().PQcmdTuples(r.get());
     std::int64_t out = 0;
     std::from_chars(n, n + std::strlen(n), out);
     return out;
@@ -163,26 +165,26 @@ class PostgresConnection final : public SqlConnection {
 
  private:
   void ensureConnected() {
-    if (PQstatus(conn_) == CONNECTION_OK) return;
+    if (libpq().PQstatus(conn_) == CONNECTION_OK) return;
     prepared_.clear();
-    PQreset(conn_);
-    if (PQstatus(conn_) != CONNECTION_OK)
+    libpq().PQreset(conn_);
+    if (libpq().PQstatus(conn_) != CONNECTION_OK)
       throw StoreError(StoreErrc::Unavailable,
-                       "postgres: cannot reconnect to " + redacted_ + ": " + trimmed(PQerrorMessage(conn_)));
-    PQsetNoticeProcessor(conn_, ignoreNotice, nullptr);
+                       "postgres: cannot reconnect to " + redacted_ + ": " + trimmed(libpq().PQerrorMessage(conn_)));
+    libpq().PQsetNoticeProcessor(conn_, ignoreNotice, nullptr);
   }
 
   Result check(Result r, std::string_view what) {
-    ExecStatusType st = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+    ExecStatusType st = r ? libpq().PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return r;
     StoreErrc code = StoreErrc::Internal;
     std::string msg;
     if (r) {
-      code = classifySqlState(PQresultErrorField(r.get(), PG_DIAG_SQLSTATE));
-      msg = trimmed(PQresultErrorMessage(r.get()));
+      code = classifySqlState(libpq().PQresultErrorField(r.get(), PG_DIAG_SQLSTATE));
+      msg = trimmed(libpq().PQresultErrorMessage(r.get()));
     }
-    if (msg.empty()) msg = trimmed(PQerrorMessage(conn_));
-    if (PQstatus(conn_) != CONNECTION_OK) {
+    if (msg.empty()) msg = trimmed(libpq().PQerrorMessage(conn_));
+    if (libpq().PQstatus(conn_) != CONNECTION_OK) {
       code = StoreErrc::Unavailable;
       prepared_.clear();
     }
@@ -210,7 +212,7 @@ class PostgresConnection final : public SqlConnection {
     auto it = prepared_.find(sql);
     if (it == prepared_.end()) {
       std::string name = "s" + std::to_string(++statement_seq_);
-      check(Result(PQprepare(conn_, name.c_str(), numberPlaceholders(sql).c_str(), 0, nullptr)), "prepare");
+      check(Result(libpq().PQprepare(conn_, name.c_str(), numberPlaceholders(sql).c_str(), 0, nullptr)), "prepare");
       it = prepared_.emplace(sql, std::move(name)).first;
     }
     // Text-format values, NUL-terminated, packed into one buffer (a log batch has thousands of
@@ -258,8 +260,8 @@ class PostgresConnection final : public SqlConnection {
     values_.assign(params.size(), nullptr);
     for (std::size_t i = 0; i < params.size(); ++i)
       if (offsets_[i] != kNull) values_[i] = buf.data() + offsets_[i];
-    return check(Result(PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(params.size()), values_.data(),
-                                       lengths_.data(), formats_.data(), 0)),
+    return check(Result(libpq().PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(params.size()),
+                                               values_.data(), lengths_.data(), formats_.data(), 0)),
                  "query");
   }
 
@@ -317,10 +319,10 @@ std::string sanitizeUtf8(std::string_view s) {
 
 std::unique_ptr<SqlConnection> openPostgresConnection(const std::string& url) {
   char* err = nullptr;
-  PQconninfoOption* opts = PQconninfoParse(url.c_str(), &err);
+  PQconninfoOption* opts = libpq().PQconninfoParse(url.c_str(), &err);
   if (!opts) {
     std::string msg = "store url '" + redactUrlPassword(url) + "' is not a valid PostgreSQL URI: " + trimmed(err);
-    PQfreemem(err);
+    libpq().PQfreemem(err);
     throw StoreError(StoreErrc::BadUrl, msg);
   }
   // libpq only checks the port when connecting; a typo there is a configuration error, not an outage.
@@ -331,7 +333,7 @@ std::unique_ptr<SqlConnection> openPostgresConnection(const std::string& url) {
     for (char c : v)
       if (!(c >= '0' && c <= '9') && c != ',') bad_port = v;
   }
-  PQconninfoFree(opts);
+  libpq().PQconninfoFree(opts);
   if (!bad_port.empty())
     throw StoreError(StoreErrc::BadUrl,
                      "store url '" + redactUrlPassword(url) + "' has an invalid port '" + bad_port + "'");

@@ -91,7 +91,7 @@ class StageHarness {
  private:
   std::shared_ptr<Snapshot> snap_;
   boost::asio::io_context ioc_;
-  boost::asio::ssl::context tls_{boost::asio::ssl::context::tls_client};
+  upstream::ClientTls tls_;
   upstream::Pool pool_{ioc_, tls_};
   std::unique_ptr<cluster::Limiter> own_limiter_;
   cluster::Limiter* limiter_;

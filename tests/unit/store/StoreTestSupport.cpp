@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <libpq-fe.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -15,6 +14,7 @@
 #include <stdexcept>
 
 #include "store/SqlConnection.hpp"
+#include "store/postgres/LibPq.hpp"
 
 namespace sluice::store::testing {
 
@@ -35,16 +35,16 @@ std::string withOption(const std::string& url, const std::string& kv) {
 
 std::string conninfoValue(const char* url, const char* key) {
   char* err = nullptr;
-  PQconninfoOption* opts = PQconninfoParse(url, &err);
+  PQconninfoOption* opts = sluice::store::libpq().PQconninfoParse(url, &err);
   if (!opts) {
     std::string msg = err ? err : "?";
-    PQfreemem(err);
+    sluice::store::libpq().PQfreemem(err);
     throw std::runtime_error("bad SLUICE_TEST_POSTGRES_URL: " + msg);
   }
   std::string out;
   for (auto* o = opts; o->keyword; ++o)
     if (std::string(o->keyword) == key && o->val) out = o->val;
-  PQconninfoFree(opts);
+  sluice::store::libpq().PQconninfoFree(opts);
   return out;
 }
 
