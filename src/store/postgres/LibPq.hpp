@@ -33,6 +33,7 @@ namespace sluice::store {
 // clang-format on
 
 struct LibPq {
+// NOLINTNEXTLINE(bugprone-macro-parentheses): `name` is declared, not an expression
 #define SLUICE_LIBPQ_MEMBER(name) decltype(&::name) name = nullptr;
   SLUICE_LIBPQ_FUNCTIONS(SLUICE_LIBPQ_MEMBER)
 #undef SLUICE_LIBPQ_MEMBER
