@@ -591,9 +591,15 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
     if (ec) {
       conn->close();
       bool timedOut = ec == boost::beast::error::timeout;
-      std::string why = timedOut ? (r.bytesSent() > 0 ? "upstream stream idle past the idle timeout"
-                                                      : "no first chunk within the first_byte timeout")
-                                 : "upstream stream broke: " + ec.message();
+      std::string why;
+      if (!timedOut)
+        why = "upstream stream broke: " + ec.message();
+      else if (r.bytesSent() == 0)
+        why = "no first chunk within the first_byte timeout";
+      else if (deadline.passed())  // a read waits at most what is left of the total
+        why = "the request's total timeout ran out mid-stream";
+      else
+        why = "upstream stream idle past the idle timeout";
       if (r.bytesSent() == 0) {
         a.outcome = Outcome::ChannelFailure;
         a.timeout = timedOut;

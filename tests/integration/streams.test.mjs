@@ -56,12 +56,11 @@ time.sleep(60)
     { name: 'blackhole', base_url: `http://127.0.0.1:${port}/v1`, priority: 1 },
     { name: 'fast', url: fast.url, priority: 2 },
   ], routing: { timeouts: { connect: '300ms' } } });
-  const t0 = Date.now();
   const res = await chat(gw, msg);
   assert.equal(res.status, 200);
   assert.equal(res.headers.get('x-sluice-channel'), 'fast');
   await res.text();
-  assert.ok(Date.now() - t0 < 5000);
+  // that it was the connect deadline that gave up on the blackhole: the next request says so
   const only = await gwP({ channels: [{ name: 'blackhole', base_url: `http://127.0.0.1:${port}/v1` }],
     routing: { max_retries: 0, timeouts: { connect: '300ms' } } });
   const r2 = await chat(only, msg);
@@ -96,12 +95,13 @@ test('the idle deadline restarts with every chunk: a slow, steady stream outlive
 test('total timeout cuts a long stream with an error event', async () => {
   const m = await mockP(['--chunks', '50', '--chunk-interval-ms', '50']);
   const gw = await gwP({ channels: [{ name: 'm', url: m.url }], routing: { timeouts: { total: '600ms' } } });
-  const t0 = Date.now();
   const res = await chat(gw, { ...msg, stream: true });
   const { events } = await readSse(res);
-  assert.ok(Date.now() - t0 < 2000);
   assert.equal(events.at(-1).error.code, 'upstream_timeout');
+  assert.match(events.at(-1).error.message, /total/);
+  // 50 chunks 50 ms apart take 2.5 s: the 600 ms budget cut the answer short, after its start
   assert.ok(events.length > 3, 'chunks before the cut were delivered');
+  assert.ok(events.length < 50, `the answer was cut short (${events.length} events)`);
 });
 
 test('upstream reset mid-stream: chunks so far, then an error event, never a hang', async () => {
