@@ -32,8 +32,9 @@ using routing::Outcome;
 struct Deadline {
   Clock::time_point at;
   // The phase timeout, cut to what is left of the total; at least 1 ms so Beast arms a timer.
+  // Rounded up: a wait cut by the total ends at or after it, so passed() is then true.
   Millis cap(Millis phase) const {
-    auto left = std::chrono::duration_cast<Millis>(at - Clock::now());
+    auto left = std::chrono::ceil<Millis>(at - Clock::now());
     if (left < Millis(1)) left = Millis(1);
     return std::min(phase, left);
   }
