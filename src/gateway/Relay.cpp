@@ -357,6 +357,13 @@ boost::asio::awaitable<Attempt> Relay::attempt(const routing::Pick& p, int attem
   co_return co_await relayStream(p, attemptNo, std::move(conn), *parser, a);
 }
 
+void Relay::giveBack(std::unique_ptr<upstream::Connection> conn, upstream::ResponseParser& parser) {
+  if (parser.is_done() && parser.get().keep_alive())
+    pool.release(std::move(conn));
+  else
+    conn->close();
+}
+
 // A request that cannot be expressed in this channel's format is the client's to fix: answered now
 // rather than tried on another channel.
 boost::asio::awaitable<Attempt> Relay::refuseUntranslatable(const providers::TranslateError& err) {
@@ -390,11 +397,7 @@ boost::asio::awaitable<Attempt> Relay::upstreamError(const routing::Pick& p, int
     errBody.append(got);
     if (ec) break;
   }
-  if (parser.is_done() && head.keep_alive()) {
-    pool.release(std::move(conn));
-  } else {
-    conn->close();
-  }
+  giveBack(std::move(conn), parser);
   // Some providers quote the key they were given: nothing of it may pass this point (the
   // client's answer, the attempt list, the key's health reason, the logs).
   snap.scrubber.scrub(errBody);
@@ -442,12 +445,6 @@ boost::asio::awaitable<Attempt> Relay::relayWhole(const routing::Pick& p, int at
     }
   }
   auto& head = parser.get();
-  auto closeOrRelease = [&] {
-    if (head.keep_alive())
-      pool.release(std::move(conn));
-    else
-      conn->close();
-  };
   const ResponseHead rh = responseHead(p, a.status, false);
   // The client's body: translated, or the upstream's own bytes; the stages' hooks get both (a
   // copy only when a stage may rewrite the body or reads the answer after that: it must see the
@@ -492,13 +489,13 @@ boost::asio::awaitable<Attempt> Relay::relayWhole(const routing::Pick& p, int at
   if (wayback::takes(ex, Stage::kResponseEnd)) {
     const Step step = co_await wayback::end(ex, end);
     if (step == Step::Answered) {  // a stage sent another answer instead (guardrail)
-      closeOrRelease();
+      giveBack(std::move(conn), parser);
       a.outcome = Outcome::Success;
       a.delivered = true;
       co_return a;
     }
   }
-  closeOrRelease();
+  giveBack(std::move(conn), parser);
   rec.status = a.status;
   rec.ttfb_ms = msSince(ctx.start);
   // Settled and stored before the answer goes out: an immediate repeat finds both.
@@ -624,11 +621,7 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
   }
   // The upstream body is whole: its connection goes back before the client's last write, so a
   // client that sends its next request the moment this one ends finds it in the pool.
-  if (head.keep_alive()) {
-    pool.release(std::move(conn));
-  } else {
-    conn->close();
-  }
+  giveBack(std::move(conn), parser);
   if (!r.finished()) co_await r.endStream();
   rec.status = a.status;
   a.outcome = Outcome::Success;

@@ -131,6 +131,10 @@ struct Relay {
   boost::asio::awaitable<Attempt> attempt(const routing::Pick& p, int attemptNo,
                                           const UpstreamAttempt* stages = nullptr);
 
+  // After a response: its connection back to the pool when the body was read whole and the
+  // upstream keeps it alive, else closed.
+  void giveBack(std::unique_ptr<upstream::Connection> conn, upstream::ResponseParser& parser);
+
   // The cold paths of attempt(), each a coroutine of its own: GCC gives every local of a
   // coroutine its own slot in the frame, which lives as long as the stream, so what only an
   // error needs (a response, its body, a read buffer) is kept out of attempt()'s frame.
