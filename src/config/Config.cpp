@@ -59,9 +59,10 @@ constexpr std::array<std::string_view, 1> kAuthKeys = {"master_key"};
 constexpr std::array<std::string_view, 1> kUrlKeys = {"url"};
 constexpr std::array<std::string_view, 6> kStoreKeys = {"url",        "request_logs",       "log_retention_days",
                                                         "log_bodies", "log_body_max_bytes", "secret_key"};
-constexpr std::array<std::string_view, 7> kRoutingKeys = {"max_retries",      "timeouts",         "cooldown_default",
-                                                          "breaker_failures", "breaker_cooldown", "aliases",
-                                                          "recovery_interval"};
+constexpr std::array<std::string_view, 9> kRoutingKeys = {
+    "max_retries", "timeouts",          "cooldown_default", "breaker_failures", "breaker_cooldown",
+    "aliases",     "recovery_interval", "rules",            "fallbacks"};
+constexpr std::array<std::string_view, 4> kErrorRuleKeys = {"status", "body", "action", "for"};
 constexpr std::array<std::string_view, 3> kPriceKeys = {"input", "output", "cached_input"};
 constexpr std::array<std::string_view, 4> kTimeoutKeys = {"connect", "first_byte", "idle", "total"};
 constexpr std::array<std::string_view, 18> kChannelKeys = {
@@ -768,8 +769,83 @@ class Loader {
         modelMap(v, path, r.aliases);
       } else if (key == "recovery_interval") {
         r.recovery_interval = duration(v, path, true);
+      } else if (key == "rules") {
+        errorRules(v, path, r.rules);
+      } else if (key == "fallbacks") {
+        fallbacks(v, path, r.fallbacks);
       }
     });
+  }
+
+  // routing.rules: [{status: [N...], body: RE2, action: A, for: DURATION}...]
+  void errorRules(const YAML::Node& node, const std::string& path, std::vector<ErrorRule>& out) {
+    if (node.IsNull()) return;
+    if (!node.IsSequence()) fail(node, path + ": expected a list of rules, got " + describeNode(node));
+    std::size_t i = 0;
+    for (const auto& item : node) {
+      const std::string rpath = path + "[" + std::to_string(i++) + "]";
+      ErrorRule rule;
+      bool haveAction = false;
+      bool haveFor = false;
+      YAML::Node forNode;
+      walk(item, rpath, kErrorRuleKeys, [&](const std::string& key, const YAML::Node& v) {
+        const std::string kpath = rpath + "." + key;
+        if (key == "status") {
+          if (v.IsScalar()) {
+            rule.status.push_back(static_cast<int>(integer(v, kpath, 400, 599)));
+          } else if (v.IsSequence()) {
+            std::size_t j = 0;
+            for (const auto& st : v)
+              rule.status.push_back(static_cast<int>(integer(st, kpath + "[" + std::to_string(j++) + "]", 400, 599)));
+            if (rule.status.empty()) fail(v, kpath + ": an empty list matches nothing; leave the key out to match any status");
+          } else {
+            fail(v, kpath + ": expected a status from 400 to 599 or a list of them, got " + describeNode(v));
+          }
+        } else if (key == "body") {
+          rule.body = str(v, kpath);
+          if (rule.body.empty()) fail(v, kpath + ": empty pattern; leave the key out to match any body");
+          re2::RE2 re(rule.body, re2::RE2::Quiet);
+          if (!re.ok()) fail(v, kpath + ": not a valid RE2 pattern: " + re.error());
+        } else if (key == "action") {
+          const std::string a = scalar(v, kpath, "an action");
+          const auto act = parseErrorAction(a);
+          if (!act) fail(v, kpath + ": expected retry, failover, cooldown, disable, fallback or return, got " + quote(a));
+          rule.action = *act;
+          haveAction = true;
+        } else if (key == "for") {
+          rule.cooldown = duration(v, kpath, false);
+          haveFor = true;
+          forNode = v;
+        }
+      });
+      if (!haveAction)
+        fail(item, rpath + ": a rule needs an action (retry, failover, cooldown, disable, fallback or return)");
+      if (haveFor && rule.action != ErrorAction::Cooldown)
+        fail(forNode, rpath + ".for: only a cooldown rule takes a duration");
+      out.push_back(std::move(rule));
+    }
+  }
+
+  // routing.fallbacks: {MODEL: [MODEL...]}
+  void fallbacks(const YAML::Node& node, const std::string& path, std::map<std::string, std::vector<std::string>>& out) {
+    if (node.IsNull()) return;
+    if (!node.IsMap()) fail(node, path + ": expected a mapping of model names to lists of model names, got " + describeNode(node));
+    for (const auto& kv : node) {
+      const YAML::Node& k = kv.first;
+      if (!k.IsScalar() || k.Scalar().empty() || hasControlChar(k.Scalar()))
+        fail(k, path + ": " + (k.IsScalar() ? quote(k.Scalar()) : describeNode(k)) + " is not a model name");
+      const std::string mpath = path + "." + k.Scalar();
+      std::vector<std::string> models;
+      std::size_t i = 0;
+      for (auto& [m, mnode] : stringList(kv.second, mpath)) {
+        const std::string ipath = mpath + "[" + std::to_string(i++) + "]";
+        if (m.empty() || hasControlChar(m)) fail(mnode, ipath + ": expected a model name");
+        if (m == k.Scalar()) fail(mnode, ipath + ": a model cannot be its own fallback");
+        if (std::find(models.begin(), models.end(), m) != models.end()) fail(mnode, ipath + ": " + quote(m) + " is listed twice");
+        models.push_back(std::move(m));
+      }
+      if (!out.emplace(k.Scalar(), std::move(models)).second) fail(k, path + ": duplicate entry " + quote(k.Scalar()));
+    }
   }
 
   // A mapping of model name -> model name (aliases, a channel's model_map).
@@ -987,6 +1063,26 @@ std::optional<ScreenAction> parseScreenAction(std::string_view s) {
   return std::nullopt;
 }
 
+const char* errorActionName(ErrorAction a) {
+  switch (a) {
+    case ErrorAction::Retry: return "retry";
+    case ErrorAction::Failover: return "failover";
+    case ErrorAction::Cooldown: return "cooldown";
+    case ErrorAction::Disable: return "disable";
+    case ErrorAction::Fallback: return "fallback";
+    case ErrorAction::Return: return "return";
+  }
+  return "failover";
+}
+
+std::optional<ErrorAction> parseErrorAction(std::string_view s) {
+  for (auto a : {ErrorAction::Retry, ErrorAction::Failover, ErrorAction::Cooldown, ErrorAction::Disable,
+                 ErrorAction::Fallback, ErrorAction::Return}) {
+    if (s == errorActionName(a)) return a;
+  }
+  return std::nullopt;
+}
+
 const char* channelTypeName(ChannelType t) {
   for (const auto& e : kChannelTypes) {
     if (e.type == t) return e.name;
@@ -1102,6 +1198,31 @@ std::string describeConfig(const Config& c) {
   if (!c.routing.aliases.empty()) {
     e << YAML::Key << "aliases" << YAML::Value << YAML::BeginMap;
     for (const auto& [from, to] : c.routing.aliases) e << YAML::Key << from << YAML::Value << to;
+    e << YAML::EndMap;
+  }
+  if (!c.routing.rules.empty()) {
+    e << YAML::Key << "rules" << YAML::Value << YAML::BeginSeq;
+    for (const auto& rule : c.routing.rules) {
+      e << YAML::Flow << YAML::BeginMap;
+      if (!rule.status.empty()) {
+        e << YAML::Key << "status" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+        for (int st : rule.status) e << st;
+        e << YAML::EndSeq;
+      }
+      if (!rule.body.empty()) e << YAML::Key << "body" << YAML::Value << YAML::DoubleQuoted << rule.body;
+      e << YAML::Key << "action" << YAML::Value << errorActionName(rule.action);
+      if (rule.cooldown.count() > 0) e << YAML::Key << "for" << YAML::Value << formatDuration(rule.cooldown);
+      e << YAML::EndMap;
+    }
+    e << YAML::EndSeq;
+  }
+  if (!c.routing.fallbacks.empty()) {
+    e << YAML::Key << "fallbacks" << YAML::Value << YAML::BeginMap;
+    for (const auto& [from, to] : c.routing.fallbacks) {
+      e << YAML::Key << from << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (const auto& m : to) e << m;
+      e << YAML::EndSeq;
+    }
     e << YAML::EndMap;
   }
   e << YAML::EndMap;

@@ -72,8 +72,26 @@ struct Timeouts {
   Millis total{600'000};
 };
 
+// What an upstream error answer leads to (routing.rules): another key of the same channel, the
+// next channel, a cool-down or a disable of the key (then the next key or channel), the
+// fallback models (routing.fallbacks), or the answer passed to the client now.
+enum class ErrorAction { Retry, Failover, Cooldown, Disable, Fallback, Return };
+const char* errorActionName(ErrorAction a);
+std::optional<ErrorAction> parseErrorAction(std::string_view s);
+
+// One routing.rules entry: matches an upstream answer of status 400 or more whose status is in
+// `status` (empty: any) and whose body holds a match of `body` (an RE2 pattern; empty: any).
+struct ErrorRule {
+  std::vector<int> status;
+  std::string body;
+  ErrorAction action = ErrorAction::Failover;
+  // cooldown: how long the key rests; 0: the provider's Retry-After (or rate-limit reset)
+  // header, else routing.cooldown_default.
+  Millis cooldown{0};
+};
+
 struct RoutingConfig {
-  int max_retries = 2;  // extra attempts after the first, across keys and channels
+  int max_retries = 2;  // extra attempts after the first, across keys and channels (per model)
   Timeouts timeouts;
   Millis cooldown_default{30'000};        // 429 without Retry-After
   int breaker_failures = 5;               // consecutive failures that open a channel's breaker
@@ -82,6 +100,11 @@ struct RoutingConfig {
   // How often cooled-down and automatically disabled upstream keys are probed to bring them
   // back early; 0 turns the checks off.
   Millis recovery_interval{60'000};
+  // First match wins; the built-in rules (routing/Router.hpp) come after these.
+  std::vector<ErrorRule> rules;
+  // model -> the models tried in order once every channel of it has failed, or on a `fallback`
+  // rule. Looked up by the name the client sent, then by the name an alias resolved it to.
+  std::map<std::string, std::vector<std::string>> fallbacks;
 };
 
 // USD per million tokens. cached_input < 0: cached prompt tokens cost the same as input.

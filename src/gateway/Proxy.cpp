@@ -27,11 +27,13 @@ using relay::Relay;
 namespace {
 
 // Adds one attempt to the JSON array kept for the request log.
-void appendAttempt(std::string& json_array, const routing::Pick& p, const Attempt& a) {
+void appendAttempt(std::string& json_array, const routing::Pick& p, std::string_view model, const Attempt& a) {
   json_array.pop_back();  // ']'
   if (json_array.size() > 1) json_array.push_back(',');
   json_array.append("{\"channel\":");
   appendJsonString(json_array, p.channel->cfg.name);
+  json_array.append(",\"model\":");
+  appendJsonString(json_array, model);
   json_array.append(",\"key\":");
   appendJsonString(json_array, p.key->id);
   json_array.append(",\"status\":").append(std::to_string(a.status));
@@ -59,10 +61,12 @@ namespace {
 
 // The failover loop: picks (channel, key) pairs in the router's order, charges the channels'
 // and keys' own quotas, and makes attempts until one is delivered to the client or none is left;
-// then answers why in the caller's format.
+// then the model's fallbacks (routing.fallbacks) get the same, in order; then the client hears
+// why in its format. Each model has max_retries + 1 attempts; the total timeout bounds them all.
 boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<const routing::Channel*>& candidates,
                                                std::int64_t estTokens) {
   const auto& snap = relay.snap;
+  auto& ex = relay.ex;
   auto& rec = relay.rec;
   auto& r = relay.r;
   const auto& ctx = relay.ctx;
@@ -71,77 +75,105 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
   auto fail = [&](int status, std::string_view type, std::string_view code, const std::string& msg) {
     return failure(call.wire, ctx, rec, status, type, code, msg);
   };
-  routing::Attempts attempts(*snap.router, candidates);
+  const std::vector<std::string>& fallbacks = snap.router->fallbacks(relay.facts.model, ex.route.routed_model);
+  std::size_t nextFallback = 0;
+  std::vector<const routing::Channel*> modelCandidates = candidates;
   std::vector<std::string> summary;
   bool allTimeouts = true, all429 = true;
   std::int64_t retryAfter = 0;
   std::int64_t quotaRetry = -1;  // channels/keys skipped for their own quotas: soonest retry
   std::string quotaWhy;
   const int maxAttempts = cfg.routing.max_retries + 1;
-  for (int n = 1; n <= maxAttempts;) {
-    std::int64_t coolingFor = 0;
-    auto pick = attempts.next(coolingFor);
-    if (!pick.channel) {
-      if (n == 1 && coolingFor > 0) {
-        retryAfter = coolingFor;
-        summary.push_back(fmt::format("every key of the matching channels is cooling down for {} ms", coolingFor));
-        allTimeouts = false;
-      }
-      break;
-    }
-    if (relay.deadline.passed()) {
-      summary.push_back("total timeout reached");
-      break;
-    }
-    const auto& ch = *pick.channel;
-    // The stages' say in this attempt, on the body made for its channel (one the channel cannot
-    // take is answered by the attempt itself): the limits stage passes over a channel or key at
-    // its own quota (it is not tried; its channel's other keys, or the next channel, are); a stage
-    // may rewrite what this attempt sends.
-    std::optional<UpstreamAttempt> ua;
-    std::string_view made;
-    if (wayback::takes(relay.ex, Stage::kAttempt) && !relay.prepareBody(pick, made)) {
-      ua.emplace(pick, estTokens, made);
-      co_await wayback::attempt(relay.ex, *ua);
-      if (ua->skip != UpstreamAttempt::Skip::None) {
-        if (quotaRetry < 0 || (ua->retry_after_ms > 0 && ua->retry_after_ms < quotaRetry))
-          quotaRetry = ua->retry_after_ms;
-        quotaWhy += (quotaWhy.empty() ? "" : "; ") + ua->why;
-        if (ua->skip == UpstreamAttempt::Skip::Channel) {
-          attempts.skipChannel(pick);
-        } else if (pick.probe) {
-          ch.health->probing.store(false);  // the key stays in the tried set; the channel's other keys are next
+  int n = 1;  // the request's attempt number, across its models
+  for (;;) {
+    relay.fallback_left = nextFallback < fallbacks.size();
+    routing::Attempts attempts(*snap.router, std::move(modelCandidates));
+    for (int tries = 0; tries < maxAttempts;) {
+      std::int64_t coolingFor = 0;
+      auto pick = attempts.next(coolingFor);
+      if (!pick.channel) {
+        if (tries == 0 && coolingFor > 0) {
+          retryAfter = retryAfter > 0 ? std::min(retryAfter, coolingFor) : coolingFor;
+          summary.push_back(fmt::format("every key of the channels of {} is cooling down for {} ms",
+                                        ex.route.routed_model, coolingFor));
+          allTimeouts = false;
         }
+        break;
+      }
+      if (relay.deadline.passed()) {
+        summary.push_back("total timeout reached");
+        break;
+      }
+      const auto& ch = *pick.channel;
+      // The stages' say in this attempt, on the body made for its channel (one the channel cannot
+      // take is answered by the attempt itself): the limits stage passes over a channel or key at
+      // its own quota (it is not tried; its channel's other keys, or the next channel, are); a
+      // stage may rewrite what this attempt sends.
+      std::optional<UpstreamAttempt> ua;
+      std::string_view made;
+      if (wayback::takes(ex, Stage::kAttempt) && !relay.prepareBody(pick, made)) {
+        ua.emplace(pick, estTokens, made);
+        co_await wayback::attempt(ex, *ua);
+        if (ua->skip != UpstreamAttempt::Skip::None) {
+          if (quotaRetry < 0 || (ua->retry_after_ms > 0 && ua->retry_after_ms < quotaRetry))
+            quotaRetry = ua->retry_after_ms;
+          quotaWhy += (quotaWhy.empty() ? "" : "; ") + ua->why;
+          if (ua->skip == UpstreamAttempt::Skip::Channel) {
+            attempts.skipChannel(pick);
+          } else if (pick.probe) {
+            ch.health->probing.store(false);  // the key stays in the tried set; the channel's other keys are next
+          }
+          continue;
+        }
+      }
+      rec.attempts = n;
+      rec.channel = ch.cfg.name;
+      rec.key_id = pick.key->id;
+      const auto attemptStart = Clock::now();
+      beginAttemptSpan(ex, pick, n);
+      auto a = co_await relay.attempt(pick, n, ua ? &*ua : nullptr);
+      a.duration_ms = msSince(attemptStart);
+      endAttemptSpan(ex, a);
+      snap.router->report(pick, a.outcome, a.status, a.retry_after_ms, a.why);
+      appendAttempt(rec.attempts_json, pick, ex.route.upstream_model, a);
+      if (a.delivered) {
+        // A success settled before its last bytes went out (the limits stage's commit hook); any
+        // other answer (an error the client must fix, a stream that broke after it started)
+        // settles with what is known when the request completes, charged to this attempt.
+        ex.settle.served = pick;
+        co_return;
+      }
+      // What the stages took for the attempt goes back (a key's request, none of its tokens).
+      if (wayback::takes(ex, Stage::kAttempt)) co_await wayback::attemptFailed(ex, pick);
+      summary.push_back(fmt::format("#{} {} key {}: {}", n, ch.cfg.name, pick.key->id, a.why));
+      allTimeouts = allTimeouts && a.timeout;
+      all429 = all429 && a.status == 429;
+      if (a.status == 429) retryAfter = std::max(retryAfter, a.retry_after_ms);
+      ++n;
+      ++tries;
+      if (a.outcome == routing::Outcome::Fallback) break;  // a rule: this model's channels won't do
+      attempts.failed(pick, a.outcome);
+      if (tries < maxAttempts)
+        metrics::registry().retry(ch.cfg.name, a.timeout ? "timeout" : a.status ? std::to_string(a.status) : "connect");
+    }
+    if (relay.deadline.passed()) break;
+    // This model is spent: the next fallback model that has a channel for this request.
+    bool moved = false;
+    while (!moved && nextFallback < fallbacks.size()) {
+      const std::string& model = fallbacks[nextFallback++];
+      std::string routed, why;
+      modelCandidates = fallbackCandidates(ex, model, routed, why);
+      if (modelCandidates.empty()) {
+        summary.push_back(fmt::format("fallback {}: {}", model, why));
         continue;
       }
+      summary.push_back(fmt::format("falling back to {}", model));
+      metrics::registry().fallback(ex.route.routed_model, routed);
+      ex.route.routed_model = std::move(routed);
+      ex.settle.price = snap.prices->find(ex.route.routed_model);
+      moved = true;
     }
-    rec.attempts = n;
-    rec.channel = ch.cfg.name;
-    rec.key_id = pick.key->id;
-    const auto attemptStart = Clock::now();
-    beginAttemptSpan(relay.ex, pick, n);
-    auto a = co_await relay.attempt(pick, n, ua ? &*ua : nullptr);
-    a.duration_ms = msSince(attemptStart);
-    endAttemptSpan(relay.ex, a);
-    snap.router->report(pick, a.outcome, a.status, a.retry_after_ms, a.why);
-    appendAttempt(rec.attempts_json, pick, a);
-    if (a.delivered) {
-      // A success settled before its last bytes went out (the limits stage's commit hook); any
-      // other answer (an error the client must fix, a stream that broke after it started)
-      // settles with what is known when the request completes, charged to this attempt.
-      relay.ex.settle.served = pick;
-      co_return;
-    }
-    // What the stages took for the attempt goes back (a key's request, none of its tokens).
-    if (wayback::takes(relay.ex, Stage::kAttempt)) co_await wayback::attemptFailed(relay.ex, pick);
-    summary.push_back(fmt::format("#{} {} key {}: {}", n, ch.cfg.name, pick.key->id, a.why));
-    allTimeouts = allTimeouts && a.timeout;
-    all429 = all429 && a.status == 429;
-    if (a.status == 429) retryAfter = std::max(retryAfter, a.retry_after_ms);
-    attempts.failed(pick, a.outcome);
-    if (n < maxAttempts)
-      metrics::registry().retry(ch.cfg.name, a.timeout ? "timeout" : a.status ? std::to_string(a.status) : "connect");
-    ++n;
+    if (!moved) break;
   }
 
   std::string joined;

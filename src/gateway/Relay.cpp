@@ -104,6 +104,36 @@ std::int64_t parseRetryAfterMs(const bhttp::fields& h) {
   return 0;
 }
 
+// How long a key should rest, as the provider says: Retry-After (or retry-after-ms), else the
+// reset of the rate-limit window that ran out (OpenAI's x-ratelimit-reset-requests/-tokens, for
+// the one whose remaining count is 0). 0: the provider does not say.
+std::int64_t providerRetryMs(const bhttp::fields& h) {
+  if (auto ms = parseRetryAfterMs(h); ms > 0) return ms;
+  std::int64_t best = 0;
+  for (std::string_view what : {"requests", "tokens"}) {
+    std::string remaining = "x-ratelimit-remaining-";
+    remaining.append(what);
+    if (h[remaining] != "0") continue;
+    std::string reset = "x-ratelimit-reset-";
+    reset.append(what);
+    best = std::max(best, routing::resetDurationMs(h[reset]));
+  }
+  return best;
+}
+
+const char* outcomeAction(Outcome o) {
+  switch (o) {
+    case Outcome::KeyRetry: return "retry";
+    case Outcome::ChannelFailure: return "failover";
+    case Outcome::KeyCooldown: return "cooldown";
+    case Outcome::KeyDisable: return "disable";
+    case Outcome::Fallback: return "fallback";
+    case Outcome::ClientError: return "return";
+    case Outcome::Success: break;
+  }
+  return "success";
+}
+
 std::string errorMessageFromBody(std::string_view body) {
   boost::system::error_code ec;
   auto v = sluice::parseJson(body, ec);
@@ -287,6 +317,7 @@ std::string Relay::responseFieldLines(const bhttp::fields& from, const routing::
   out.append("x-request-id: ").append(ctx.id).append("\r\n");
   out.append("x-sluice-channel: ").append(p.channel->cfg.name).append("\r\n");
   out.append("x-sluice-attempts: ").append(std::to_string(attempts)).append("\r\n");
+  out.append("x-sluice-model: ").append(routed_model).append("\r\n");
   plan.appendLines(out);
   return out;
 }
@@ -303,6 +334,7 @@ void Relay::copyResponseHeaders(const bhttp::fields& from, bhttp::fields& to, co
   to.set("x-request-id", ctx.id);
   to.set("x-sluice-channel", p.channel->cfg.name);
   to.set("x-sluice-attempts", std::to_string(attempts));
+  to.set("x-sluice-model", routed_model);
   plan.apply(to);
 }
 
@@ -402,15 +434,20 @@ boost::asio::awaitable<Attempt> Relay::upstreamError(const routing::Pick& p, int
   // client's answer, the attempt list, the key's health reason, the logs).
   snap.scrubber.scrub(errBody);
   auto msg = errorMessageFromBody(errBody);
-  a.why = fmt::format("upstream answered {}: {}", a.status, msg);
-  if (a.status == 429 || a.status == 401 || a.status == 403) {
-    a.outcome = Outcome::KeyFailure;
-    a.retry_after_ms = parseRetryAfterMs(head);
-  } else if (a.status >= 500 || a.status == 408) {
-    a.outcome = Outcome::ChannelFailure;
-  } else {
+  // routing.rules, then the built-in ones, say what the answer leads to.
+  const routing::ErrorVerdict v = snap.router->errorRules().classify(a.status, errBody);
+  a.outcome = v.outcome;
+  // A fallback with no fallback model left: the client hears the upstream's answer.
+  if (a.outcome == Outcome::Fallback && !fallback_left) a.outcome = Outcome::ClientError;
+  a.why = v.rule < 0 ? fmt::format("upstream answered {}: {}", a.status, msg)
+                     : fmt::format("upstream answered {}: {} (routing.rules[{}]: {})", a.status, msg, v.rule,
+                                   outcomeAction(v.outcome));
+  if (v.cooldown_ms > 0)
+    a.retry_after_ms = v.cooldown_ms;
+  else if (a.outcome == Outcome::KeyCooldown || a.status == 429)
+    a.retry_after_ms = providerRetryMs(head);
+  if (a.outcome == Outcome::ClientError) {
     // The request itself was refused: the client must fix it, another channel won't help.
-    a.outcome = Outcome::ClientError;
     http::Response res{head.result(), 11};
     copyResponseHeaders(head, res, p, attemptNo);
     scrubFields(snap.scrubber, res);

@@ -87,7 +87,12 @@ struct Relay {
   const ClientCall& call;
   RequestRecord& rec;
   const BodyFacts& facts;
-  std::string_view routed_model;  // the model after aliases and CHANNEL/ pinning
+  // The model after aliases and CHANNEL/ pinning (ex.route's: a fallback model once the loop
+  // has moved on to one).
+  const std::string& routed_model;
+  // A fallback model is left to try: an upstream error a `fallback` rule matches is then not
+  // the client's answer but the end of this model's attempts.
+  bool fallback_left = false;
   bool stream;
   bool strip_usage;
   Deadline deadline;

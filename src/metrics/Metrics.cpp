@@ -60,6 +60,11 @@ void Registry::retry(const std::string& channel, const std::string& reason) {
   ++retries_[{channel, reason}];
 }
 
+void Registry::fallback(const std::string& from, const std::string& to) {
+  std::lock_guard lk(mu_);
+  ++fallbacks_[{from, to}];
+}
+
 void SafetyCounters::redacted(const std::string& rule, const char* action, std::uint64_t n) {
   std::lock_guard lk(mu_);
   redactions_[{rule, action}] += n;
@@ -117,6 +122,11 @@ std::string Registry::render(const std::function<void(std::string&)>& extra) con
     out += "# TYPE sluice_retries_total counter\n";
     for (const auto& [k, v] : retries_)
       out += fmt::format("sluice_retries_total{{channel=\"{}\",reason=\"{}\"}} {}\n", labelValue(k.first),
+                         labelValue(k.second), v);
+    out += "# HELP sluice_fallbacks_total Requests that moved on to a fallback model (routing.fallbacks).\n";
+    out += "# TYPE sluice_fallbacks_total counter\n";
+    for (const auto& [k, v] : fallbacks_)
+      out += fmt::format("sluice_fallbacks_total{{from=\"{}\",to=\"{}\"}} {}\n", labelValue(k.first),
                          labelValue(k.second), v);
     out += "# HELP sluice_ttfb_seconds Time to the first body byte sent to the client.\n";
     out += "# TYPE sluice_ttfb_seconds histogram\n";

@@ -59,6 +59,8 @@ class Registry {
   SafetyCounters safety;
   void record(const RequestSample& s);
   void retry(const std::string& channel, const std::string& reason);
+  // A request moved on from model `from` to its fallback `to` (routing.fallbacks: bounded names).
+  void fallback(const std::string& from, const std::string& to);
   void logDropped(std::uint64_t n = 1) { log_dropped_.fetch_add(n, std::memory_order_relaxed); }
 
   std::atomic<std::int64_t> active_requests{0};
@@ -74,6 +76,7 @@ class Registry {
   std::map<std::tuple<std::string, std::string, int>, std::uint64_t> requests_;
   std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> tokens_;
   std::map<std::pair<std::string, std::string>, std::uint64_t> retries_;
+  std::map<std::pair<std::string, std::string>, std::uint64_t> fallbacks_;
   std::map<std::string, Histogram> ttfb_;
   std::map<std::string, Histogram> duration_;
   std::atomic<std::uint64_t> log_dropped_{0};

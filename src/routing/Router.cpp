@@ -1,8 +1,10 @@
 #include "routing/Router.hpp"
 
 #include <openssl/evp.h>
+#include <re2/re2.h>
 
 #include <algorithm>
+#include <charconv>
 #include <random>
 #include <set>
 
@@ -127,7 +129,8 @@ bool keyRequired(config::ChannelType t) {
 thread_local std::minstd_rand tRng{std::random_device{}()};
 }  // namespace
 
-Router::Router(std::shared_ptr<const config::Config> cfg, HealthRegistry& health) : cfg_(std::move(cfg)) {
+Router::Router(std::shared_ptr<const config::Config> cfg, HealthRegistry& health)
+    : cfg_(std::move(cfg)), rules_(std::make_unique<const ErrorRules>(cfg_->routing.rules)) {
   for (const auto& cc : cfg_->channels) {
     auto ch = std::make_unique<Channel>();
     ch->cfg = cc;
@@ -205,6 +208,97 @@ std::vector<std::string> Router::modelNames() const {
   return {names.begin(), names.end()};
 }
 
+// ---------------------------------------------------------------- ErrorRules
+
+struct ErrorRules::Compiled {
+  std::vector<int> status;
+  std::unique_ptr<re2::RE2> body;  // null: any body
+  config::ErrorAction action;
+  std::int64_t cooldown_ms;
+};
+
+ErrorRules::ErrorRules(const std::vector<config::ErrorRule>& rules) {
+  rules_.reserve(rules.size());
+  for (const auto& r : rules) {
+    Compiled c{r.status, nullptr, r.action, r.cooldown.count()};
+    // Checked when the config was read; a pattern RE2 refuses here matches nothing.
+    if (!r.body.empty()) c.body = std::make_unique<re2::RE2>(r.body, re2::RE2::Quiet);
+    rules_.push_back(std::move(c));
+  }
+}
+
+ErrorRules::~ErrorRules() = default;
+
+ErrorVerdict ErrorRules::classify(int status, std::string_view body) const {
+  for (std::size_t i = 0; i < rules_.size(); ++i) {
+    const Compiled& r = rules_[i];
+    if (!r.status.empty() && std::find(r.status.begin(), r.status.end(), status) == r.status.end()) continue;
+    if (r.body && (!r.body->ok() || !re2::RE2::PartialMatch(re2::StringPiece(body.data(), body.size()), *r.body)))
+      continue;
+    ErrorVerdict v;
+    v.rule = static_cast<int>(i);
+    switch (r.action) {
+      case config::ErrorAction::Retry: v.outcome = Outcome::KeyRetry; break;
+      case config::ErrorAction::Failover: v.outcome = Outcome::ChannelFailure; break;
+      case config::ErrorAction::Cooldown:
+        v.outcome = Outcome::KeyCooldown;
+        v.cooldown_ms = r.cooldown_ms;
+        break;
+      case config::ErrorAction::Disable: v.outcome = Outcome::KeyDisable; break;
+      case config::ErrorAction::Fallback: v.outcome = Outcome::Fallback; break;
+      case config::ErrorAction::Return: v.outcome = Outcome::ClientError; break;
+    }
+    return v;
+  }
+  ErrorVerdict v;
+  if (status == 429)
+    v.outcome = Outcome::KeyCooldown;
+  else if (status == 401 || status == 403)
+    v.outcome = Outcome::KeyDisable;
+  else if (status >= 500 || status == 408)
+    v.outcome = Outcome::ChannelFailure;
+  else
+    v.outcome = Outcome::ClientError;
+  return v;
+}
+
+std::int64_t resetDurationMs(std::string_view v) {
+  double total = 0;
+  bool any = false;
+  while (!v.empty()) {
+    std::size_t i = 0;
+    while (i < v.size() && ((v[i] >= '0' && v[i] <= '9') || v[i] == '.')) ++i;
+    if (i == 0 || i > 18) return 0;
+    double x = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + i, x);
+    if (ec != std::errc() || end != v.data() + i) return 0;
+    v.remove_prefix(i);
+    double unit = 0;
+    if (v.starts_with("ms")) {
+      unit = 1;
+      v.remove_prefix(2);
+    } else if (v.starts_with("h") || v.starts_with("m") || v.starts_with("s")) {
+      unit = v[0] == 'h' ? 3'600'000 : v[0] == 'm' ? 60'000 : 1000;
+      v.remove_prefix(1);
+    } else {
+      return 0;
+    }
+    total += x * unit;
+    any = true;
+  }
+  // Past a day is no rate-limit window anyone means: the default cool-down decides instead.
+  return any && total <= 86'400'000.0 ? static_cast<std::int64_t>(total) : 0;
+}
+
+const std::vector<std::string>& Router::fallbacks(std::string_view requested, std::string_view routed) const {
+  static const std::vector<std::string> kNone;
+  const auto& f = cfg_->routing.fallbacks;
+  if (f.empty()) return kNone;
+  if (auto it = f.find(std::string(requested)); it != f.end()) return it->second;
+  if (auto it = f.find(std::string(routed)); it != f.end()) return it->second;
+  return kNone;
+}
+
 void Router::report(const Pick& p, Outcome o, int status, std::int64_t retry_after_ms, const std::string& why) const {
   auto& ch = *p.channel->health;
   auto& key = *p.key->health;
@@ -212,6 +306,7 @@ void Router::report(const Pick& p, Outcome o, int status, std::int64_t retry_aft
   switch (o) {
     case Outcome::Success:
     case Outcome::ClientError:
+    case Outcome::Fallback:  // the channel answered; the request was the trouble
       if (o == Outcome::Success) key.successes.fetch_add(1, std::memory_order_relaxed);
       ch.consecutive_failures.store(0, std::memory_order_relaxed);
       if (ch.open_until_ms.load(std::memory_order_relaxed) != 0) ch.open_until_ms.store(0);
@@ -226,14 +321,20 @@ void Router::report(const Pick& p, Outcome o, int status, std::int64_t retry_aft
       if (p.probe) ch.probing.store(false);
       break;
     }
-    case Outcome::KeyFailure:
+    case Outcome::KeyDisable:
       key.failures.fetch_add(1, std::memory_order_relaxed);
-      if (status == 401 || status == 403) {
-        key.disable("upstream answered " + std::to_string(status) + ": " + why);
-      } else {
-        auto d = retry_after_ms > 0 ? retry_after_ms : cfg_->routing.cooldown_default.count();
-        key.coolDown(now + d, "upstream answered " + std::to_string(status) + ": " + why);
-      }
+      key.disable("upstream answered " + std::to_string(status) + ": " + why);
+      if (p.probe) ch.probing.store(false);
+      break;
+    case Outcome::KeyCooldown: {
+      key.failures.fetch_add(1, std::memory_order_relaxed);
+      auto d = retry_after_ms > 0 ? retry_after_ms : cfg_->routing.cooldown_default.count();
+      key.coolDown(now + d, "upstream answered " + std::to_string(status) + ": " + why);
+      if (p.probe) ch.probing.store(false);
+      break;
+    }
+    case Outcome::KeyRetry:
+      key.failures.fetch_add(1, std::memory_order_relaxed);
       if (p.probe) ch.probing.store(false);
       break;
   }

@@ -89,11 +89,42 @@ std::string maskSecret(std::string_view secret);
 // One request's walk over candidates: an iterator plus a tried set (failover habit).
 class Attempts;
 
+// What one attempt came to, for the key's and channel's health and for what is tried next.
 enum class Outcome {
   Success,
-  ChannelFailure,  // connect error, timeout, 5xx: try another channel first
-  KeyFailure,      // 429, 401, 403: try another key
-  ClientError,     // upstream rejected the request itself: no retry
+  ChannelFailure,  // failover: connect error, timeout, 5xx: another channel first
+  KeyCooldown,     // cooldown: the key rests (429); another key next
+  KeyDisable,      // disable: the key is switched off (401, 403); another key next
+  KeyRetry,        // retry: another key of the same channel; the key's health is untouched
+  Fallback,        // the model cannot serve this request: its fallback models next
+  ClientError,     // return: the upstream refused the request itself; the client gets the answer
+};
+
+// What an upstream error answer leads to: routing.rules first (first match wins), then the
+// built-in rules, which are today's behaviour: 429 cooldown; 401 and 403 disable; 408 and 5xx
+// failover; any other 4xx return. Immutable; any thread may use it.
+struct ErrorVerdict {
+  Outcome outcome = Outcome::ChannelFailure;
+  std::int64_t cooldown_ms = 0;  // a cooldown rule's `for`; 0: the provider's headers decide
+  int rule = -1;                 // index of the routing.rules entry that matched; -1: built-in
+};
+
+// A rate-limit window's reset as OpenAI writes it ("1s", "6m0s", "1h2m3.5s", "20ms"), in ms;
+// 0 when it is not one or is over a day.
+std::int64_t resetDurationMs(std::string_view v);
+
+class ErrorRules {
+ public:
+  explicit ErrorRules(const std::vector<config::ErrorRule>& rules);
+  ~ErrorRules();
+  ErrorRules(const ErrorRules&) = delete;
+  ErrorRules& operator=(const ErrorRules&) = delete;
+  // `status` is 400 or more; `body` the (bounded) error body, or an in-band error event's JSON.
+  ErrorVerdict classify(int status, std::string_view body) const;
+
+ private:
+  struct Compiled;
+  std::vector<Compiled> rules_;
 };
 
 class Router {
@@ -110,6 +141,11 @@ class Router {
   // Every model name a client can ask for (the channels' exact names, and CHANNEL/MODEL).
   std::vector<std::string> modelNames() const;
   const Channel* channelByName(std::string_view name) const;
+  const ErrorRules& errorRules() const { return *rules_; }
+  // The fallback models of a request for `requested` (as the client named it) routed as
+  // `routed` (an alias resolved): routing.fallbacks of the first of the two it lists; empty
+  // when it lists neither.
+  const std::vector<std::string>& fallbacks(std::string_view requested, std::string_view routed) const;
 
   // Health feedback after an attempt.
   void report(const struct Pick& p, Outcome o, int status, std::int64_t retry_after_ms, const std::string& why) const;
@@ -117,6 +153,7 @@ class Router {
  private:
   std::shared_ptr<const config::Config> cfg_;
   std::vector<std::unique_ptr<Channel>> channels_;
+  std::unique_ptr<const ErrorRules> rules_;
 };
 
 struct Pick {

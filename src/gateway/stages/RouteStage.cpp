@@ -187,6 +187,32 @@ class RouteStage final : public Stage {
 
 }  // namespace
 
+std::vector<const routing::Channel*> fallbackCandidates(const Exchange& ex, const std::string& model,
+                                                        std::string& routed, std::string& why) {
+  const auto& snap = ex.snap;
+  const auto* vk = ex.caller.vk;
+  if (routing::modelNameProblem(model)) {
+    why = "not a valid model name";
+    return {};
+  }
+  auto candidates = snap.router->candidates(model, routed);
+  if (candidates.empty()) {
+    why = "no channel serves it";
+    return candidates;
+  }
+  if (vk && !vk->allowsModel(model) && !vk->allowsModel(routed)) {
+    why = fmt::format("this key ({}) may not use it", vk->name);
+    return {};
+  }
+  const bool translatable = ex.call.translatable();
+  std::erase_if(candidates, [&](const routing::Channel* c) {
+    return providers::pathModelProblem(c->cfg.type, c->upstreamModel(routed)).has_value() ||
+           (!translatable && channelWire(c->cfg.type) != ex.call.wire) || (vk && !vk->allowsChannel(c->cfg.name));
+  });
+  if (candidates.empty()) why = "no channel that serves it may take this request";
+  return candidates;
+}
+
 std::unique_ptr<const StageConfig> makeRouteStage(const Snapshot&) {
   return std::make_unique<SimpleStageConfig<RouteStage>>("route");
 }

@@ -13,6 +13,9 @@
 namespace sluice::redact {
 struct RestoreStats;
 }
+namespace sluice::routing {
+struct Channel;
+}
 
 namespace sluice::gateway {
 
@@ -49,6 +52,13 @@ class SimpleStageConfig final : public StageConfig {
 // phase and (with the answer) for the response phase.
 std::string reviewPayload(const Exchange& ex, const std::vector<pipeline::OutgoingText>& texts, std::string_view phase,
                           std::string_view answer);
+
+// route: the channels that may serve fallback model `model` for this request, with the route
+// stage's checks (the model-name rule, the virtual key's models and channels, a model name the
+// channel's URL path can take, the client's format); `routed` gets the name after aliases; `why`
+// says why no channel may when the list is empty.
+std::vector<const routing::Channel*> fallbackCandidates(const Exchange& ex, const std::string& model,
+                                                        std::string& routed, std::string& why);
 
 // redaction: counts what restoring an answer put back (and what was tampered with).
 void countRestored(const redact::RestoreStats& st);

@@ -911,6 +911,75 @@ TEST(ConfigErrors, ProtectValues) {
   EXPECT_NE(f.what.find("channels[0].screening: expected off, log, warn or block"), std::string::npos) << f.what;
 }
 
+TEST(ConfigParse, ErrorRulesAndFallbacks) {
+  const auto c = parseConfig(R"(routing:
+  rules:
+    - {status: [400], body: "context_length_exceeded|prompt is too long", action: fallback}
+    - {status: [503, 529], body: "overloaded", action: failover}
+    - {status: 429, action: cooldown, for: 60s}
+    - {status: [400, 422], action: return}
+    - {body: "organization_deactivated", action: disable}
+    - {action: retry}
+  fallbacks: {gpt-4o: [claude-sonnet-4-5, gemini-2.5-pro]}
+)", "t.yaml");
+  const auto& r = c->routing.rules;
+  ASSERT_EQ(r.size(), 6u);
+  EXPECT_EQ(r[0].status, std::vector<int>{400});
+  EXPECT_EQ(r[0].body, "context_length_exceeded|prompt is too long");
+  EXPECT_EQ(r[0].action, ErrorAction::Fallback);
+  EXPECT_EQ(r[1].status, (std::vector<int>{503, 529}));
+  EXPECT_EQ(r[1].action, ErrorAction::Failover);
+  EXPECT_EQ(r[2].status, std::vector<int>{429});
+  EXPECT_EQ(r[2].action, ErrorAction::Cooldown);
+  EXPECT_EQ(r[2].cooldown, std::chrono::milliseconds(60'000));
+  EXPECT_EQ(r[3].action, ErrorAction::Return);
+  EXPECT_TRUE(r[4].status.empty());
+  EXPECT_EQ(r[4].action, ErrorAction::Disable);
+  EXPECT_TRUE(r[5].status.empty());
+  EXPECT_TRUE(r[5].body.empty());
+  EXPECT_EQ(r[5].action, ErrorAction::Retry);
+  EXPECT_EQ(c->routing.fallbacks.at("gpt-4o"), (std::vector<std::string>{"claude-sonnet-4-5", "gemini-2.5-pro"}));
+  // What `sluice config` shows reads back the same.
+  const auto back = parseConfig(describeConfig(*c), "back.yaml");
+  ASSERT_EQ(back->routing.rules.size(), 6u);
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(back->routing.rules[i].status, r[i].status) << i;
+    EXPECT_EQ(back->routing.rules[i].body, r[i].body) << i;
+    EXPECT_EQ(back->routing.rules[i].action, r[i].action) << i;
+    EXPECT_EQ(back->routing.rules[i].cooldown, r[i].cooldown) << i;
+  }
+  EXPECT_EQ(back->routing.fallbacks, c->routing.fallbacks);
+}
+
+TEST(ConfigErrors, ErrorRulesAndFallbacksSayWhatIsWrongAndWhere) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"routing:\n  rules: {status: 400}\n", "routing.rules: expected a list of rules"},
+      {"routing:\n  rules:\n    - {status: [400]}\n", "routing.rules[0]: a rule needs an action"},
+      {"routing:\n  rules:\n    - {action: nope}\n", "routing.rules[0].action: expected retry, failover"},
+      {"routing:\n  rules:\n    - {status: [399], action: return}\n", "routing.rules[0].status[0]: must be from 400 to 599"},
+      {"routing:\n  rules:\n    - {status: [], action: return}\n", "routing.rules[0].status: an empty list"},
+      {"routing:\n  rules:\n    - {status: {a: 1}, action: return}\n", "routing.rules[0].status: expected a status"},
+      {"routing:\n  rules:\n    - {body: \"a(\", action: return}\n", "routing.rules[0].body: not a valid RE2 pattern"},
+      {"routing:\n  rules:\n    - {body: \"\", action: return}\n", "routing.rules[0].body: empty pattern"},
+      {"routing:\n  rules:\n    - {action: failover, for: 5s}\n", "routing.rules[0].for: only a cooldown rule"},
+      {"routing:\n  rules:\n    - {action: cooldown, for: 0s}\n", "routing.rules[0].for: must be greater than 0"},
+      {"routing:\n  rules:\n    - {action: cooldown, status: 429, bodyy: x}\n", "did you mean \"body\"?"},
+      {"routing:\n  fallbacks: [gpt-4o]\n", "routing.fallbacks: expected a mapping"},
+      {"routing:\n  fallbacks: {gpt-4o: [gpt-4o]}\n", "cannot be its own fallback"},
+      {"routing:\n  fallbacks: {gpt-4o: [a, a]}\n", "routing.fallbacks.gpt-4o[1]: \"a\" is listed twice"},
+      {"routing:\n  fallbacks: {gpt-4o: [\"\"]}\n", "routing.fallbacks.gpt-4o[0]: expected a model name"},
+  };
+  for (const auto& [yaml, want] : cases) {
+    try {
+      parseConfig(yaml, "t.yaml");
+      ADD_FAILURE() << "accepted: " << yaml;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << yaml << "\n -> " << e.what();
+      EXPECT_GE(e.line(), 2) << yaml;
+    }
+  }
+}
+
 }  // namespace config_test
 }  // namespace
 }  // namespace sluice::config

@@ -99,8 +99,8 @@ TEST(Attempts, KeyFailureTriesOtherKeysThenChannelFailureMovesOn) {
   std::int64_t ra = 0;
   auto p1 = at.next(ra);
   ASSERT_EQ(p1.channel->cfg.name, "a");
-  r.report(p1, Outcome::KeyFailure, 429, 30'000, "rate limited");
-  at.failed(p1, Outcome::KeyFailure);
+  r.report(p1, Outcome::KeyCooldown, 429, 30'000, "rate limited");
+  at.failed(p1, Outcome::KeyCooldown);
   auto p2 = at.next(ra);
   ASSERT_EQ(p2.channel->cfg.name, "a");
   EXPECT_NE(p2.key, p1.key);
@@ -124,7 +124,7 @@ TEST(Attempts, AllKeysCoolingReportsRetryAfter) {
     Attempts at(r, r.candidates("m", up));
     std::int64_t ra = 0;
     auto p = at.next(ra);
-    r.report(p, Outcome::KeyFailure, 429, 5'000, "slow down");
+    r.report(p, Outcome::KeyCooldown, 429, 5'000, "slow down");
   }
   Attempts at(r, r.candidates("m", up));
   std::int64_t ra = 0;
@@ -140,7 +140,7 @@ TEST(Attempts, UnauthorizedDisablesTheKeyWithItsReason) {
   Attempts at(r, r.candidates("m", up));
   std::int64_t ra = 0;
   auto p = at.next(ra);
-  r.report(p, Outcome::KeyFailure, 401, 0, "invalid api key");
+  r.report(p, Outcome::KeyDisable, 401, 0, "invalid api key");
   EXPECT_TRUE(p.key->health->disabled.load());
   EXPECT_NE(p.key->health->why().find("401"), std::string::npos);
 }
@@ -178,6 +178,110 @@ TEST(Health, SurvivesAReloadBySameChannelAndKey) {
   auto k3 = h.key("b", "secret");
   EXPECT_EQ(k1.get(), k2.get());
   EXPECT_NE(k1.get(), k3.get());
+}
+
+config::ErrorRule rule(std::vector<int> status, std::string body, config::ErrorAction action,
+                       std::chrono::milliseconds cooldown = std::chrono::milliseconds(0)) {
+  config::ErrorRule r;
+  r.status = std::move(status);
+  r.body = std::move(body);
+  r.action = action;
+  r.cooldown = cooldown;
+  return r;
+}
+
+TEST(ErrorRules, BuiltInRulesAreTodaysBehaviour) {
+  const ErrorRules none({});
+  EXPECT_EQ(none.classify(429, "{}").outcome, Outcome::KeyCooldown);
+  EXPECT_EQ(none.classify(401, "").outcome, Outcome::KeyDisable);
+  EXPECT_EQ(none.classify(403, "").outcome, Outcome::KeyDisable);
+  EXPECT_EQ(none.classify(408, "").outcome, Outcome::ChannelFailure);
+  for (int s : {500, 502, 503, 504, 529}) EXPECT_EQ(none.classify(s, "").outcome, Outcome::ChannelFailure) << s;
+  for (int s : {400, 404, 409, 413, 422}) EXPECT_EQ(none.classify(s, "").outcome, Outcome::ClientError) << s;
+  EXPECT_EQ(none.classify(400, "").rule, -1);
+}
+
+TEST(ErrorRules, FirstMatchWinsOnStatusAndBody) {
+  using A = config::ErrorAction;
+  const ErrorRules rules({
+      rule({400}, "context_length_exceeded|prompt is too long", A::Fallback),
+      rule({503, 529}, "overloaded", A::Failover),
+      rule({429}, "", A::Cooldown, std::chrono::milliseconds(60'000)),
+      rule({503}, "", A::Return),
+      rule({}, "(?i)QUOTA", A::Retry),
+  });
+  auto v = rules.classify(400, R"({"error":{"code":"context_length_exceeded"}})");
+  EXPECT_EQ(v.outcome, Outcome::Fallback);
+  EXPECT_EQ(v.rule, 0);
+  EXPECT_EQ(rules.classify(400, R"({"error":{"message":"prompt is too long: 210000 tokens"}})").outcome, Outcome::Fallback);
+  // 400 with another body: no rule of the list; the built-in return.
+  v = rules.classify(400, R"({"error":{"code":"invalid_value"}})");
+  EXPECT_EQ(v.outcome, Outcome::ClientError);
+  EXPECT_EQ(v.rule, -1);
+  EXPECT_EQ(rules.classify(529, R"({"type":"error","error":{"type":"overloaded_error"}})").outcome, Outcome::ChannelFailure);
+  v = rules.classify(429, "{}");
+  EXPECT_EQ(v.outcome, Outcome::KeyCooldown);
+  EXPECT_EQ(v.cooldown_ms, 60'000);
+  // 503 without "overloaded": the fourth rule, before the built-in failover.
+  v = rules.classify(503, "maintenance");
+  EXPECT_EQ(v.outcome, Outcome::ClientError);
+  EXPECT_EQ(v.rule, 3);
+  // Any status, a case-blind pattern.
+  v = rules.classify(500, "insufficient_quota");
+  EXPECT_EQ(v.outcome, Outcome::KeyRetry);
+  EXPECT_EQ(v.rule, 4);
+  EXPECT_EQ(rules.classify(500, "boom").outcome, Outcome::ChannelFailure);
+}
+
+TEST(ErrorRules, BodiesAreSearchedWholeWhateverTheirBytes) {
+  const ErrorRules rules({rule({}, "needle", config::ErrorAction::Return)});
+  std::string body(64 * 1024, 'x');
+  body.replace(body.size() - 6, 6, "needle");
+  EXPECT_EQ(rules.classify(500, body).outcome, Outcome::ClientError);
+  std::string binary("\0\xff\xfe needle", 10);
+  EXPECT_EQ(rules.classify(500, binary).outcome, Outcome::ClientError);
+  EXPECT_EQ(rules.classify(500, "").outcome, Outcome::ChannelFailure);
+}
+
+TEST(ErrorRules, ResetDurations) {
+  EXPECT_EQ(resetDurationMs("1s"), 1000);
+  EXPECT_EQ(resetDurationMs("6m0s"), 360'000);
+  EXPECT_EQ(resetDurationMs("1h2m3.5s"), 3'723'500);
+  EXPECT_EQ(resetDurationMs("20ms"), 20);
+  EXPECT_EQ(resetDurationMs("0.5s"), 500);
+  for (std::string_view bad : {"", "s", "5", "5x", "-1s", "1s ", "99999h", "1e3s", "1.2.3s", "12345678901234567890s"})
+    EXPECT_EQ(resetDurationMs(bad), 0) << bad;
+}
+
+TEST(Router, FallbacksByTheRequestedNameThenTheRoutedOne) {
+  HealthRegistry h;
+  auto cfg = std::make_shared<config::Config>(*makeConfig({channel("a", 1, 1, {"k"})}));
+  cfg->routing.fallbacks["fast"] = {"m2"};
+  cfg->routing.fallbacks["gpt-4o"] = {"m3", "m4"};
+  Router r(cfg, h);
+  EXPECT_EQ(r.fallbacks("fast", "gpt-4o"), std::vector<std::string>{"m2"});
+  EXPECT_EQ(r.fallbacks("other", "gpt-4o"), (std::vector<std::string>{"m3", "m4"}));
+  EXPECT_TRUE(r.fallbacks("other", "other").empty());
+}
+
+TEST(Router, RetryLeavesTheKeyAloneAndFallbackLeavesTheChannelClosed) {
+  HealthRegistry h;
+  Router r(makeConfig({channel("a", 1, 1, {"k1", "k2"})}), h);
+  std::string up;
+  Attempts at(r, r.candidates("m", up));
+  std::int64_t ra = 0;
+  auto p1 = at.next(ra);
+  r.report(p1, Outcome::KeyRetry, 500, 0, "quota");
+  at.failed(p1, Outcome::KeyRetry);
+  EXPECT_TRUE(p1.key->health->available(nowMs()));
+  EXPECT_EQ(p1.key->health->failures.load(), 1u);
+  auto p2 = at.next(ra);
+  ASSERT_NE(p2.channel, nullptr);
+  EXPECT_EQ(p2.channel, p1.channel);
+  EXPECT_NE(p2.key, p1.key);
+  r.report(p2, Outcome::Fallback, 400, 0, "too long");
+  EXPECT_EQ(p2.channel->health->open_until_ms.load(), 0);
+  EXPECT_EQ(p2.channel->health->consecutive_failures.load(), 0);
 }
 
 }  // namespace router_test
