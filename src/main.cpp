@@ -38,6 +38,17 @@ int main(int argc, char** argv) {
   mock->add_option("--reset-after", mockOpts.reset_after, "break the connection after N chunks (-1: never)")
       ->capture_default_str();
   mock->add_flag("--echo-key", mockOpts.echo_key, "failure messages quote the API key the request carried");
+  mock->add_option("--error-event-rate", mockOpts.error_event_rate,
+                   "probability a stream carries an in-band error event after its 200 (0..1)")
+      ->capture_default_str();
+  mock->add_option("--error-event-after", mockOpts.error_event_after, "content chunks before that error event")
+      ->capture_default_str();
+  mock->add_option("--stall-after", mockOpts.stall_after,
+                   "a stream stops sending after N chunks and holds the connection (-1: never)")
+      ->capture_default_str();
+  mock->add_option("--slow-rate", mockOpts.slow_rate, "probability the first byte waits --slow-ms (0..1)")
+      ->capture_default_str();
+  mock->add_option("--slow-ms", mockOpts.slow_ms, "the first-byte delay of a slowed answer")->capture_default_str();
 
   std::string checkConfig;
   auto* check = app.add_subcommand("check", "Validate a config file");

@@ -19,6 +19,7 @@
 #include "core/Clock.hpp"
 #include "core/JsonText.hpp"
 #include "gateway/BodyFacts.hpp"
+#include "gateway/CommitGate.hpp"
 #include "gateway/LimitRefusal.hpp"
 #include "gateway/StreamTaps.hpp"
 #include "gateway/stages/Stages.hpp"
@@ -396,6 +397,22 @@ void Relay::giveBack(std::unique_ptr<upstream::Connection> conn, upstream::Respo
     conn->close();
 }
 
+std::optional<Attempt> Relay::inbandFailure(const CommitGate& gate, Attempt a) {
+  std::string data = gate.errorData();
+  snap.scrubber.scrub(data);
+  std::string msg = gate.message();
+  snap.scrubber.scrub(msg);
+  const routing::ErrorVerdict v = snap.router->errorRules().classify(gate.status(), data);
+  a.outcome = v.outcome;
+  if (a.outcome == Outcome::Fallback && !fallback_left) a.outcome = Outcome::ClientError;
+  if (a.outcome == Outcome::ClientError) return std::nullopt;
+  a.status = gate.status();
+  a.retry_after_ms = v.cooldown_ms;
+  a.why = fmt::format("in-band error {} before the first content: {}", gate.status(), msg);
+  if (v.rule >= 0) a.why += fmt::format(" (routing.rules[{}]: {})", v.rule, outcomeAction(v.outcome));
+  return a;
+}
+
 // A request that cannot be expressed in this channel's format is the client's to fix: answered now
 // rather than tried on another channel.
 boost::asio::awaitable<Attempt> Relay::refuseUntranslatable(const providers::TranslateError& err) {
@@ -574,12 +591,57 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
     ~Dec() { g.fetch_sub(1, std::memory_order_relaxed); }
   } dec{active};
 
+  // Commit on the first meaningful event (chat-like calls): the upstream's first events are held,
+  // unread by the tap and the stages, until one carries content, a tool call or reasoning; an
+  // in-band error before it fails this attempt unseen. Bounded by first_byte from here.
+  struct Hold {
+    CommitGate gate;
+    std::string bytes;
+    Clock::time_point until;
+  };
+  std::unique_ptr<Hold> hold;
+  std::unique_ptr<Hold> spent;  // the hold that just committed: `got` may still read its bytes
+  if (call.translatable()) hold.reset(new Hold{CommitGate(rh.upstream_format), {}, Clock::now() + t.first_byte});
+
   for (;;) {
+    spent.reset();
     // Until a byte reaches the client the first-byte timeout applies and failure is retryable.
     bool sent = r.bytesSent() > 0;
+    Millis wait = sent ? t.idle : t.first_byte;
+    if (hold) wait = std::clamp(std::chrono::ceil<Millis>(hold->until - Clock::now()), Millis(1), wait);
     // `got` is valid until this loop's first suspension (Connection::readBody): everything that
     // reads it (the filter, the log, the stages) runs before anything is written.
-    auto [ec, got] = co_await conn->readBody(parser, deadline.cap(sent ? t.idle : t.first_byte));
+    auto [ec, got] = co_await conn->readBody(parser, deadline.cap(wait));
+    if (hold) {
+      auto v = hold->gate.feed(got);
+      if (v == CommitGate::Verdict::Hold && parser.is_done() && !ec) v = CommitGate::Verdict::Commit;  // the end
+      if (v == CommitGate::Verdict::Fail) {
+        if (auto failed = inbandFailure(hold->gate, a)) {
+          conn->close();
+          co_return *failed;
+        }
+        v = CommitGate::Verdict::Commit;  // a `return` rule: the client gets the stream as it is
+      }
+      if (v == CommitGate::Verdict::Hold) {
+        if (!ec) {
+          hold->bytes.append(got);
+          continue;
+        }
+        // Broken or silent before any content: a failed attempt the client never sees.
+        conn->close();
+        a.outcome = Outcome::ChannelFailure;
+        a.timeout = ec == boost::beast::error::timeout;
+        a.why = a.timeout ? (deadline.passed() ? "the request's total timeout ran out before the first content"
+                                               : "no content within the first_byte timeout")
+                          : "upstream stream broke before the first content: " + ec.message();
+        co_return a;
+      }
+      if (!hold->bytes.empty()) {
+        hold->bytes.append(got);
+        got = hold->bytes;  // the held events and these, as one piece
+      }
+      spent = std::move(hold);  // committed: the gate is done
+    }
     out.clear();
     if (!filter.feed(got, out)) ec = boost::beast::errc::make_error_code(boost::beast::errc::message_size);
     // The usual last read carries the final events and the upstream's end: send both in one write.

@@ -22,6 +22,10 @@
 #include "routing/Router.hpp"
 #include "upstream/Client.hpp"
 
+namespace sluice::gateway {
+class CommitGate;
+}
+
 namespace sluice::gateway::relay {
 
 namespace bhttp = boost::beast::http;
@@ -151,6 +155,10 @@ struct Relay {
   boost::asio::awaitable<Attempt> relayWhole(const routing::Pick& p, int attemptNo,
                                              std::unique_ptr<upstream::Connection> conn,
                                              upstream::ResponseParser& parser, Attempt a);
+
+  // An in-band error the commit gate caught before the first content: the failed attempt, or
+  // nullopt when routing.rules say the client gets it (`return`, or `fallback` with none left).
+  std::optional<Attempt> inbandFailure(const CommitGate& gate, Attempt a);
 
   boost::asio::awaitable<Attempt> relayStream(const routing::Pick& p, int attemptNo,
                                               std::unique_ptr<upstream::Connection> conn,

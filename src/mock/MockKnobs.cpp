@@ -55,6 +55,11 @@ MockKnobs MockKnobs::fromOptions(const MockOptions& o) {
   k.fail_status = o.fail_status;
   k.reset_after = o.reset_after;
   k.echo_key = o.echo_key;
+  k.error_event_rate = o.error_event_rate;
+  k.error_event_after = o.error_event_after;
+  k.stall_after = o.stall_after;
+  k.slow_rate = o.slow_rate;
+  k.slow_ms = o.slow_ms;
   return k;
 }
 
@@ -70,8 +75,14 @@ std::optional<std::string> validateOptions(const MockOptions& o) {
   if (auto e = range("chunk-interval-ms", o.chunk_interval_ms, 0, kMaxKnobDelayMs)) return e;
   if (auto e = range("fail-status", o.fail_status, 400, 599)) return e;
   if (auto e = range("reset-after", o.reset_after, -1, kMaxKnobChunks)) return e;
-  if (!(o.fail_rate >= 0.0 && o.fail_rate <= 1.0))
-    return "--fail-rate must be from 0 to 1, got " + std::to_string(o.fail_rate);
+  if (auto e = range("error-event-after", o.error_event_after, 0, kMaxKnobChunks)) return e;
+  if (auto e = range("stall-after", o.stall_after, -1, kMaxKnobChunks)) return e;
+  if (auto e = range("slow-ms", o.slow_ms, 0, kMaxKnobDelayMs)) return e;
+  for (auto [name, rate] : {std::pair<const char*, double>{"fail-rate", o.fail_rate},
+                            {"error-event-rate", o.error_event_rate},
+                            {"slow-rate", o.slow_rate}}) {
+    if (!(rate >= 0.0 && rate <= 1.0)) return std::string("--") + name + " must be from 0 to 1, got " + std::to_string(rate);
+  }
   return std::nullopt;
 }
 
@@ -88,6 +99,11 @@ std::optional<std::string> applyKnobHeaders(const http::Request& req, MockKnobs&
   if (auto it = req.find("x-mock-fail-body"); it != req.end()) k.fail_body = std::string(it->value());
   if (auto it = req.find("x-mock-fail-key"); it != req.end()) k.fail_key = std::string(it->value());
   if (auto e = intHeader(req, "x-mock-chunk-bytes", 0, 1 << 20, k.piece_bytes)) return e;
+  if (auto e = rateHeader(req, "x-mock-error-event-rate", k.error_event_rate)) return e;
+  if (auto e = intHeader(req, "x-mock-error-event-after", 0, kMaxKnobChunks, k.error_event_after)) return e;
+  if (auto e = intHeader(req, "x-mock-stall-after", -1, kMaxKnobChunks, k.stall_after)) return e;
+  if (auto e = rateHeader(req, "x-mock-slow-rate", k.slow_rate)) return e;
+  if (auto e = intHeader(req, "x-mock-slow-ms", 0, kMaxKnobDelayMs, k.slow_ms)) return e;
   for (auto [name, flag] : {std::pair<std::string_view, bool*>{"x-mock-echo", &k.echo}, {"x-mock-echo-key", &k.echo_key}}) {
     auto it = req.find(name);
     if (it == req.end()) continue;

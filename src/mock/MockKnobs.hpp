@@ -25,6 +25,11 @@ struct MockKnobs {
   int piece_bytes = 0;                    // pad each content piece to this many bytes (0: natural)
   bool echo = false;                      // answer with the last user text (and put it in tool arguments)
   bool echo_key = false;                  // a failure's message quotes the credential received
+  double error_event_rate = 0.0;          // a stream's in-band error event (its kind from fail_status)
+  int error_event_after = 0;              // ... after this many content chunks
+  int stall_after = -1;                   // stop sending after N content chunks, hold the connection
+  double slow_rate = 0.0;                 // the first byte waits slow_ms (not ttfb_ms) this often
+  int slow_ms = 0;
 
   static MockKnobs fromOptions(const MockOptions& o);
 };
@@ -37,7 +42,13 @@ std::optional<std::string> validateOptions(const MockOptions& o);
 // x-mock-fail-key, x-mock-chunk-bytes, x-mock-echo (1/true: the answer text, and every string
 // of tool-call arguments, is the last user turn's text; how tests see what the upstream got),
 // x-mock-echo-key (1/true: a simulated failure's message quotes the API key the request carried,
-// as real providers' "Incorrect API key provided: sk-..." do; how tests see a gateway mask it).
+// as real providers' "Incorrect API key provided: sk-..." do; how tests see a gateway mask it),
+// x-mock-error-event-rate and x-mock-error-event-after (a 200 stream that carries the format's
+// error event after N content chunks and ends: OpenAI's {"error":...} chunk, Responses'
+// response.failed, Anthropic's `error` event, Gemini's error chunk; overload for fail-status 503
+// or 529, rate limit for 429, a server error otherwise), x-mock-stall-after (a stream sends N
+// content chunks, then nothing more while the connection stays open), x-mock-slow-rate and
+// x-mock-slow-ms (that share of answers waits slow-ms before its first byte instead of ttfb-ms).
 // Returns a message naming the malformed header, or nullopt.
 std::optional<std::string> applyKnobHeaders(const http::Request& req, MockKnobs& k);
 

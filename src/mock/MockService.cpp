@@ -182,9 +182,115 @@ constexpr std::string_view kSseType = "text/event-stream; charset=utf-8";
 
 constexpr std::size_t kBatchBytes = 256 * 1024;
 
+// The in-band error events a provider sends after its 200 (the error-event knob): overload for
+// fail_status 503 or 529, a rate limit for 429, a server error otherwise.
+enum class Inband { Overloaded, RateLimited, ServerError };
+Inband inbandKind(int status) {
+  if (status == 503 || status == 529) return Inband::Overloaded;
+  if (status == 429) return Inband::RateLimited;
+  return Inband::ServerError;
+}
+
+std::function<std::string(std::size_t)> chatErrorEvent(int status) {
+  return [kind = inbandKind(status)](std::size_t) {
+    switch (kind) {
+      case Inband::Overloaded:
+        return std::string(
+            R"(data: {"error":{"message":"The server is overloaded, please try again later.","type":"server_error","param":null,"code":"server_overloaded"}})"
+            "\n\n");
+      case Inband::RateLimited:
+        return std::string(
+            R"(data: {"error":{"message":"Rate limit reached for requests.","type":"rate_limit_error","param":null,"code":"rate_limit_exceeded"}})"
+            "\n\n");
+      case Inband::ServerError:
+        break;
+    }
+    return std::string(
+        R"(data: {"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}})"
+        "\n\n");
+  };
+}
+
+std::function<std::string(std::size_t)> responsesErrorEvent(int status, std::size_t head_events, std::string id,
+                                                             std::string model, std::int64_t created) {
+  return [kind = inbandKind(status), head_events, id = std::move(id), model = std::move(model), created](std::size_t steps) {
+    const char* code = kind == Inband::Overloaded    ? "server_is_overloaded"
+                       : kind == Inband::RateLimited ? "rate_limit_exceeded"
+                                                     : "server_error";
+    const char* message = kind == Inband::Overloaded    ? "The server is overloaded, please try again later."
+                          : kind == Inband::RateLimited ? "Rate limit reached for requests."
+                                                        : "The server had an error while processing your request.";
+    std::string out = "event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":";
+    out += std::to_string(head_events + steps);
+    out += ",\"response\":{\"id\":";
+    appendJsonString(out, id);
+    out += ",\"object\":\"response\",\"created_at\":" + std::to_string(created);
+    out += ",\"status\":\"failed\",\"error\":{\"code\":\"";
+    out += code;
+    out += "\",\"message\":\"";
+    out += message;
+    out += "\"},\"incomplete_details\":null,\"model\":";
+    appendJsonString(out, model);
+    out += ",\"output\":[],\"usage\":null}}\n\n";
+    return out;
+  };
+}
+
+std::function<std::string(std::size_t)> anthropicErrorEvent(int status, std::string request_id) {
+  return [kind = inbandKind(status), request_id = std::move(request_id)](std::size_t) {
+    std::string out = "event: error\ndata: {\"type\":\"error\",\"error\":";
+    switch (kind) {
+      case Inband::Overloaded: out += R"({"type":"overloaded_error","message":"Overloaded"})"; break;
+      case Inband::RateLimited:
+        out += R"({"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"})";
+        break;
+      case Inband::ServerError: out += R"({"type":"api_error","message":"Internal server error"})"; break;
+    }
+    out += ",\"request_id\":";
+    appendJsonString(out, request_id);
+    out += "}\n\n";
+    return out;
+  };
+}
+
+std::function<std::string(std::size_t)> geminiErrorEvent(int status, bool sse) {
+  return [kind = inbandKind(status), sse](std::size_t steps) {
+    std::string out = sse ? "data: " : steps > 0 ? ",\r\n" : "";
+    switch (kind) {
+      case Inband::Overloaded:
+        out += R"({"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}})";
+        break;
+      case Inband::RateLimited:
+        out += R"({"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}})";
+        break;
+      case Inband::ServerError:
+        out += R"({"error":{"code":500,"message":"An internal error has occurred.","status":"INTERNAL"}})";
+        break;
+    }
+    out += sse ? "\r\n\r\n" : "]";
+    return out;
+  };
+}
+
+// Holds a stalled stream's connection open, sending nothing, until the client closes it (its
+// socket turns readable: EOF) or the longest knob delay has passed.
+net::awaitable<void> holdOpen(http::Responder& r) {
+  auto& sock = r.stream().socket();
+  net::steady_timer limit(co_await net::this_coro::executor);
+  limit.expires_after(std::chrono::milliseconds(kMaxKnobDelayMs));
+  limit.async_wait([&sock](const boost::system::error_code& ec) {
+    if (!ec) sock.cancel();
+  });
+  co_await sock.async_wait(net::socket_base::wait_read, net::as_tuple(net::use_awaitable));
+  limit.cancel();
+}
+
 // Writes a stream: in one write when unpaced (the mock must not be the bottleneck),
-// else one event per write with chunk_interval_ms before each content step. With reset_after
-// N (<= content steps), breaks the connection after N content steps: no finish, no [DONE].
+// else one event per write with chunk_interval_ms before each content step. It ends after its
+// content steps with its tail, or earlier, after the fewest steps one of these knobs names:
+// reset_after (the connection breaks: no finish, no [DONE]), stall_after (nothing more is sent
+// while the connection stays open) or error_event_after (the format's in-band error event, then
+// the end of the response; -1 when this answer drew no error event).
 net::awaitable<void> writeStream(http::Responder& r, const SseScript& s, const MockKnobs& k,
                                  std::string_view request_id, MockStats& stats,
                                  std::string_view content_type = kSseType, bool request_id_header = false) {
@@ -201,15 +307,26 @@ net::awaitable<void> writeStream(http::Responder& r, const SseScript& s, const M
     co_return;
   }
 
-  const bool reset = k.reset_after >= 0 && static_cast<std::size_t>(k.reset_after) <= s.content_count;
-  const std::size_t steps = reset ? static_cast<std::size_t>(k.reset_after) : s.content_count;
+  enum class End { Finish, Reset, Stall, Error };
+  End end = End::Finish;
+  std::size_t steps = s.content_count;
+  auto earlier = [&](int at, End e) {
+    if (at < 0 || static_cast<std::size_t>(at) > s.content_count) return;
+    if (end == End::Finish || static_cast<std::size_t>(at) < steps) {
+      steps = static_cast<std::size_t>(at);
+      end = e;
+    }
+  };
+  earlier(k.reset_after, End::Reset);
+  earlier(k.stall_after, End::Stall);
+  if (s.error_event) earlier(k.error_event_after, End::Error);
   // Every write reports whether the client (the gateway, in tests) is still there.
   auto done = [&](bool ok) {
     if (ok) stats.streamCompleted(); else stats.streamAborted();
   };
 
+  std::string buf;
   if (k.chunk_interval_ms == 0) {
-    std::string buf;
     buf.reserve(std::min<std::size_t>(kBatchBytes + 4096, 512 + (steps + 4) * 256));
     for (const auto& e : s.head) buf += e;
     for (std::size_t i = 0; i < steps; ++i) {
@@ -219,12 +336,6 @@ net::awaitable<void> writeStream(http::Responder& r, const SseScript& s, const M
         buf.clear();
       }
     }
-    if (!reset) {
-      for (const auto& e : s.tail) buf += e;
-      done(co_await r.writeLastChunk(buf));  // header, every event and the end: one write
-      co_return;
-    }
-    if (!buf.empty() && !co_await r.writeChunk(buf)) co_return done(false);
   } else {
     for (const auto& e : s.head)
       if (!co_await r.writeChunk(e)) co_return done(false);
@@ -235,14 +346,32 @@ net::awaitable<void> writeStream(http::Responder& r, const SseScript& s, const M
       s.content(i, ev);
       if (!co_await r.writeChunk(ev)) co_return done(false);
     }
-    if (!reset) {
+  }
+  switch (end) {
+    case End::Finish:
+      if (k.chunk_interval_ms == 0) {
+        for (const auto& e : s.tail) buf += e;
+        done(co_await r.writeLastChunk(buf));  // header, every event and the end: one write
+        co_return;
+      }
       for (std::size_t i = 0; i + 1 < s.tail.size(); ++i)
         if (!co_await r.writeChunk(s.tail[i])) co_return done(false);
       done(co_await r.writeLastChunk(s.tail.empty() ? std::string_view() : std::string_view(s.tail.back())));
       co_return;
-    }
+    case End::Error:
+      buf += s.error_event(steps);
+      done(co_await r.writeLastChunk(buf));
+      co_return;
+    case End::Stall:
+      if (!buf.empty() && !co_await r.writeChunk(buf)) co_return done(false);
+      if (buf.empty()) co_await r.flushHeader();
+      co_await holdOpen(r);
+      break;
+    case End::Reset:
+      if (!buf.empty() && !co_await r.writeChunk(buf)) co_return done(false);
+      break;
   }
-  r.abort();  // reset: no finish event, no [DONE], no terminating chunk
+  r.abort();  // reset or stall: no finish event, no [DONE], no terminating chunk
 }
 
 // A complete JSON answer, after the time a streamed one would have taken; with reset_after N
@@ -334,7 +463,11 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
   }
 
   // Latency comes first: a slow upstream is slow to fail as well.
-  co_await sleepMs(k.ttfb_ms);
+  const bool slow = k.slow_rate > 0.0 && (k.slow_rate >= 1.0 || randomUnit() < k.slow_rate);
+  co_await sleepMs(slow ? k.slow_ms : k.ttfb_ms);
+  // Whether this answer, if streamed, breaks with an in-band error event.
+  if (!(k.error_event_rate > 0.0 && (k.error_event_rate >= 1.0 || randomUnit() < k.error_event_rate)))
+    k.error_event_after = -1;
 
   const bool keyTargeted = !k.fail_key || MockStats::requestKey(req) == *k.fail_key;
   if (keyTargeted && k.fail_rate > 0.0 && (k.fail_rate >= 1.0 || randomUnit() < k.fail_rate)) {
@@ -438,10 +571,13 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
       Generation gen = planAnswer(cr.tools, chunks, cr.max_tokens, cr.stop, cr.n);
       gen.piece_bytes = piece_bytes;
       openai::ResponseMeta m{randomId("chatcmpl-", 29), created};
-      if (cr.stream)
-        co_await writeStream(r, openai::chatCompletionStream(cr, gen, m), k, request_id, stats_);
-      else
+      if (cr.stream) {
+        SseScript script = openai::chatCompletionStream(cr, gen, m);
+        script.error_event = chatErrorEvent(k.fail_status);
+        co_await writeStream(r, script, k, request_id, stats_);
+      } else {
         co_await writeAnswer(r, openai::chatCompletionJson(cr, gen, m), gen.pieces, k, request_id);
+      }
       co_return;
     }
     case kCompletions: {
@@ -453,9 +589,11 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
       Generation gen = planGeneration(chunks, cr.max_tokens, cr.stop, cr.choices);
       gen.piece_bytes = piece_bytes;
       openai::ResponseMeta m{randomId("cmpl-", 29), created};
-      if (cr.stream)
-        co_await writeStream(r, openai::completionStream(cr, gen, m), k, request_id, stats_);
-      else
+      if (cr.stream) {
+        SseScript script = openai::completionStream(cr, gen, m);
+        script.error_event = chatErrorEvent(k.fail_status);
+        co_await writeStream(r, script, k, request_id, stats_);
+      } else
         co_await writeAnswer(r, openai::completionJson(cr, gen, m), gen.pieces, k, request_id);
       co_return;
     }
@@ -481,6 +619,7 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
       responses::ResponseMeta m{randomId("resp_", 48), created, randomId("msg_", 48)};
       if (rr.stream) {
         SseScript script = responses::responseStream(rr, gen, m);
+        script.error_event = responsesErrorEvent(k.fail_status, script.head.size(), m.id, rr.model, created);
         co_await writeStream(r, script, k, request_id, stats_);
       } else {
         std::string answer = responses::responseJson(rr, gen, m);
@@ -501,6 +640,7 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
       const std::string id = randomId("msg_01", 22);
       if (mr.stream) {
         SseScript script = anthropic::messageStream(mr, gen, id);
+        script.error_event = anthropicErrorEvent(k.fail_status, request_id);
         co_await writeStream(r, script, k, request_id, stats_, kSseType, true);
       } else {
         std::string answer = anthropic::messageJson(mr, gen, id);
@@ -535,6 +675,7 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
       if (endpoint == kGeminiStream) {
         const bool sse = queryParam(req.target(), "alt") == std::optional<std::string_view>("sse");
         SseScript script = gemini::generateStream(gr, gen, response_id, sse);
+        script.error_event = geminiErrorEvent(k.fail_status, sse);
         co_await writeStream(r, script, k, request_id, stats_, sse ? std::string_view("text/event-stream") : gjson);
       } else {
         std::string answer = gemini::generateJson(gr, gen, response_id);

@@ -15,6 +15,9 @@ struct SseScript {
   std::size_t content_count = 0;
   std::function<void(std::size_t step, std::string& out)> content;  // appends step's framed events
   std::vector<std::string> tail;
+  // The format's in-band error event, framed, for a stream that fails after `steps` content
+  // steps (the mock's error-event knob); it ends the stream. Unset: the format has none.
+  std::function<std::string(std::size_t steps)> error_event;
 
   // The whole stream; for tests and for batched writes of short streams.
   std::string all() const {

@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
+mkdir -p "$C"/{commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -25,6 +25,22 @@ seed $C/stream_filter/responses_stream       00 07 $FX/mock/responses_stream.sse
   printf 'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}],"usage":null}\r\n\r\n'
   printf 'data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}}\r\n\r\n'
   printf 'data: [DONE]\r\n\r\n'; } >$C/stream_filter/usage_crlf
+
+# commit_gate: [format] [split]
+seed $C/commit_gate/openai_tools        00 02 $FX/providers/openai_stream_parallel_tools.sse
+seed $C/commit_gate/anthropic_thinking  01 03 $FX/providers/anthropic_stream_thinking.sse
+seed $C/commit_gate/gemini_tools        02 01 $GX/gemini_stream_thinking_tools.sse
+seed $C/commit_gate/responses_tools     03 05 $FX/mock/responses_function_call_stream.sse
+{ printf '\x00\x01'
+  printf 'data: {"choices":[{"delta":{"role":"assistant","content":""}}]}\n\n'
+  printf 'data: {"error":{"message":"busy","type":"server_error","code":"server_overloaded"}}\n\n'; } >$C/commit_gate/openai_inband
+{ printf '\x01\x02'
+  printf 'event: message_start\ndata: {"type":"message_start","message":{}}\n\n'
+  printf 'event: ping\ndata: {"type": "ping"}\n\n'
+  printf 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'; } >$C/commit_gate/anthropic_inband
+{ printf '\x03\x00'
+  printf 'event: response.created\ndata: {"type":"response.created","response":{}}\n\n'
+  printf 'event: response.failed\ndata: {"type":"response.failed","response":{"error":{"code":"rate_limit_exceeded","message":"x"}}}\n\n'; } >$C/commit_gate/responses_failed
 
 # stream_tap: [wire | strip<<7] [split]
 seed $C/stream_tap/openai_strip       80 02 $FX/providers/openai_stream_parallel_tools.sse

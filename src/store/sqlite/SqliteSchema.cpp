@@ -5,7 +5,7 @@ namespace {
 
 // AUTOINCREMENT on the control tables: an id is never reused, so a deleted key's logs never
 // point at a new key. request_logs keeps the plain rowid (cheaper; ids only order rows).
-constexpr Migration kMigrations[] = {
+constexpr Migration kSqliteMigrations[] = {
     {1, "control plane: virtual_keys, channels, upstream_keys", R"sql(
 CREATE TABLE virtual_keys (
   id                 INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -208,7 +208,7 @@ CREATE INDEX request_logs_status_time ON request_logs (status, time_ms);
 }  // namespace
 
 std::span<const Migration> sqliteMigrations() {
-  return kMigrations;
+  return kSqliteMigrations;
 }
 
 }  // namespace sluice::store

@@ -114,6 +114,61 @@ TEST_F(MockFormatsTest, AnthropicStreamAndReset) {
   EXPECT_EQ(stats.at("streams_completed").as_int64(), 1);
 }
 
+TEST_F(MockFormatsTest, InBandErrorEventsInEveryFormat) {
+#define SLUICE_INBAND {"x-mock-error-event-rate", "1"}, {"x-mock-error-event-after", "2"}
+  // Anthropic: two deltas, then the overload event, and the response ends whole.
+  auto a = post("/v1/messages", kMessagesStream, {SLUICE_INBAND, {"x-mock-fail-status", "529"}});
+  ASSERT_FALSE(a.ec) << a.ec.message();
+  EXPECT_EQ(a.status, 200);
+  EXPECT_EQ(countOf(a.body, "event: content_block_delta"), 2);
+  EXPECT_TRUE(a.body.ends_with("\n\n"));
+  const auto errAt = a.body.find("event: error\ndata: ");
+  ASSERT_NE(errAt, std::string::npos) << a.body;
+  auto ev = json::parse(a.body.substr(errAt + 19));
+  EXPECT_EQ(ev.at("error").at("type"), "overloaded_error");
+  EXPECT_EQ(a.body.find("message_stop"), std::string::npos);
+
+  auto c = post("/v1/chat/completions", R"({"model":"m","stream":true,"messages":[{"role":"user","content":"Hello"}]})",
+                {SLUICE_INBAND, {"x-mock-fail-status", "429"}});
+  ASSERT_FALSE(c.ec);
+  EXPECT_NE(c.body.find(R"(data: {"error":{"message":"Rate limit reached for requests.","type":"rate_limit_error")"),
+            std::string::npos)
+      << c.body;
+  EXPECT_EQ(c.body.find("[DONE]"), std::string::npos);
+
+  auto r = post("/v1/responses", R"({"model":"gpt-4.1","input":"Hello","stream":true})",
+                {SLUICE_INBAND, {"x-mock-fail-status", "503"}});
+  ASSERT_FALSE(r.ec);
+  EXPECT_EQ(countOf(r.body, "event: response.output_text.delta"), 2);
+  const auto failedAt = r.body.find("event: response.failed\ndata: ");
+  ASSERT_NE(failedAt, std::string::npos) << r.body;
+  auto failed = json::parse(r.body.substr(failedAt + 29));
+  EXPECT_EQ(failed.at("response").at("status"), "failed");
+  EXPECT_EQ(failed.at("response").at("error").at("code"), "server_is_overloaded");
+  EXPECT_EQ(r.body.find("response.completed"), std::string::npos);
+
+  auto g = post("/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", kGenerate,
+                {SLUICE_INBAND, {"x-mock-fail-status", "529"}});
+  ASSERT_FALSE(g.ec);
+  EXPECT_TRUE(g.body.ends_with(
+      R"(data: {"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}})"
+      "\r\n\r\n"))
+      << g.body;
+  // The JSON-array form stays one valid array.
+  auto arr = post("/v1beta/models/gemini-2.5-flash:streamGenerateContent", kGenerate,
+                  {SLUICE_INBAND, {"x-mock-fail-status", "503"}});
+  ASSERT_FALSE(arr.ec);
+  auto items = json::parse(arr.body).as_array();
+  ASSERT_EQ(items.size(), 3u);
+  EXPECT_EQ(items.back().at("error").at("status"), "UNAVAILABLE");
+
+  // Rate 0 (the default): the stream ends as usual.
+  auto whole = post("/v1/messages", kMessagesStream, {{"x-mock-error-event-after", "1"}});
+  EXPECT_EQ(whole.body.find("event: error"), std::string::npos);
+  EXPECT_NE(whole.body.find("message_stop"), std::string::npos);
+#undef SLUICE_INBAND
+}
+
 TEST_F(MockFormatsTest, AnthropicErrors) {
   auto r = post("/v1/messages", kMessages,
                 {{"x-mock-fail-rate", "1"}, {"x-mock-fail-status", "529"}, {"x-mock-retry-after", "7"}});

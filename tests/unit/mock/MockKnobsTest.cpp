@@ -107,6 +107,54 @@ TEST(MockKnobs, EchoPutsTheUserTextInTextAndArguments) {
   EXPECT_EQ(calls.calls[0].arguments, R"({"to":"x\"y","n":1,"tags":["x\"y"]})");
 }
 
+TEST(MockKnobs, StreamFaultHeaders) {
+  auto k = MockKnobs::fromOptions(MockOptions{});
+  EXPECT_EQ(k.error_event_rate, 0.0);
+  EXPECT_EQ(k.stall_after, -1);
+  EXPECT_EQ(k.slow_rate, 0.0);
+  ASSERT_FALSE(applyKnobHeaders(request({{"x-mock-error-event-rate", "0.3"},
+                                         {"x-mock-error-event-after", "2"},
+                                         {"x-mock-stall-after", "0"},
+                                         {"x-mock-slow-rate", "0.2"},
+                                         {"x-mock-slow-ms", "3000"}}),
+                                k));
+  EXPECT_EQ(k.error_event_rate, 0.3);
+  EXPECT_EQ(k.error_event_after, 2);
+  EXPECT_EQ(k.stall_after, 0);
+  EXPECT_EQ(k.slow_rate, 0.2);
+  EXPECT_EQ(k.slow_ms, 3000);
+  for (auto [name, value] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"x-mock-error-event-rate", "2"},
+           {"x-mock-error-event-after", "-1"},
+           {"x-mock-stall-after", "-2"},
+           {"x-mock-slow-rate", "x"},
+           {"x-mock-slow-ms", "600001"}}) {
+    auto kk = MockKnobs::fromOptions(MockOptions{});
+    auto e = applyKnobHeaders(request({{name, value}}), kk);
+    ASSERT_TRUE(e) << name << ": " << value;
+    EXPECT_NE(e->find(name), std::string::npos) << *e;
+  }
+  MockOptions o;
+  o.error_event_rate = 0.5;
+  o.error_event_after = 3;
+  o.stall_after = 4;
+  o.slow_rate = 1;
+  o.slow_ms = 50;
+  const auto fo = MockKnobs::fromOptions(o);
+  EXPECT_EQ(fo.error_event_rate, 0.5);
+  EXPECT_EQ(fo.error_event_after, 3);
+  EXPECT_EQ(fo.stall_after, 4);
+  EXPECT_EQ(fo.slow_ms, 50);
+  EXPECT_FALSE(validateOptions(o));
+  o.slow_rate = 1.5;
+  ASSERT_TRUE(validateOptions(o));
+  EXPECT_NE(validateOptions(o)->find("--slow-rate"), std::string::npos);
+  o.slow_rate = 0;
+  o.stall_after = -3;
+  ASSERT_TRUE(validateOptions(o));
+  EXPECT_NE(validateOptions(o)->find("--stall-after"), std::string::npos);
+}
+
 TEST(MockKnobs, ValidatesOptions) {
   EXPECT_FALSE(validateOptions(MockOptions{}));
   MockOptions o;
