@@ -101,6 +101,12 @@ export interface KeyHealth {
   reason?: string;
   successes?: number;
   failures?: number;
+  // Moving averages routing.balance: latency ranks by: time to first byte (null until
+  // measured) and the share of failed attempts, of the key and of its channel.
+  ttfb_ewma_ms?: number | null;
+  error_ewma?: number;
+  channel_ttfb_ewma_ms?: number | null;
+  channel_error_ewma?: number;
 }
 
 export interface ProbeResult {

@@ -589,7 +589,11 @@ constexpr std::string_view kDocument = R"json({
           "cooldown_until_ms": {"type": ["integer", "null"]},
           "reason": {"type": "string"},
           "successes": {"type": "integer"},
-          "failures": {"type": "integer"}
+          "failures": {"type": "integer"},
+          "ttfb_ewma_ms": {"type": ["number", "null"], "description": "moving average of the key's time to first byte (null until measured); routing.balance: latency ranks by it"},
+          "error_ewma": {"type": "number", "description": "moving average of the key's failed attempts, 0 to 1"},
+          "channel_ttfb_ewma_ms": {"type": ["number", "null"], "description": "the same for the key's channel"},
+          "channel_error_ewma": {"type": "number", "description": "the same for the key's channel"}
         }
       },
       "LogEntry": {

@@ -59,9 +59,9 @@ constexpr std::array<std::string_view, 1> kAuthKeys = {"master_key"};
 constexpr std::array<std::string_view, 1> kUrlKeys = {"url"};
 constexpr std::array<std::string_view, 6> kStoreKeys = {"url",        "request_logs",       "log_retention_days",
                                                         "log_bodies", "log_body_max_bytes", "secret_key"};
-constexpr std::array<std::string_view, 9> kRoutingKeys = {
-    "max_retries", "timeouts",          "cooldown_default", "breaker_failures", "breaker_cooldown",
-    "aliases",     "recovery_interval", "rules",            "fallbacks"};
+constexpr std::array<std::string_view, 12> kRoutingKeys = {
+    "max_retries", "timeouts", "cooldown_default", "breaker_failures", "breaker_cooldown", "aliases",
+    "recovery_interval", "rules", "fallbacks", "stall_timeout", "on_stall", "balance"};
 constexpr std::array<std::string_view, 4> kErrorRuleKeys = {"status", "body", "action", "for"};
 constexpr std::array<std::string_view, 3> kPriceKeys = {"input", "output", "cached_input"};
 constexpr std::array<std::string_view, 4> kTimeoutKeys = {"connect", "first_byte", "idle", "total"};
@@ -773,6 +773,18 @@ class Loader {
         errorRules(v, path, r.rules);
       } else if (key == "fallbacks") {
         fallbacks(v, path, r.fallbacks);
+      } else if (key == "stall_timeout") {
+        r.stall_timeout = duration(v, path, true);
+      } else if (key == "on_stall") {
+        const std::string a = scalar(v, path, "error");
+        const auto s = parseOnStall(a);
+        if (!s) fail(v, path + ": expected error, " + got(v, a));
+        r.on_stall = *s;
+      } else if (key == "balance") {
+        const std::string a = scalar(v, path, "weighted or latency");
+        const auto b = parseBalance(a);
+        if (!b) fail(v, path + ": expected weighted or latency, " + got(v, a));
+        r.balance = *b;
       }
     });
   }
@@ -1083,6 +1095,21 @@ std::optional<ErrorAction> parseErrorAction(std::string_view s) {
   return std::nullopt;
 }
 
+const char* balanceName(Balance b) { return b == Balance::Latency ? "latency" : "weighted"; }
+
+std::optional<Balance> parseBalance(std::string_view s) {
+  if (s == "weighted") return Balance::Weighted;
+  if (s == "latency") return Balance::Latency;
+  return std::nullopt;
+}
+
+const char* onStallName(OnStall) { return "error"; }
+
+std::optional<OnStall> parseOnStall(std::string_view s) {
+  if (s == "error") return OnStall::Error;
+  return std::nullopt;
+}
+
 const char* channelTypeName(ChannelType t) {
   for (const auto& e : kChannelTypes) {
     if (e.type == t) return e.name;
@@ -1195,6 +1222,9 @@ std::string describeConfig(const Config& c) {
   e << YAML::Key << "breaker_failures" << YAML::Value << c.routing.breaker_failures;
   e << YAML::Key << "breaker_cooldown" << YAML::Value << formatDuration(c.routing.breaker_cooldown);
   e << YAML::Key << "recovery_interval" << YAML::Value << formatDuration(c.routing.recovery_interval);
+  e << YAML::Key << "stall_timeout" << YAML::Value << formatDuration(c.routing.stall_timeout);
+  e << YAML::Key << "on_stall" << YAML::Value << onStallName(c.routing.on_stall);
+  e << YAML::Key << "balance" << YAML::Value << balanceName(c.routing.balance);
   if (!c.routing.aliases.empty()) {
     e << YAML::Key << "aliases" << YAML::Value << YAML::BeginMap;
     for (const auto& [from, to] : c.routing.aliases) e << YAML::Key << from << YAML::Value << to;

@@ -76,6 +76,15 @@ struct Timeouts {
 // next channel, a cool-down or a disable of the key (then the next key or channel), the
 // fallback models (routing.fallbacks), or the answer passed to the client now.
 enum class ErrorAction { Retry, Failover, Cooldown, Disable, Fallback, Return };
+// How the channels of one priority are ordered: a weighted random shuffle, or (latency) the
+// better of two weighted random picks by their recent time to first byte and errors first.
+enum class Balance { Weighted, Latency };
+const char* balanceName(Balance b);
+std::optional<Balance> parseBalance(std::string_view s);
+// What a stream that stalls (routing.stall_timeout) or is cut after its first byte ends with.
+enum class OnStall { Error };
+const char* onStallName(OnStall s);
+std::optional<OnStall> parseOnStall(std::string_view s);
 const char* errorActionName(ErrorAction a);
 std::optional<ErrorAction> parseErrorAction(std::string_view s);
 
@@ -105,6 +114,11 @@ struct RoutingConfig {
   // model -> the models tried in order once every channel of it has failed, or on a `fallback`
   // rule. Looked up by the name the client sent, then by the name an alias resolved it to.
   std::map<std::string, std::vector<std::string>> fallbacks;
+  // After the first byte: no byte from the upstream for this long is a stall (0: off; the idle
+  // timeout still applies).
+  Millis stall_timeout{0};
+  OnStall on_stall = OnStall::Error;
+  Balance balance = Balance::Weighted;
 };
 
 // USD per million tokens. cached_input < 0: cached prompt tokens cost the same as input.

@@ -26,6 +26,35 @@ void renderKeyStates(const Snapshot& snap, std::string& out) {
     out += fmt::format("sluice_channel_breaker_open{{channel=\"{}\"}} {}\n", metrics::labelValue(ch->cfg.name),
                        until > now ? 1 : 0);
   }
+  // What routing.balance: latency ranks by (learned whatever the balance is).
+  out += "# HELP sluice_channel_ttfb_ewma_ms Moving average of a channel's time to first byte, ms (absent until measured).\n";
+  out += "# TYPE sluice_channel_ttfb_ewma_ms gauge\n";
+  for (const auto& ch : snap.router->channels()) {
+    const double t = ch->health->latency.ttfb_ms.load(std::memory_order_relaxed);
+    if (t >= 0)
+      out += fmt::format("sluice_channel_ttfb_ewma_ms{{channel=\"{}\"}} {:.3f}\n", metrics::labelValue(ch->cfg.name), t);
+  }
+  out += "# HELP sluice_channel_error_ewma Moving average of a channel's failed attempts (0 to 1).\n";
+  out += "# TYPE sluice_channel_error_ewma gauge\n";
+  for (const auto& ch : snap.router->channels())
+    out += fmt::format("sluice_channel_error_ewma{{channel=\"{}\"}} {:.4f}\n", metrics::labelValue(ch->cfg.name),
+                       ch->health->latency.errors.load(std::memory_order_relaxed));
+  out += "# HELP sluice_upstream_key_ttfb_ewma_ms Moving average of a key's time to first byte, ms (absent until measured).\n";
+  out += "# TYPE sluice_upstream_key_ttfb_ewma_ms gauge\n";
+  for (const auto& ch : snap.router->channels())
+    for (const auto& k : ch->keys) {
+      const double t = k.health->latency.ttfb_ms.load(std::memory_order_relaxed);
+      if (t >= 0)
+        out += fmt::format("sluice_upstream_key_ttfb_ewma_ms{{channel=\"{}\",key=\"{}\"}} {:.3f}\n",
+                           metrics::labelValue(ch->cfg.name), metrics::labelValue(k.id), t);
+    }
+  out += "# HELP sluice_upstream_key_error_ewma Moving average of a key's failed attempts (0 to 1).\n";
+  out += "# TYPE sluice_upstream_key_error_ewma gauge\n";
+  for (const auto& ch : snap.router->channels())
+    for (const auto& k : ch->keys)
+      out += fmt::format("sluice_upstream_key_error_ewma{{channel=\"{}\",key=\"{}\"}} {:.4f}\n",
+                         metrics::labelValue(ch->cfg.name), metrics::labelValue(k.id),
+                         k.health->latency.errors.load(std::memory_order_relaxed));
 }
 
 void renderCacheMetrics(const cache::CacheStats& cs, std::string& out) {

@@ -1,5 +1,7 @@
 #include "gateway/LiveAdmin.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -40,6 +42,12 @@ http::Response adminError(int status, std::string message, const char* param = n
   return adminJson(status, json::object{{"error", std::move(e)}});
 }
 
+// The moving average of a time to first byte in ms, or null before the first sample.
+json::value ewmaTtfb(const routing::Ewma& e) {
+  const double t = e.ttfb_ms.load(std::memory_order_relaxed);
+  return t < 0 ? json::value(nullptr) : json::value(std::round(t * 1000) / 1000);
+}
+
 json::object keyStatus(const routing::Channel& ch, const routing::UpstreamKey& k) {
   auto now = routing::nowMs();
   auto until = k.health->cooldown_until_ms.load();
@@ -55,7 +63,11 @@ json::object keyStatus(const routing::Channel& ch, const routing::UpstreamKey& k
                       {"cooldown_until_ms", std::move(cooldown)},
                       {"reason", k.health->why()},
                       {"successes", k.health->successes.load()},
-                      {"failures", k.health->failures.load()}};
+                      {"failures", k.health->failures.load()},
+                      {"ttfb_ewma_ms", ewmaTtfb(k.health->latency)},
+                      {"error_ewma", k.health->latency.errors.load(std::memory_order_relaxed)},
+                      {"channel_ttfb_ewma_ms", ewmaTtfb(ch.health->latency)},
+                      {"channel_error_ewma", ch.health->latency.errors.load(std::memory_order_relaxed)}};
 }
 
 }  // namespace

@@ -134,7 +134,7 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
       auto a = co_await relay.attempt(pick, n, ua ? &*ua : nullptr);
       a.duration_ms = msSince(attemptStart);
       endAttemptSpan(ex, a);
-      snap.router->report(pick, a.outcome, a.status, a.retry_after_ms, a.why);
+      snap.router->report(pick, a.outcome, a.status, a.retry_after_ms, a.why, a.first_byte_ms);
       appendAttempt(rec.attempts_json, pick, ex.route.upstream_model, a);
       if (a.delivered) {
         // A success settled before its last bytes went out (the limits stage's commit hook); any

@@ -17,6 +17,7 @@
 #include "cache/Recorder.hpp"
 #include "cache/Replay.hpp"
 #include "core/Clock.hpp"
+#include "config/Scalars.hpp"
 #include "core/JsonText.hpp"
 #include "gateway/BodyFacts.hpp"
 #include "gateway/CommitGate.hpp"
@@ -383,6 +384,7 @@ boost::asio::awaitable<Attempt> Relay::attempt(const routing::Pick& p, int attem
   }
   auto& head = parser->get();
   a.status = static_cast<int>(head.result_int());
+  a.first_byte_ms = msSince(a.started);
   if (a.status >= 400) co_return co_await upstreamError(p, attemptNo, std::move(conn), *parser, std::move(a));
 
   bool sse = stream && head[bhttp::field::content_type].find("text/event-stream") != std::string_view::npos;
@@ -599,15 +601,21 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
     std::string bytes;
     Clock::time_point until;
   };
+  a.first_byte_ms = -1;  // a stream's first byte is its first event the client gets
   std::unique_ptr<Hold> hold;
   std::unique_ptr<Hold> spent;  // the hold that just committed: `got` may still read its bytes
   if (call.translatable()) hold.reset(new Hold{CommitGate(rh.upstream_format), {}, Clock::now() + t.first_byte});
+
+  // After the first byte: routing.stall_timeout when it is set and shorter, else the idle timeout.
+  const Millis stall = snap.cfg->routing.stall_timeout;
+  const bool stallBound = stall.count() > 0 && stall <= t.idle;
+  const Millis midStream = stallBound ? stall : t.idle;
 
   for (;;) {
     spent.reset();
     // Until a byte reaches the client the first-byte timeout applies and failure is retryable.
     bool sent = r.bytesSent() > 0;
-    Millis wait = sent ? t.idle : t.first_byte;
+    Millis wait = sent ? midStream : t.first_byte;
     if (hold) wait = std::clamp(std::chrono::ceil<Millis>(hold->until - Clock::now()), Millis(1), wait);
     // `got` is valid until this loop's first suspension (Connection::readBody): everything that
     // reads it (the filter, the log, the stages) runs before anything is written.
@@ -672,6 +680,7 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
         begun = true;
       }
       if (!out.empty() && rec.ttfb_ms < 0) rec.ttfb_ms = msSince(ctx.start);
+      if (a.first_byte_ms < 0) a.first_byte_ms = msSince(a.started);
       bool written = last ? co_await r.writeLastChunk(out) : co_await r.writeChunk(out);
       if (!written) {
         // The client left: stop reading and drop the upstream connection so the provider
@@ -694,6 +703,8 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
         why = "no first chunk within the first_byte timeout";
       else if (deadline.passed())  // a read waits at most what is left of the total
         why = "the request's total timeout ran out mid-stream";
+      else if (stallBound)
+        why = "upstream stream stalled: no bytes for " + config::formatDuration(stall) + " (routing.stall_timeout)";
       else
         why = "upstream stream idle past the idle timeout";
       if (r.bytesSent() == 0) {
@@ -703,9 +714,11 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
         co_return a;  // nothing reached the client: another attempt is still invisible
       }
       // After the first byte: no retry. End with a well-formed error event and close.
-      std::string event =
-          streamErrorEvent(call.wire, timedOut ? 504 : 502, timedOut ? "upstream_timeout" : "upstream_stream_broken",
-                           why + " (after the response started; not retried)");
+      const bool stalled = timedOut && stallBound && !deadline.passed();
+      std::string event = streamErrorEvent(
+          call.wire, timedOut ? 504 : 502,
+          stalled ? "upstream_stalled" : (timedOut ? "upstream_timeout" : "upstream_stream_broken"),
+          why + " (after the response started; not retried)", call.format() == providers::Format::OpenAIResponses);
       r.setKeepAlive(false);
       co_await r.writeChunk(event);
       co_await r.endStream();

@@ -52,6 +52,10 @@ struct Attempt {
   std::int64_t retry_after_ms = 0;
   bool delivered = false;  // the client got a response (or left): stop trying
   double duration_ms = 0;  // from the pick to the end of the attempt (for the log)
+  // From the attempt's start to the first byte of the answer (the response head; for a stream,
+  // the first event given to the client); < 0: none came. routing.balance: latency learns it.
+  double first_byte_ms = -1;
+  Clock::time_point started = Clock::now();
   std::string why;         // one line for the per-attempt summary
 };
 

@@ -99,7 +99,15 @@ http::Response errorResponse(Wire w, int status, std::string_view type, std::str
   return res;
 }
 
-std::string streamErrorEvent(Wire w, int status, std::string_view code, std::string_view message) {
+std::string streamErrorEvent(Wire w, int status, std::string_view code, std::string_view message, bool responses) {
+  if (responses) {
+    std::string e = "event: error\ndata: {\"type\":\"error\",\"code\":";
+    appendJsonString(e, code);
+    e.append(",\"message\":");
+    appendJsonString(e, message);
+    e.append(",\"param\":null}\n\n");
+    return e;
+  }
   switch (w) {
     case Wire::Anthropic:
       return "event: error\ndata: " + errorBody(w, status, "", code, message) + "\n\n";

@@ -22,7 +22,10 @@ Wire channelWire(config::ChannelType t);
 // `type` is OpenAI's error type; the other formats derive theirs from the status.
 http::Response errorResponse(Wire w, int status, std::string_view type, std::string_view code,
                              std::string_view message);
-// The event that ends a stream which broke after its first byte, in the caller's format.
-std::string streamErrorEvent(Wire w, int status, std::string_view code, std::string_view message);
+// The event that ends a stream which broke after its first byte, in the caller's format; a
+// Responses client (`responses`) gets the Responses API's `error` event:
+//  event: error / data: {"type":"error","code","message","param":null}
+std::string streamErrorEvent(Wire w, int status, std::string_view code, std::string_view message,
+                             bool responses = false);
 
 }  // namespace sluice::gateway

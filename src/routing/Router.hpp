@@ -20,12 +20,28 @@ namespace sluice::routing {
 
 std::int64_t nowMs();  // steady clock, milliseconds
 
+// Recent latency and errors of a channel or key (routing.balance: latency): exponentially
+// weighted moving averages, updated after each attempt. Lock-free; two attempts ending at once
+// may each overwrite the other's update, which only drops a sample.
+struct Ewma {
+  static constexpr double kAlpha = 0.2;  // the weight of the newest sample
+  std::atomic<double> ttfb_ms{-1.0};     // time to the first byte; < 0: not measured yet
+  std::atomic<double> errors{0.0};       // 1 for a failed attempt, 0 for one that answered
+  std::atomic<std::uint64_t> samples{0};
+
+  void add(double first_byte_ms, bool failed);
+  // What a pick costs: the average time to the first byte, made worse by recent errors; 0 for
+  // one never measured, so a new channel is tried.
+  double cost() const;
+};
+
 struct KeyHealth {
   std::atomic<std::int64_t> cooldown_until_ms{0};
   std::atomic<bool> disabled{false};
   std::atomic<bool> manual{false};  // disabled by hand (admin API), not by an upstream answer
   std::atomic<std::uint64_t> successes{0};
   std::atomic<std::uint64_t> failures{0};
+  Ewma latency;
   mutable std::mutex mu;  // guards reason only (rare writes)
   std::string reason;
 
@@ -43,6 +59,7 @@ struct ChannelHealth {
   std::atomic<std::int64_t> open_until_ms{0};  // breaker open while now < this
   std::atomic<bool> probing{false};            // a half-open probe is in flight
   std::atomic<std::uint32_t> next_key{0};      // round-robin cursor
+  Ewma latency;
 };
 
 class HealthRegistry {
@@ -134,7 +151,8 @@ class Router {
   const config::Config& config() const { return *cfg_; }
   const std::vector<std::unique_ptr<Channel>>& channels() const { return channels_; }
   // Channels serving `model` in try-order: priority ascending, weighted shuffle within a
-  // priority. An alias (routing.aliases) is resolved first; a "CHANNEL/MODEL" name pins the
+  // priority (routing.balance: latency: of the shuffle's first two, the one with the lower
+  // Ewma::cost goes first: power of two choices). An alias (routing.aliases) is resolved first; a "CHANNEL/MODEL" name pins the
   // channel. `routed_model` gets the model name the channels matched (alias and pin resolved);
   // Channel::upstreamModel maps it to what each channel sends upstream.
   std::vector<const Channel*> candidates(std::string_view model, std::string& routed_model) const;
@@ -147,8 +165,10 @@ class Router {
   // when it lists neither.
   const std::vector<std::string>& fallbacks(std::string_view requested, std::string_view routed) const;
 
-  // Health feedback after an attempt.
-  void report(const struct Pick& p, Outcome o, int status, std::int64_t retry_after_ms, const std::string& why) const;
+  // Health feedback after an attempt. `first_byte_ms`: from the attempt's start to the first
+  // byte of its answer (a stream's first meaningful event), < 0 when none came.
+  void report(const struct Pick& p, Outcome o, int status, std::int64_t retry_after_ms, const std::string& why,
+              double first_byte_ms = -1) const;
 
  private:
   std::shared_ptr<const config::Config> cfg_;

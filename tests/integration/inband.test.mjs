@@ -133,6 +133,30 @@ for (const [name, f] of Object.entries(formats)) {
     assert.equal((await good.stats()).requests, 0);
   });
 
+  test(`${name}: a stream that stalls after content ends, past routing.stall_timeout, with the format's error event`, async () => {
+    const { good, gw } = await pair(f.channel, { 'x-mock-stall-after': '2' }, { stall_timeout: '300ms' });
+    const res = await f.send(gw);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-sluice-channel'), 'bad');
+    const text = await res.text();
+    const events = sse(text);
+    const last = events.at(-1);
+    assert.ok(!text.includes('[DONE]') && !events.some((e) => e.event === 'message_stop'), 'not ended as if whole');
+    const err = name === 'responses' ? last.data : last.data.error;
+    if (name === 'responses') {
+      assert.equal(last.event, 'error');
+      assert.equal(err.type, 'error');
+      assert.equal(err.code, 'upstream_stalled');
+    } else if (name === 'anthropic') {
+      assert.equal(last.event, 'error');
+    }
+    assert.match(err.message, /stalled: no bytes for 300ms \(routing\.stall_timeout\)/);
+    assert.equal((await good.stats()).requests, 0, 'after the commit: not retried (on_stall: error)');
+    // The gateway keeps serving.
+    const again = await fetch(`${gw.url}/healthz`);
+    assert.equal(again.status, 200);
+  });
+
   test(`${name}: a stream that stalls before any content fails over within first_byte`, async () => {
     const { good, gw } = await pair(f.channel, { 'x-mock-stall-after': '0' });
     const res = await f.send(gw);

@@ -76,6 +76,12 @@ export function Channels() {
   );
 }
 
+// A moving average of time to first byte and of failed attempts, as one short phrase.
+function latencyText(ttfb: number | null | undefined, errors: number | undefined): string {
+  if (ttfb === null || ttfb === undefined) return errors ? `${Math.round(errors * 100)}% failed` : 'not measured yet';
+  return `${fmtMs(ttfb)} to first byte, ${Math.round((errors ?? 0) * 100)}% failed`;
+}
+
 function slug(s: string): string {
   return s.replace(/[^A-Za-z0-9_-]/g, '-');
 }
@@ -121,6 +127,7 @@ function ChannelCard({ channel: ch, health, onChange }: { channel: Channel; heal
           <div><dt>Base URL</dt><dd><code class="break">{ch.base_url}</code></dd></div>
           <div><dt>Models</dt><dd>{ch.models.map((m) => <code key={m} class="chip">{m}</code>)}</dd></div>
           <div><dt>Priority / weight</dt><dd>{ch.priority} / {ch.weight}</dd></div>
+          <div><dt>Recent latency</dt><dd data-testid="channel-latency">{latencyText(health[0]?.channel_ttfb_ewma_ms, health[0]?.channel_error_ewma)}</dd></div>
           {limits.length > 0 && (
             <div><dt>Limits</dt><dd>{limits.map(([k, label]) => <span key={k} class="chip">{label}: {fmtInt(ch[k] as number)}</span>)}</dd></div>
           )}
@@ -186,6 +193,7 @@ function KeyPool({ channel: ch, health, onChange }: { channel: Channel; health: 
                 <th scope="col">Key</th>
                 <th scope="col">State</th>
                 <th scope="col" class="num">OK / failed</th>
+                <th scope="col" class="num">Recent latency</th>
                 <th scope="col">Actions</th>
               </tr>
             </thead>
@@ -198,6 +206,7 @@ function KeyPool({ channel: ch, health, onChange }: { channel: Channel; health: 
                   <th scope="row"><code>{k.masked ?? '(cannot decrypt)'}</code> {k.label && <span class="muted">{k.label}</span>}</th>
                   <td data-label="State">{k.state === 'disabled' ? <><Badge kind="bad">disabled</Badge> <span class="muted">{k.disabled_reason}</span></> : <Badge kind="neutral">{ch.enabled ? 'being picked up…' : 'channel disabled'}</Badge>}</td>
                   <td class="num" data-label="OK / failed">—</td>
+                  <td class="num" data-label="Recent latency">—</td>
                   <td data-label="Actions">
                     <ActionButton kind="btn-danger" label={`Remove key ${k.masked ?? k.id}`} confirm="Remove this key from the pool?"
                       onClick={async () => { await api(`/channels/${ch.id}/keys/${k.id}`, { method: 'DELETE' }); await onChange(); }}>
@@ -246,6 +255,7 @@ function KeyRow({ h, label, channel: ch, onChange }: { h: KeyHealth; label?: str
       </th>
       <td data-label="State"><KeyState h={h} /></td>
       <td class="num" data-label="OK / failed">{fmtInt(h.successes ?? 0)} / {fmtInt(h.failures ?? 0)}</td>
+      <td class="num" data-label="Recent latency">{latencyText(h.ttfb_ewma_ms, h.error_ewma)}</td>
       <td data-label="Actions">
         <div class="row-actions">
           <ActionButton label={`Test key ${h.masked}`} testid="probe"

@@ -198,9 +198,16 @@ test('a 401 sends the user back to sign-in with a message', async () => {
 });
 
 test('channels: the config file channel is read-only; a new channel with one key, tested', async () => {
+  // One answer from the file's channel: its card shows the recent latency the router learned.
+  const served = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST',
+    headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'file-model', messages: [{ role: 'user', content: 'hi' }] }) });
+  assert.equal(served.status, 200);
+  await served.text();
   await go('/channels');
   const fileCard = page.getByTestId('channel-from-file');
   await fileCard.getByText('config file').waitFor();
+  assert.match(await fileCard.getByTestId('channel-latency').textContent(), /^[0-9.]+ ms to first byte, 0% failed$/);
   assert.equal(await fileCard.getByRole('button', { name: 'Edit' }).count(), 0, 'a config-file channel has no Edit button');
   await fileCard.locator('tr[data-state="active"]').waitFor();
 

@@ -951,6 +951,22 @@ TEST(ConfigParse, ErrorRulesAndFallbacks) {
   EXPECT_EQ(back->routing.fallbacks, c->routing.fallbacks);
 }
 
+TEST(ConfigParse, StallAndBalance) {
+  const auto d = parseConfig("routing:\n  max_retries: 1\n", "t.yaml");
+  EXPECT_EQ(d->routing.stall_timeout.count(), 0);  // off: today's idle timeout alone
+  EXPECT_EQ(d->routing.on_stall, OnStall::Error);
+  EXPECT_EQ(d->routing.balance, Balance::Weighted);
+  const auto c = parseConfig("routing:\n  stall_timeout: 30s\n  on_stall: error\n  balance: latency\n", "t.yaml");
+  EXPECT_EQ(c->routing.stall_timeout, std::chrono::milliseconds(30'000));
+  EXPECT_EQ(c->routing.balance, Balance::Latency);
+  const auto back = parseConfig(describeConfig(*c), "back.yaml");
+  EXPECT_EQ(back->routing.stall_timeout, c->routing.stall_timeout);
+  EXPECT_EQ(back->routing.on_stall, c->routing.on_stall);
+  EXPECT_EQ(back->routing.balance, c->routing.balance);
+  const auto off = parseConfig(describeConfig(*d), "back.yaml");
+  EXPECT_EQ(off->routing.stall_timeout.count(), 0);
+}
+
 TEST(ConfigErrors, ErrorRulesAndFallbacksSayWhatIsWrongAndWhere) {
   const std::pair<const char*, const char*> cases[] = {
       {"routing:\n  rules: {status: 400}\n", "routing.rules: expected a list of rules"},
@@ -968,6 +984,9 @@ TEST(ConfigErrors, ErrorRulesAndFallbacksSayWhatIsWrongAndWhere) {
       {"routing:\n  fallbacks: {gpt-4o: [gpt-4o]}\n", "cannot be its own fallback"},
       {"routing:\n  fallbacks: {gpt-4o: [a, a]}\n", "routing.fallbacks.gpt-4o[1]: \"a\" is listed twice"},
       {"routing:\n  fallbacks: {gpt-4o: [\"\"]}\n", "routing.fallbacks.gpt-4o[0]: expected a model name"},
+      {"routing:\n  balance: fastest\n", "routing.balance: expected weighted or latency"},
+      {"routing:\n  on_stall: retry\n", "routing.on_stall: expected error"},
+      {"routing:\n  stall_timeout: soon\n", "routing.stall_timeout: expected a duration"},
   };
   for (const auto& [yaml, want] : cases) {
     try {

@@ -284,6 +284,84 @@ TEST(Router, RetryLeavesTheKeyAloneAndFallbackLeavesTheChannelClosed) {
   EXPECT_EQ(p2.channel->health->consecutive_failures.load(), 0);
 }
 
+TEST(Ewma, FirstSampleSetsThenMovesByAlpha) {
+  Ewma e;
+  EXPECT_EQ(e.cost(), 0.0);  // never measured: tried first
+  e.add(100, false);
+  EXPECT_DOUBLE_EQ(e.ttfb_ms.load(), 100.0);
+  EXPECT_DOUBLE_EQ(e.errors.load(), 0.0);
+  e.add(200, false);
+  EXPECT_DOUBLE_EQ(e.ttfb_ms.load(), 100.0 + Ewma::kAlpha * 100.0);
+  e.add(-1, true);  // a failure without a first byte moves the errors only
+  EXPECT_DOUBLE_EQ(e.ttfb_ms.load(), 100.0 + Ewma::kAlpha * 100.0);
+  EXPECT_DOUBLE_EQ(e.errors.load(), Ewma::kAlpha);
+  Ewma failing;
+  failing.add(-1, true);
+  EXPECT_GT(failing.cost(), 0.0);  // failed without ever answering: not "never measured"
+}
+
+TEST(Router, LatencyBalancePutsTheFasterOfTwoFirst) {
+  HealthRegistry h;
+  auto cfg = std::make_shared<config::Config>(
+      *makeConfig({channel("fast", 1, 1, {"k"}), channel("slow", 1, 1, {"k"}), channel("backup", 2, 1, {"k"})}));
+  cfg->routing.balance = config::Balance::Latency;
+  Router r(cfg, h);
+  auto pickOf = [&](std::string_view name) {
+    for (const auto& c : r.channels())
+      if (c->cfg.name == name) return Pick{c.get(), &c->keys[0], false};
+    return Pick{};
+  };
+  for (int i = 0; i < 5; ++i) {
+    r.report(pickOf("fast"), Outcome::Success, 200, 0, "", 10);
+    r.report(pickOf("slow"), Outcome::Success, 200, 0, "", 150);
+  }
+  for (int i = 0; i < 500; ++i) {
+    std::string up;
+    auto c = r.candidates("m", up);
+    ASSERT_EQ(c.size(), 3u);
+    EXPECT_EQ(c[0]->cfg.name, "fast");
+    EXPECT_EQ(c[1]->cfg.name, "slow");  // still the failover after it
+    EXPECT_EQ(c[2]->cfg.name, "backup");  // priority before latency
+  }
+  // Errors outweigh speed: the fast one failing half its attempts goes second.
+  for (int i = 0; i < 5; ++i) r.report(pickOf("fast"), Outcome::ChannelFailure, 503, 0, "overloaded");
+  std::string up;
+  EXPECT_EQ(r.candidates("m", up)[0]->cfg.name, "slow");
+}
+
+TEST(Router, WeightedBalanceIgnoresLatency) {
+  HealthRegistry h;
+  Router r(makeConfig({channel("fast", 1, 1, {"k"}), channel("slow", 1, 1, {"k"})}), h);
+  for (const auto& c : r.channels()) r.report(Pick{c.get(), &c->keys[0], false}, Outcome::Success, 200, 0, "",
+                                              c->cfg.name == "fast" ? 10 : 150);
+  std::map<std::string, int> firsts;
+  for (int i = 0; i < 2000; ++i) {
+    std::string up;
+    ++firsts[r.candidates("m", up)[0]->cfg.name];
+  }
+  EXPECT_GT(firsts["slow"], 800);
+  EXPECT_GT(firsts["fast"], 800);
+}
+
+TEST(Router, LatencyBalancePicksTheBetterKey) {
+  HealthRegistry h;
+  auto cfg = std::make_shared<config::Config>(*makeConfig({channel("a", 1, 1, {"k1", "k2"})}));
+  cfg->routing.balance = config::Balance::Latency;
+  Router r(cfg, h);
+  const auto* ch = r.channels()[0].get();
+  r.report(Pick{ch, &ch->keys[0], false}, Outcome::Success, 200, 0, "", 300);
+  r.report(Pick{ch, &ch->keys[1], false}, Outcome::Success, 200, 0, "", 20);
+  for (int i = 0; i < 10; ++i) {
+    std::string up;
+    Attempts at(r, r.candidates("m", up));
+    std::int64_t ra = 0;
+    auto p = at.next(ra);
+    EXPECT_EQ(p.key, &ch->keys[1]);
+    auto second = at.next(ra);  // the other key is still there to fail over to
+    EXPECT_EQ(second.key, &ch->keys[0]);
+  }
+}
+
 }  // namespace router_test
 }  // namespace
 }  // namespace sluice::routing
