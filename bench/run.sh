@@ -35,6 +35,9 @@
 # header. Nor BENCH_ONLY=scale, bench/scale.sh (~9 min): 50 and 1000 concurrent realistic streams
 # and 5000 slow ones through Sluice, nginx and haproxy (req/s, CPU per request, RSS, memory per
 # stream, upstream connections opened); its own block, its knobs (SCALE_*, SLOW_*) in its header.
+# Nor BENCH_ONLY=streams, bench/streams.sh (~2 min): streams that fail after the provider's 200
+# (in-band error events) through Sluice, nginx and haproxy with the same spare upstream (success
+# rate, TTFB / close, upstream calls per request); its own block, its knobs (STREAMS_*) in its header.
 #
 # Everything it starts listens on 127.0.0.1 and is killed on exit.
 # Knobs (environment): BUILD_DIR, SLUICE, LOADGEN, NGINX, NGINX_WORKERS (auto),
@@ -97,7 +100,9 @@ case $BENCH_ONLY in
   store_scale) exec bash "$ROOT/bench/store_scale.sh" ;;
   # Thousands of concurrent streams against nginx and haproxy (bench/scale.sh); ~9 minutes.
   scale) exec bash "$ROOT/bench/scale.sh" ;;
-  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect, tls, store_scale or scale" ;;
+  # Streams that fail after the provider's 200 (bench/streams.sh); ~2 minutes.
+  streams) exec bash "$ROOT/bench/streams.sh" ;;
+  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect, tls, store_scale, scale or streams" ;;
 esac
 
 # ---------------------------------------------------------------- build
