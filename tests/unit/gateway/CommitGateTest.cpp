@@ -26,7 +26,9 @@ void expectEverySplit(Format f, const std::string& stream, V want, int status = 
   for (std::size_t step : {std::size_t(1), std::size_t(2), std::size_t(7), stream.size()}) {
     CommitGate g(f);
     EXPECT_EQ(feedAll(f, stream, step, &g), want) << "step " << step << ":\n" << stream;
-    if (want == V::Fail) EXPECT_EQ(g.status(), status) << stream;
+    if (want == V::Fail) {
+      EXPECT_EQ(g.status(), status) << stream;
+    }
   }
 }
 
