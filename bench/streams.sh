@@ -15,15 +15,20 @@
 #      both), sluice_weighted (both at priority 1, weight 1: the default balance) and
 #      sluice_latency (the same with routing.balance: latency). Reported: the share of requests
 #      the fast mock served, TTFB and close p50 / p99, the proxy's CPU per 10k.
+#   3. hedging: two mocks alike, each holding STREAMS_SLOW_RATE (0.2) of its first bytes for
+#      STREAMS_SLOW_FIRST_MS (3000). Targets: nginx_h (round robin over both), sluice_nohedge (one
+#      at priority 1, the other at 2) and sluice_hedge (the same with routing.hedge_after:
+#      STREAMS_HEDGE_AFTER, 300ms). Reported: TTFB and close p50 / p99, upstream calls per request.
 # Figures go into their own marked block of bench/BENCHMARKS.md. Everything it starts listens on
-# 127.0.0.1 and is stopped on exit. About 3 minutes by default.
+# 127.0.0.1 and is stopped on exit. About 4 minutes by default.
 # Knobs (environment): BUILD_DIR, SLUICE, LOADGEN, NGINX, HAPROXY, BENCH_OUT, BENCH_NO_BUILD=1,
 # BENCH_STRICT=1 (exit 1 when a target is missed), BENCH_KEEP_WORK=1, MOCK_CMD, SLUICE_WORKERS,
 # MOCK_WORKERS, NGINX_WORKERS, HAPROXY_THREADS, CHUNKS (20), STREAMS_CONCURRENCY (50),
 # STREAMS_SECONDS (12: per target), STREAMS_SEGMENTS (3), STREAMS_INBAND_RATE (0.3),
 # STREAMS_CHUNK_MS (5: between chunks), STREAMS_TARGETS ("direct direct_spare nginx haproxy sluice":
 # the in-band scenario's), STREAMS_FAST_MS (10), STREAMS_SLOW_MS (150), STREAMS_BALANCE (1: run the
-# balancing scenario; 0: not).
+# balancing scenario; 0: not), STREAMS_SLOW_RATE (0.2), STREAMS_SLOW_FIRST_MS (3000),
+# STREAMS_HEDGE_AFTER (300ms), STREAMS_HEDGE (1: run the hedging scenario; 0: not).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -40,6 +45,10 @@ STREAMS_TARGETS=${STREAMS_TARGETS:-direct direct_spare nginx haproxy sluice}
 STREAMS_FAST_MS=${STREAMS_FAST_MS:-10}
 STREAMS_SLOW_MS=${STREAMS_SLOW_MS:-150}
 STREAMS_BALANCE=${STREAMS_BALANCE:-1}
+STREAMS_SLOW_RATE=${STREAMS_SLOW_RATE:-0.2}
+STREAMS_SLOW_FIRST_MS=${STREAMS_SLOW_FIRST_MS:-3000}
+STREAMS_HEDGE_AFTER=${STREAMS_HEDGE_AFTER:-300ms}
+STREAMS_HEDGE=${STREAMS_HEDGE:-1}
 MODEL=gpt-4o-mini
 MASTER_KEY=sk-bench-master
 
@@ -65,7 +74,7 @@ declare -A PROXY_ROOT=() URL=()
 : >"$WORK/upstream.jsonl"
 
 # ---------------------------------------------------------------- processes
-read -r -a PORTS <<<"$(free_ports 11)"
+read -r -a PORTS <<<"$(free_ports 16)"
 P_FLAKY=${PORTS[0]} P_SPARE=${PORTS[1]}
 start mock-flaky "${MOCK[@]}" --listen "127.0.0.1:$P_FLAKY" --workers "$MOCK_WORKERS" --chunks "$CHUNKS" \
   --error-event-rate "$STREAMS_INBAND_RATE" --fail-status 529
@@ -126,6 +135,48 @@ PY
 fi
 TARGETS=()
 for t in direct direct_spare nginx haproxy sluice; do wants "$t" && TARGETS+=("$t"); done
+
+# The hedging scenario's: two mocks that are sometimes slow to start, round robin over them
+# (nginx), and Sluice without and with hedge_after.
+P_H1=${PORTS[11]} P_H2=${PORTS[12]}
+if [[ $STREAMS_HEDGE == 1 ]]; then
+  for h in 1 2; do
+    port=$P_H1; [[ $h == 2 ]] && port=$P_H2
+    start "mock-h$h" "${MOCK[@]}" --listen "127.0.0.1:$port" --workers "$MOCK_WORKERS" --chunks "$CHUNKS" \
+      --slow-rate "$STREAMS_SLOW_RATE" --slow-ms "$STREAMS_SLOW_FIRST_MS"
+    EXTRA_MOCK_PIDS+=" $PID"
+    wait_port "mock-h$h" "$PID" "$port" || die "mock h$h did not start"
+  done
+  mkdir -p "$WORK/nginx_h"
+  sed -e "s#@PREFIX@#$WORK/nginx_h#g" -e "s#@WORKERS@#$NGINX_WORKERS#g" -e "s#@LISTEN@#127.0.0.1:${PORTS[13]}#g" \
+      -e "s#@SSL@##g" -e "/ssl_certificate/d" \
+      -e "s#server @UPSTREAM@;#server 127.0.0.1:$P_H1; server 127.0.0.1:$P_H2;#g" \
+      -e "s#@KEEPALIVE@#$STREAMS_CONCURRENCY#g" -e "s#@CONNECTIONS@#$CONNECTIONS#g" -e "s#@NOFILE@#$((CONNECTIONS + 64))#g" \
+      -e "s#@HEADER_TIMEOUT@#60s#g" "$ROOT/bench/nginx_tls.conf.template" >"$WORK/nginx_h/nginx.conf"
+  start nginx_h "$NGINX" -p "$WORK/nginx_h" -c "$WORK/nginx_h/nginx.conf" -e "$WORK/nginx_h/error.log"
+  wait_port nginx_h "$PID" "${PORTS[13]}" || die "nginx did not start (see $WORK/nginx_h/error.log)"
+  PROXY_ROOT[nginx_h]=$PID URL[nginx_h]="http://127.0.0.1:${PORTS[13]}"
+  for v in nohedge hedge; do
+    port=${PORTS[14]}; [[ $v == hedge ]] && port=${PORTS[15]}
+    sluice_config "$WORK/sluice_$v.yaml" "$port" "$P_H1 $P_H2" ""
+    "$PYTHON" - "$WORK/sluice_$v.yaml" <<'PY'
+import sys
+p = sys.argv[1]
+lines = open(p).read().split("\n")
+seen = 0
+for i, l in enumerate(lines):
+    if l.strip() == "priority: 1":
+        seen += 1
+        if seen == 2:
+            lines[i] = l.replace("priority: 1", "priority: 2")
+open(p, "w").write("\n".join(lines))
+PY
+    [[ $v == hedge ]] && sed -i "s#^  max_retries: 2#  max_retries: 2\n  hedge_after: $STREAMS_HEDGE_AFTER#" "$WORK/sluice_$v.yaml"
+    start "sluice_$v" "$SLUICE" serve -c "$WORK/sluice_$v.yaml"
+    wait_port "sluice_$v" "$PID" "$port" 30 || die "sluice ($v) did not start"
+    PROXY_ROOT[sluice_$v]=$PID URL[sluice_$v]="http://127.0.0.1:$port"
+  done
+fi
 
 # The balancing scenario's proxies: round robin over fast and slow (nginx, haproxy), and Sluice
 # with each balance.
@@ -202,9 +253,23 @@ if [[ $STREAMS_BALANCE == 1 ]]; then
   done
 fi
 
+# ---------------------------------------------------------------- 3. hedging
+if [[ $STREAMS_HEDGE == 1 ]]; then
+  TARGETS=(nginx_h sluice_nohedge sluice_hedge)
+  UP_A=$P_H1 UP_B=$P_H2 NAME_A=h1 NAME_B=h2
+  log "streams 3: ${STREAMS_SLOW_RATE} of first bytes held ${STREAMS_SLOW_FIRST_MS} ms on both mocks; hedge_after $STREAMS_HEDGE_AFTER; $STREAMS_CONCURRENCY streams, ${STREAMS_SECONDS}s per target in $STREAMS_SEGMENTS segments"
+  for ((r = 0; r < STREAMS_SEGMENTS; r++)); do
+    for t in $(rotate "$r"); do
+      streams_measure hedge "$t" "$((r + 1))" "$(awk -v s="$seg" 'BEGIN { printf "%d", s + 60 }')" \
+        --url "${URL[$t]}/v1/chat/completions" "${HDRS[@]}" --mode load --prime --concurrency "$STREAMS_CONCURRENCY" \
+        --duration "$seg" --timeout 30 --samples
+    done
+  done
+fi
+
 # ---------------------------------------------------------------- report
 LOADAVG_END=$(cut -d' ' -f1-3 /proc/loadavg)
-ours=$(env | cut -d= -f1 | grep -E '^(STREAMS_CONCURRENCY|STREAMS_SECONDS|STREAMS_SEGMENTS|STREAMS_INBAND_RATE|STREAMS_CHUNK_MS|STREAMS_TARGETS|STREAMS_FAST_MS|STREAMS_SLOW_MS|STREAMS_BALANCE|SLUICE_WORKERS|MOCK_WORKERS|NGINX_WORKERS|HAPROXY_THREADS|CHUNKS|SLUICE)$' || true)
+ours=$(env | cut -d= -f1 | grep -E '^(STREAMS_CONCURRENCY|STREAMS_SECONDS|STREAMS_SEGMENTS|STREAMS_INBAND_RATE|STREAMS_CHUNK_MS|STREAMS_TARGETS|STREAMS_FAST_MS|STREAMS_SLOW_MS|STREAMS_BALANCE|STREAMS_SLOW_RATE|STREAMS_SLOW_FIRST_MS|STREAMS_HEDGE_AFTER|STREAMS_HEDGE|SLUICE_WORKERS|MOCK_WORKERS|NGINX_WORKERS|HAPROXY_THREADS|CHUNKS|SLUICE)$' || true)
 cmd=""
 for n in $ours; do
   if [[ ${!n} == *" "* ]]; then cmd+="$n=\"${!n}\" "; else cmd+="$n=${!n} "; fi
@@ -213,7 +278,8 @@ cmd+="BENCH_ONLY=streams bash bench/run.sh"
 "$PYTHON" "$ROOT/bench/streams_report.py" --work "$WORK" --out "$BENCH_OUT" --report "$ROOT/bench/report.py" \
   --set "command=$cmd" --set "concurrency=$STREAMS_CONCURRENCY" --set "seconds=$STREAMS_SECONDS" \
   --set "segments=$STREAMS_SEGMENTS" --set "inband_rate=$STREAMS_INBAND_RATE" --set "chunks=$CHUNKS" \
-  --set "chunk_ms=$STREAMS_CHUNK_MS" --set "fast_ms=$STREAMS_FAST_MS" --set "slow_ms=$STREAMS_SLOW_MS" --set "loadavg_start=$LOADAVG_START" --set "loadavg_end=$LOADAVG_END" \
+  --set "chunk_ms=$STREAMS_CHUNK_MS" --set "fast_ms=$STREAMS_FAST_MS" --set "slow_ms=$STREAMS_SLOW_MS" \
+  --set "slow_rate=$STREAMS_SLOW_RATE" --set "slow_first_ms=$STREAMS_SLOW_FIRST_MS" --set "hedge_after=$STREAMS_HEDGE_AFTER" --set "loadavg_start=$LOADAVG_START" --set "loadavg_end=$LOADAVG_END" \
   --set "nginx_version=$("$NGINX" -v 2>&1 | sed 's/^nginx version: nginx\///')" \
   --set "haproxy_version=$("$HAPROXY" -v 2>/dev/null | head -n 1 | awk '{print $3}')" \
   --set "sluice_workers=$SLUICE_WORKERS" --set "mock_workers=$MOCK_WORKERS" \

@@ -59,9 +59,10 @@ constexpr std::array<std::string_view, 1> kAuthKeys = {"master_key"};
 constexpr std::array<std::string_view, 1> kUrlKeys = {"url"};
 constexpr std::array<std::string_view, 6> kStoreKeys = {"url",        "request_logs",       "log_retention_days",
                                                         "log_bodies", "log_body_max_bytes", "secret_key"};
-constexpr std::array<std::string_view, 12> kRoutingKeys = {
-    "max_retries", "timeouts", "cooldown_default", "breaker_failures", "breaker_cooldown", "aliases",
-    "recovery_interval", "rules", "fallbacks", "stall_timeout", "on_stall", "balance"};
+constexpr std::array<std::string_view, 13> kRoutingKeys = {
+    "max_retries",       "timeouts", "cooldown_default", "breaker_failures", "breaker_cooldown",
+    "aliases",           "recovery_interval", "rules",   "fallbacks",        "stall_timeout",
+    "on_stall",          "balance",  "hedge_after"};
 constexpr std::array<std::string_view, 4> kErrorRuleKeys = {"status", "body", "action", "for"};
 constexpr std::array<std::string_view, 3> kPriceKeys = {"input", "output", "cached_input"};
 constexpr std::array<std::string_view, 4> kTimeoutKeys = {"connect", "first_byte", "idle", "total"};
@@ -780,6 +781,14 @@ class Loader {
         const auto s = parseOnStall(a);
         if (!s) fail(v, path + ": expected error, " + got(v, a));
         r.on_stall = *s;
+      } else if (key == "hedge_after") {
+        if (v.IsScalar() && v.Scalar() == "auto") {
+          r.hedge_auto = true;
+          r.hedge_after = Millis(0);
+        } else {
+          r.hedge_auto = false;
+          r.hedge_after = duration(v, path, true);
+        }
       } else if (key == "balance") {
         const std::string a = scalar(v, path, "weighted or latency");
         const auto b = parseBalance(a);
@@ -1225,6 +1234,8 @@ std::string describeConfig(const Config& c) {
   e << YAML::Key << "stall_timeout" << YAML::Value << formatDuration(c.routing.stall_timeout);
   e << YAML::Key << "on_stall" << YAML::Value << onStallName(c.routing.on_stall);
   e << YAML::Key << "balance" << YAML::Value << balanceName(c.routing.balance);
+  e << YAML::Key << "hedge_after" << YAML::Value
+    << (c.routing.hedge_auto ? std::string("auto") : formatDuration(c.routing.hedge_after));
   if (!c.routing.aliases.empty()) {
     e << YAML::Key << "aliases" << YAML::Value << YAML::BeginMap;
     for (const auto& [from, to] : c.routing.aliases) e << YAML::Key << from << YAML::Value << to;

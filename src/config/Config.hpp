@@ -119,6 +119,11 @@ struct RoutingConfig {
   Millis stall_timeout{0};
   OnStall on_stall = OnStall::Error;
   Balance balance = Balance::Weighted;
+  // No first byte (a stream's first meaningful event) this long after an attempt began: the next
+  // candidate is started too, and the first to answer is given. 0: off. hedge_auto: the
+  // channel's recent p95 time to first byte instead (no hedge until it has enough samples).
+  Millis hedge_after{0};
+  bool hedge_auto = false;
 };
 
 // USD per million tokens. cached_input < 0: cached prompt tokens cost the same as input.

@@ -3,7 +3,16 @@
 #include <fmt/format.h>
 #include <boost/beast/http/field.hpp>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <algorithm>
+#include <cmath>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +55,46 @@ void appendAttempt(std::string& json_array, const routing::Pick& p, std::string_
   json_array.append("}]");
 }
 
+// A hedged request's two openings (Relay::open), run side by side; the first to reach its first
+// meaningful byte is finished, the other cancelled. Shared with the openings' coroutines, which
+// may outlive the wait for them by a step (they touch only this once cancelled).
+struct Race {
+  explicit Race(const boost::asio::any_io_executor& e) : wake(e) {}
+  relay::Opening o[2];
+  routing::Pick pick[2];
+  std::optional<UpstreamAttempt> stages;  // the hedge's own (the first attempt's are the loop's)
+  bool started[2] = {false, false};
+  bool finished[2] = {false, false};
+  bool cancelled[2] = {false, false};
+  boost::asio::steady_timer wake;  // cancelled when an opening finishes
+
+  bool allDone() const { return (!started[0] || finished[0]) && (!started[1] || finished[1]); }
+  boost::asio::awaitable<void> waitUntil(Clock::time_point until) {
+    wake.expires_at(until);
+    boost::system::error_code ec;
+    co_await wake.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  }
+};
+
+boost::asio::awaitable<void> openIn(std::shared_ptr<Race> race, int i, Relay& relay, const UpstreamAttempt* stages) {
+  try {
+    co_await relay.open(race->pick[i], stages, race->o[i]);
+  } catch (const std::exception& e) {
+    race->o[i].done = true;
+    race->o[i].a.why = std::string("internal error: ") + e.what();
+  }
+  race->finished[i] = true;
+  race->wake.cancel();
+}
+
+// How long the attempt on `p` may go without a first byte before the next candidate is started
+// too (routing.hedge_after; auto: the channel's recent p95); 0: no hedge.
+relay::Millis hedgeDelay(const config::RoutingConfig& rc, const routing::Pick& p) {
+  if (!rc.hedge_auto) return rc.hedge_after;
+  const double p95 = p.channel->health->recent.p95();
+  return p95 < 0 ? relay::Millis(0) : relay::Millis(static_cast<std::int64_t>(std::ceil(p95)) + 1);
+}
+
 }  // namespace
 
 void scrubRecord(const Snapshot& snap, RequestRecord& rec) {
@@ -85,6 +134,7 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
   std::string quotaWhy;
   const int maxAttempts = cfg.routing.max_retries + 1;
   int n = 1;  // the request's attempt number, across its models
+  bool hedgeUsed = false;  // at most one hedge a request
   for (;;) {
     relay.fallback_left = nextFallback < fallbacks.size();
     routing::Attempts attempts(*snap.router, std::move(modelCandidates));
@@ -131,30 +181,161 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
       rec.key_id = pick.key->id;
       const auto attemptStart = Clock::now();
       beginAttemptSpan(ex, pick, n);
-      auto a = co_await relay.attempt(pick, n, ua ? &*ua : nullptr);
+      // A failed attempt's bookkeeping: its health, its line in the log and the summary, what the
+      // stages took for it given back (a key's request, none of its tokens), what is tried next.
+      // False when a rule said this model's channels won't do.
+      auto failed = [&](const routing::Pick& fp, Attempt& fa, bool report) -> boost::asio::awaitable<bool> {
+        if (report) snap.router->report(fp, fa.outcome, fa.status, fa.retry_after_ms, fa.why, fa.first_byte_ms);
+        appendAttempt(rec.attempts_json, fp, ex.route.upstream_model, fa);
+        if (wayback::takes(ex, Stage::kAttempt)) co_await wayback::attemptFailed(ex, fp);
+        summary.push_back(fmt::format("#{} {} key {}: {}", n, fp.channel->cfg.name, fp.key->id, fa.why));
+        allTimeouts = allTimeouts && fa.timeout;
+        all429 = all429 && fa.status == 429;
+        if (fa.status == 429) retryAfter = std::max(retryAfter, fa.retry_after_ms);
+        ++n;
+        ++tries;
+        if (fa.outcome == routing::Outcome::Fallback) co_return false;
+        attempts.failed(fp, fa.outcome);
+        if (tries < maxAttempts && report)
+          metrics::registry().retry(fp.channel->cfg.name,
+                                    fa.timeout ? "timeout" : fa.status ? std::to_string(fa.status) : "connect");
+        co_return true;
+      };
+      Attempt a;
+      routing::Pick served = pick;
+      const relay::Millis hedgeIn = hedgeUsed || tries + 1 >= maxAttempts ? relay::Millis(0) : hedgeDelay(cfg.routing, pick);
+      if (hedgeIn.count() <= 0) {
+        a = co_await relay.attempt(pick, n, ua ? &*ua : nullptr);
+      } else {
+        // Hedged: the attempt runs on its own; with no first byte after hedgeIn the next candidate
+        // is started too. The first to reach its first meaningful byte (or an answer status) is
+        // given to the client; the other is cancelled, its connection closed. One hedge a request.
+        auto race = std::make_shared<Race>(co_await boost::asio::this_coro::executor);
+        race->pick[0] = pick;
+        race->o[0].cancelled = &race->cancelled[0];
+        race->started[0] = true;
+        boost::asio::co_spawn(race->wake.get_executor(), openIn(race, 0, relay, ua ? &*ua : nullptr),
+                              boost::asio::detached);
+        co_await race->waitUntil(std::min(Clock::now() + hedgeIn, relay.deadline.at));
+        if (!race->finished[0] && !relay.deadline.passed()) {
+          std::int64_t cool = 0;
+          const auto second = attempts.next(cool);
+          bool go = second.channel != nullptr;
+          if (go && wayback::takes(ex, Stage::kAttempt)) {
+            race->pick[1] = second;
+            std::string_view madeB;
+            go = !relay.prepareBody(second, madeB);  // one the channel cannot take is not a hedge
+            if (go) {
+              race->stages.emplace(race->pick[1], estTokens, madeB);
+              co_await wayback::attempt(ex, *race->stages);
+              if (race->stages->skip != UpstreamAttempt::Skip::None) {
+                go = false;
+                if (race->stages->skip == UpstreamAttempt::Skip::Channel) attempts.skipChannel(second);
+                else if (second.probe) second.channel->health->probing.store(false);
+              }
+            }
+          }
+          if (go) {
+            race->pick[1] = second;
+            race->o[1].cancelled = &race->cancelled[1];
+            race->started[1] = true;
+            boost::asio::co_spawn(race->wake.get_executor(),
+                                  openIn(race, 1, relay, race->stages ? &*race->stages : nullptr),
+                                  boost::asio::detached);
+          } else if (second.channel && second.probe) {
+            second.channel->health->probing.store(false);
+          }
+        }
+        // The first opening that reaches an answer wins; one that failed before it is a failed
+        // attempt, and the race goes on. A hedge its channel cannot take (its format) is no answer.
+        auto answered = [&](int i) {
+          return race->started[i] && race->finished[i] && !race->o[i].done && (i == 0 || !race->o[i].untranslatable);
+        };
+        int winner = -1;
+        for (;;) {
+          for (int i = 0; i < 2 && winner < 0; ++i)
+            if (answered(i)) winner = i;
+          if (winner >= 0 || race->allDone()) break;
+          co_await race->waitUntil(Clock::time_point::max());
+        }
+        for (int i = 0; i < 2; ++i) {
+          if (!race->started[i] || i == winner || race->finished[i]) continue;
+          race->cancelled[i] = true;  // the loser: it stops at its next step
+          if (race->o[i].conn) race->o[i].conn->close();
+        }
+        hedgeUsed = race->started[1];
+        if (race->started[1])
+          metrics::registry().hedge(race->pick[1].channel->cfg.name,
+                                    winner == 1 ? "won" : winner == 0 ? "lost" : "failed");
+        // The attempts keep the numbers they were started with: the first n, the hedge n + 1.
+        const int first = n;
+        const int made = race->started[1] ? 2 : 1;
+        bool fallback = false;
+        // The others' bookkeeping, in the order of their numbers: those before the winner now,
+        // those after it once the winner is done.
+        auto others = [&](int from, int to) -> boost::asio::awaitable<void> {
+          for (int i = from; i < to; ++i) {
+            if (i == winner) continue;
+            Attempt& la = race->o[i].a;
+            la.duration_ms = msSince(la.started);
+            const bool own = !race->cancelled[i];  // failed on its own, not cancelled
+            if (!own) {
+              la.outcome = routing::Outcome::ChannelFailure;
+              la.status = 0;
+              la.why = fmt::format("hedge: cancelled, {} answered first", race->pick[winner].channel->cfg.name);
+            } else if (race->o[i].untranslatable) {
+              la.outcome = routing::Outcome::ChannelFailure;
+              la.status = race->o[i].untranslatable->status;
+              la.why = race->o[i].untranslatable->message;
+            }
+            n = first + i;
+            if (!co_await failed(race->pick[i], la, own)) fallback = true;
+          }
+          n = first + made;
+        };
+        co_await others(0, winner < 0 ? made : winner);
+        if (winner < 0) {
+          endAttemptSpan(ex, race->o[0].a);
+          if (fallback) break;
+          continue;
+        }
+        served = race->pick[winner];
+        rec.attempts = first + winner;
+        rec.channel = served.channel->cfg.name;
+        rec.key_id = served.key->id;
+        std::string_view madeW;
+        if (!race->o[winner].untranslatable) relay.prepareBody(served, madeW);  // its upstream model again
+        a = co_await relay.finish(served, first + winner, race->o[winner]);
+        // The loser stops at its next step: wait for it, so nothing of this request outlives it.
+        while (!race->allDone()) co_await race->waitUntil(Clock::time_point::max());
+        a.duration_ms = msSince(attemptStart);
+        endAttemptSpan(ex, a);
+        bool more = true;
+        if (a.delivered) {
+          snap.router->report(served, a.outcome, a.status, a.retry_after_ms, a.why, a.first_byte_ms);
+          appendAttempt(rec.attempts_json, served, ex.route.upstream_model, a);
+          ex.settle.served = served;
+        } else {
+          n = first + winner;
+          more = co_await failed(served, a, true);
+        }
+        co_await others(winner + 1, made);
+        if (a.delivered) co_return;
+        if (!more || fallback) break;
+        continue;
+      }
       a.duration_ms = msSince(attemptStart);
       endAttemptSpan(ex, a);
-      snap.router->report(pick, a.outcome, a.status, a.retry_after_ms, a.why, a.first_byte_ms);
-      appendAttempt(rec.attempts_json, pick, ex.route.upstream_model, a);
       if (a.delivered) {
+        snap.router->report(served, a.outcome, a.status, a.retry_after_ms, a.why, a.first_byte_ms);
+        appendAttempt(rec.attempts_json, served, ex.route.upstream_model, a);
         // A success settled before its last bytes went out (the limits stage's commit hook); any
         // other answer (an error the client must fix, a stream that broke after it started)
         // settles with what is known when the request completes, charged to this attempt.
-        ex.settle.served = pick;
+        ex.settle.served = served;
         co_return;
       }
-      // What the stages took for the attempt goes back (a key's request, none of its tokens).
-      if (wayback::takes(ex, Stage::kAttempt)) co_await wayback::attemptFailed(ex, pick);
-      summary.push_back(fmt::format("#{} {} key {}: {}", n, ch.cfg.name, pick.key->id, a.why));
-      allTimeouts = allTimeouts && a.timeout;
-      all429 = all429 && a.status == 429;
-      if (a.status == 429) retryAfter = std::max(retryAfter, a.retry_after_ms);
-      ++n;
-      ++tries;
-      if (a.outcome == routing::Outcome::Fallback) break;  // a rule: this model's channels won't do
-      attempts.failed(pick, a.outcome);
-      if (tries < maxAttempts)
-        metrics::registry().retry(ch.cfg.name, a.timeout ? "timeout" : a.status ? std::to_string(a.status) : "connect");
+      if (!co_await failed(served, a, true)) break;  // a rule: this model's channels won't do
     }
     if (relay.deadline.passed()) break;
     // This model is spent: the next fallback model that has a channel for this request.

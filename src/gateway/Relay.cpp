@@ -341,15 +341,35 @@ void Relay::copyResponseHeaders(const bhttp::fields& from, bhttp::fields& to, co
 }
 
 boost::asio::awaitable<Attempt> Relay::attempt(const routing::Pick& p, int attemptNo, const UpstreamAttempt* stages) {
+  Opening o;
+  co_await open(p, stages, o);
+  co_return co_await finish(p, attemptNo, o);
+}
+
+boost::asio::awaitable<void> Relay::open(const routing::Pick& p, const UpstreamAttempt* stages, Opening& o) {
   const auto& t = snap.cfg->routing.timeouts;
-  Attempt a;
-  std::unique_ptr<upstream::Connection> conn;
-  std::optional<upstream::ResponseParser> parser;
+  Attempt& a = o.a;
+  // A hedge that lost stops at its next step: it closes what it holds and touches nothing else
+  // (the request may have ended, its relay with it).
+  auto lost = [&o] {
+    if (!o.cancelled || !*o.cancelled) return false;
+    if (o.conn) o.conn->close();
+    o.done = true;
+    o.a.why = "hedge lost";
+    return true;
+  };
   std::string_view sendBody;
   if (stages) {
     sendBody = stages->sendBody();
   } else if (auto err = prepareBody(p, sendBody)) {
-    co_return co_await refuseUntranslatable(*err);
+    o.untranslatable = std::move(*err);
+    co_return;
+  }
+  // A hedged attempt keeps its own copy: the body made for the other channel may replace the
+  // relay's while this one is still being sent.
+  if (o.cancelled) {
+    o.own_body.assign(sendBody);
+    sendBody = o.own_body;
   }
   const std::string upHead = buildUpstreamHead(p, sendBody, stages ? std::string_view(stages->header_lines) : "");
 
@@ -358,38 +378,95 @@ boost::asio::awaitable<Attempt> Relay::attempt(const routing::Pick& p, int attem
   for (int fresh = 0; fresh < 2; ++fresh) {
     const auto connectStart = Clock::now();
     auto [cec, c] = co_await pool.acquire(p.channel->endpoint, deadline.cap(t.connect), fresh == 0);
-    if (ex.trace && (cec || !c->reused)) traceWait(ex, "connect", connectStart, cec);
+    if (!cec) o.conn = std::move(c);
+    if (lost()) co_return;
+    if (ex.trace && (cec || !o.conn->reused)) traceWait(ex, "connect", connectStart, cec);
     if (cec) {
       a.timeout = cec == boost::beast::error::timeout;
       a.why = a.timeout ? "connect timed out" : "connect failed: " + cec.message();
-      co_return a;
+      o.done = true;
+      co_return;
     }
-    conn = std::move(c);
     const auto sentAt = Clock::now();
-    auto wec = co_await conn->writeRaw(upHead, sendBody, deadline.cap(t.connect));
+    auto wec = co_await o.conn->writeRaw(upHead, sendBody, deadline.cap(t.connect));
+    if (lost()) co_return;
     if (!wec) {
-      parser.emplace();
-      parser->body_limit(boost::none);
-      wec = co_await conn->readHeader(*parser, deadline.cap(t.first_byte));
+      o.parser.emplace();
+      o.parser->body_limit(boost::none);
+      wec = co_await o.conn->readHeader(*o.parser, deadline.cap(t.first_byte));
+      if (lost()) co_return;
     }
     if (ex.trace) traceWait(ex, "first byte", sentAt, wec);
     if (!wec) break;
-    bool stale = conn->reused && wec != boost::beast::error::timeout;
-    conn->close();
-    conn.reset();
+    bool stale = o.conn->reused && wec != boost::beast::error::timeout;
+    o.conn->close();
+    o.conn.reset();
     if (stale && fresh == 0) continue;
     a.timeout = wec == boost::beast::error::timeout;
     a.why = a.timeout ? "no response header within the first_byte timeout" : "upstream failed: " + wec.message();
-    co_return a;
+    o.done = true;
+    co_return;
   }
-  auto& head = parser->get();
+  auto& head = o.parser->get();
   a.status = static_cast<int>(head.result_int());
   a.first_byte_ms = msSince(a.started);
-  if (a.status >= 400) co_return co_await upstreamError(p, attemptNo, std::move(conn), *parser, std::move(a));
+  if (a.status >= 400) co_return;  // finish() reads why
+  o.sse = stream && head[bhttp::field::content_type].find("text/event-stream") != std::string_view::npos;
+  if (!o.sse) co_return;
+  if (!call.translatable()) {
+    a.first_byte_ms = -1;  // a stream's first byte is its first event the client gets
+    co_return;
+  }
+  // Commit on the first meaningful event (chat-like calls): the upstream's first events are held,
+  // unread by the tap and the stages, until one carries content, a tool call or reasoning; an
+  // in-band error before it fails this attempt unseen. Bounded by first_byte from here.
+  o.held_stream = true;
+  CommitGate gate(translating(p) ? upstreamFormat(p) : call.format());  // the format it answers in
+  const auto until = Clock::now() + t.first_byte;
+  for (;;) {
+    const Millis wait = std::clamp(std::chrono::ceil<Millis>(until - Clock::now()), Millis(1), t.first_byte);
+    // `got` is valid until the next suspension: kept (copied) before it.
+    auto [ec, got] = co_await o.conn->readBody(*o.parser, deadline.cap(wait));
+    if (lost()) co_return;
+    auto v = gate.feed(got);
+    if (v == CommitGate::Verdict::Hold && o.parser->is_done() && !ec) v = CommitGate::Verdict::Commit;  // the end
+    if (v == CommitGate::Verdict::Fail) {
+      if (auto failed = inbandFailure(gate, a)) {
+        o.conn->close();
+        a = *failed;
+        o.done = true;
+        co_return;
+      }
+      v = CommitGate::Verdict::Commit;  // a `return` rule: the client gets the stream as it is
+    }
+    if (v == CommitGate::Verdict::Hold) {
+      if (!ec) {
+        o.held.append(got);
+        continue;
+      }
+      // Broken or silent before any content: a failed attempt the client never sees.
+      o.conn->close();
+      a.outcome = Outcome::ChannelFailure;
+      a.timeout = ec == boost::beast::error::timeout;
+      a.why = a.timeout ? (deadline.passed() ? "the request's total timeout ran out before the first content"
+                                             : "no content within the first_byte timeout")
+                        : "upstream stream broke before the first content: " + ec.message();
+      o.done = true;
+      co_return;
+    }
+    o.held.append(got);  // the held events and this piece: the stream's first, as one
+    o.held_ec = ec;
+    a.first_byte_ms = msSince(a.started);
+    co_return;
+  }
+}
 
-  bool sse = stream && head[bhttp::field::content_type].find("text/event-stream") != std::string_view::npos;
-  if (!sse) co_return co_await relayWhole(p, attemptNo, std::move(conn), *parser, a);
-  co_return co_await relayStream(p, attemptNo, std::move(conn), *parser, a);
+boost::asio::awaitable<Attempt> Relay::finish(const routing::Pick& p, int attemptNo, Opening& o) {
+  if (o.untranslatable) co_return co_await refuseUntranslatable(*o.untranslatable);
+  if (o.done) co_return o.a;
+  if (o.a.status >= 400) co_return co_await upstreamError(p, attemptNo, std::move(o.conn), *o.parser, std::move(o.a));
+  if (!o.sse) co_return co_await relayWhole(p, attemptNo, std::move(o.conn), *o.parser, o.a);
+  co_return co_await relayStream(p, attemptNo, o);
 }
 
 void Relay::giveBack(std::unique_ptr<upstream::Connection> conn, upstream::ResponseParser& parser) {
@@ -565,10 +642,11 @@ boost::asio::awaitable<Attempt> Relay::relayWhole(const routing::Pick& p, int at
   co_return a;
 }
 
-boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int attemptNo,
-                                                   std::unique_ptr<upstream::Connection> conn,
-                                                   upstream::ResponseParser& parser, Attempt a) {
+boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int attemptNo, Opening& o) {
   const auto& t = snap.cfg->routing.timeouts;
+  std::unique_ptr<upstream::Connection> conn = std::move(o.conn);
+  upstream::ResponseParser& parser = *o.parser;
+  Attempt a = o.a;
   ResponseHead rh = responseHead(p, a.status, true);
   // Decoded (and encoded again) when translated, or when a stage must see the events.
   const bool decode = rh.translated || rh.wrap_encoder != nullptr;
@@ -593,62 +671,27 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
     ~Dec() { g.fetch_sub(1, std::memory_order_relaxed); }
   } dec{active};
 
-  // Commit on the first meaningful event (chat-like calls): the upstream's first events are held,
-  // unread by the tap and the stages, until one carries content, a tool call or reasoning; an
-  // in-band error before it fails this attempt unseen. Bounded by first_byte from here.
-  struct Hold {
-    CommitGate gate;
-    std::string bytes;
-    Clock::time_point until;
-  };
-  a.first_byte_ms = -1;  // a stream's first byte is its first event the client gets
-  std::unique_ptr<Hold> hold;
-  std::unique_ptr<Hold> spent;  // the hold that just committed: `got` may still read its bytes
-  if (call.translatable()) hold.reset(new Hold{CommitGate(rh.upstream_format), {}, Clock::now() + t.first_byte});
-
+  // A held stream's first piece was read by open(): the held events and the one that committed.
+  bool preread = o.held_stream;
   // After the first byte: routing.stall_timeout when it is set and shorter, else the idle timeout.
   const Millis stall = snap.cfg->routing.stall_timeout;
   const bool stallBound = stall.count() > 0 && stall <= t.idle;
   const Millis midStream = stallBound ? stall : t.idle;
 
   for (;;) {
-    spent.reset();
     // Until a byte reaches the client the first-byte timeout applies and failure is retryable.
     bool sent = r.bytesSent() > 0;
     Millis wait = sent ? midStream : t.first_byte;
-    if (hold) wait = std::clamp(std::chrono::ceil<Millis>(hold->until - Clock::now()), Millis(1), wait);
-    // `got` is valid until this loop's first suspension (Connection::readBody): everything that
-    // reads it (the filter, the log, the stages) runs before anything is written.
-    auto [ec, got] = co_await conn->readBody(parser, deadline.cap(wait));
-    if (hold) {
-      auto v = hold->gate.feed(got);
-      if (v == CommitGate::Verdict::Hold && parser.is_done() && !ec) v = CommitGate::Verdict::Commit;  // the end
-      if (v == CommitGate::Verdict::Fail) {
-        if (auto failed = inbandFailure(hold->gate, a)) {
-          conn->close();
-          co_return *failed;
-        }
-        v = CommitGate::Verdict::Commit;  // a `return` rule: the client gets the stream as it is
-      }
-      if (v == CommitGate::Verdict::Hold) {
-        if (!ec) {
-          hold->bytes.append(got);
-          continue;
-        }
-        // Broken or silent before any content: a failed attempt the client never sees.
-        conn->close();
-        a.outcome = Outcome::ChannelFailure;
-        a.timeout = ec == boost::beast::error::timeout;
-        a.why = a.timeout ? (deadline.passed() ? "the request's total timeout ran out before the first content"
-                                               : "no content within the first_byte timeout")
-                          : "upstream stream broke before the first content: " + ec.message();
-        co_return a;
-      }
-      if (!hold->bytes.empty()) {
-        hold->bytes.append(got);
-        got = hold->bytes;  // the held events and these, as one piece
-      }
-      spent = std::move(hold);  // committed: the gate is done
+    boost::system::error_code ec;
+    std::string_view got;
+    if (preread) {
+      preread = false;
+      ec = o.held_ec;
+      got = o.held;
+    } else {
+      // `got` is valid until this loop's first suspension (Connection::readBody): everything
+      // that reads it (the filter, the log, the stages) runs before anything is written.
+      std::tie(ec, got) = co_await conn->readBody(parser, deadline.cap(wait));
     }
     out.clear();
     if (!filter.feed(got, out)) ec = boost::beast::errc::make_error_code(boost::beast::errc::message_size);

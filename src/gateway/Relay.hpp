@@ -68,6 +68,25 @@ inline double msSince(Clock::time_point t) {
 // in a value. A stage's lines for an upstream head are sent only when they are.
 bool wellFormedFieldLines(std::string_view lines);
 
+// One attempt up to the moment its answer may go to the client: connected, sent, its head read
+// and, for a stream of a chat-like call, held until its first meaningful event (open()). Nothing
+// of it has reached the client; finish() gives it. A hedge opens two and finishes the first.
+struct Opening {
+  Attempt a;
+  bool done = false;  // `a` is the attempt's end: it failed before anything could go to the client
+  std::unique_ptr<upstream::Connection> conn;
+  std::optional<upstream::ResponseParser> parser;
+  bool sse = false;
+  bool held_stream = false;                   // the commit gate held it: `held` is its first piece
+  std::string held;                           // the upstream bytes up to and with the first meaningful event
+  boost::system::error_code held_ec;          // the read that committed also ended the stream so
+  std::optional<providers::TranslateError> untranslatable;  // the channel cannot take the request
+  std::string own_body;                       // a hedged attempt's body, its own copy
+  // A hedged attempt's: set when the other won; open() then stops at its next step, closes its
+  // connection and touches nothing of the relay's (the request may be over).
+  const bool* cancelled = nullptr;
+};
+
 struct Relay {
   explicit Relay(Exchange& e)
       : ex(e),
@@ -143,6 +162,9 @@ struct Relay {
   // of it (the body and head lines to send); null: the body made for the channel as it is.
   boost::asio::awaitable<Attempt> attempt(const routing::Pick& p, int attemptNo,
                                           const UpstreamAttempt* stages = nullptr);
+  // attempt() in two halves: up to the first meaningful byte, then the answer to the client.
+  boost::asio::awaitable<void> open(const routing::Pick& p, const UpstreamAttempt* stages, Opening& o);
+  boost::asio::awaitable<Attempt> finish(const routing::Pick& p, int attemptNo, Opening& o);
 
   // After a response: its connection back to the pool when the body was read whole and the
   // upstream keeps it alive, else closed.
@@ -164,9 +186,7 @@ struct Relay {
   // nullopt when routing.rules say the client gets it (`return`, or `fallback` with none left).
   std::optional<Attempt> inbandFailure(const CommitGate& gate, Attempt a);
 
-  boost::asio::awaitable<Attempt> relayStream(const routing::Pick& p, int attemptNo,
-                                              std::unique_ptr<upstream::Connection> conn,
-                                              upstream::ResponseParser& parser, Attempt a);
+  boost::asio::awaitable<Attempt> relayStream(const routing::Pick& p, int attemptNo, Opening& o);
 };
 
 }  // namespace sluice::gateway::relay

@@ -40,6 +40,12 @@ class Settlement {
   std::size_t heldCount() const { return held_.size(); }
   // Gives back the hold at `index` unused (a failed attempt used its key's request, no tokens).
   boost::asio::awaitable<void> releaseAt(std::size_t index);
+  // The hold charged to upstream key `k` (a key's own quota), or heldCount() when there is none.
+  std::size_t keyHold(const routing::UpstreamKey* k) const {
+    for (std::size_t i = 0; i < held_.size(); ++i)
+      if (held_[i].key == k) return i;
+    return held_.size();
+  }
   bool settled() const { return settled_; }
 
   // The price of the routed model, for the cost (the route stage sets it).

@@ -65,6 +65,11 @@ void Registry::fallback(const std::string& from, const std::string& to) {
   ++fallbacks_[{from, to}];
 }
 
+void Registry::hedge(const std::string& channel, const char* result) {
+  std::lock_guard lk(mu_);
+  ++hedges_[{channel, result}];
+}
+
 void SafetyCounters::redacted(const std::string& rule, const char* action, std::uint64_t n) {
   std::lock_guard lk(mu_);
   redactions_[{rule, action}] += n;
@@ -127,6 +132,11 @@ std::string Registry::render(const std::function<void(std::string&)>& extra) con
     out += "# TYPE sluice_fallbacks_total counter\n";
     for (const auto& [k, v] : fallbacks_)
       out += fmt::format("sluice_fallbacks_total{{from=\"{}\",to=\"{}\"}} {}\n", labelValue(k.first),
+                         labelValue(k.second), v);
+    out += "# HELP sluice_hedges_total Hedged attempts (routing.hedge_after) by channel and result.\n";
+    out += "# TYPE sluice_hedges_total counter\n";
+    for (const auto& [k, v] : hedges_)
+      out += fmt::format("sluice_hedges_total{{channel=\"{}\",result=\"{}\"}} {}\n", labelValue(k.first),
                          labelValue(k.second), v);
     out += "# HELP sluice_ttfb_seconds Time to the first body byte sent to the client.\n";
     out += "# TYPE sluice_ttfb_seconds histogram\n";

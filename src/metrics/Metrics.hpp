@@ -61,6 +61,9 @@ class Registry {
   void retry(const std::string& channel, const std::string& reason);
   // A request moved on from model `from` to its fallback `to` (routing.fallbacks: bounded names).
   void fallback(const std::string& from, const std::string& to);
+  // A hedged request (routing.hedge_after): the hedge on `channel` started, then won (its answer
+  // was given), lost (the first attempt answered first) or failed (neither was first to answer).
+  void hedge(const std::string& channel, const char* result);
   void logDropped(std::uint64_t n = 1) { log_dropped_.fetch_add(n, std::memory_order_relaxed); }
 
   std::atomic<std::int64_t> active_requests{0};
@@ -77,6 +80,7 @@ class Registry {
   std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> tokens_;
   std::map<std::pair<std::string, std::string>, std::uint64_t> retries_;
   std::map<std::pair<std::string, std::string>, std::uint64_t> fallbacks_;
+  std::map<std::pair<std::string, std::string>, std::uint64_t> hedges_;
   std::map<std::string, Histogram> ttfb_;
   std::map<std::string, Histogram> duration_;
   std::atomic<std::uint64_t> log_dropped_{0};

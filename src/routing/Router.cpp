@@ -215,6 +215,21 @@ void Ewma::add(double first_byte_ms, bool failed) {
   ttfb_ms.store(t < 0 ? first_byte_ms : t + kAlpha * (first_byte_ms - t), std::memory_order_relaxed);
 }
 
+void TtfbWindow::add(double v) {
+  const auto i = n.fetch_add(1, std::memory_order_relaxed);
+  ms[i % kSize].store(static_cast<float>(v), std::memory_order_relaxed);
+}
+
+double TtfbWindow::p95() const {
+  const auto have = std::min<std::size_t>(n.load(std::memory_order_relaxed), kSize);
+  if (have < kMin) return -1;
+  std::array<float, kSize> v{};
+  for (std::size_t i = 0; i < have; ++i) v[i] = ms[i].load(std::memory_order_relaxed);
+  const std::size_t k = (have * 95 + 99) / 100 - 1;  // nearest rank
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.begin() + static_cast<std::ptrdiff_t>(have));
+  return v[k];
+}
+
 double Ewma::cost() const {
   const double t = ttfb_ms.load(std::memory_order_relaxed);
   const double e = errors.load(std::memory_order_relaxed);
@@ -341,6 +356,7 @@ void Router::report(const Pick& p, Outcome o, int status, std::int64_t retry_aft
   const double sample = answered ? first_byte_ms : -1;
   key.latency.add(sample, !answered);
   if (answered || o == Outcome::ChannelFailure) ch.latency.add(sample, !answered);
+  if (sample >= 0) ch.recent.add(sample);
   switch (o) {
     case Outcome::Success:
     case Outcome::ClientError:

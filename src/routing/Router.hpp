@@ -3,6 +3,7 @@
 //  - Key and channel health (cool-downs, disables, breakers) lives in HealthRegistry, which
 //    outlives snapshots so a reload keeps what was learned; all of it is atomics.
 #pragma once
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -35,6 +36,17 @@ struct Ewma {
   double cost() const;
 };
 
+// The last kSize times to first byte of a channel, for hedge_after: auto (its p95). Lock-free;
+// a sample written while another is read may be seen half-updated only as another sample.
+struct TtfbWindow {
+  static constexpr std::size_t kSize = 64;
+  static constexpr std::size_t kMin = 20;  // fewer samples: no p95 yet
+  std::array<std::atomic<float>, kSize> ms{};
+  std::atomic<std::uint32_t> n{0};
+  void add(double v);
+  double p95() const;  // < 0 until kMin samples
+};
+
 struct KeyHealth {
   std::atomic<std::int64_t> cooldown_until_ms{0};
   std::atomic<bool> disabled{false};
@@ -60,6 +72,7 @@ struct ChannelHealth {
   std::atomic<bool> probing{false};            // a half-open probe is in flight
   std::atomic<std::uint32_t> next_key{0};      // round-robin cursor
   Ewma latency;
+  TtfbWindow recent;
 };
 
 class HealthRegistry {

@@ -79,7 +79,6 @@ class LimitsStage final : public Stage {
       charged_.push_back(&ch);
       settle.hold(std::move(h));
     }
-    key_held_ = settle.heldCount();
     if (ch.cfg.key_rpm > 0 || ch.cfg.key_tpm > 0) {
       Held h{cluster::Subject{"uk:" + ch.cfg.name + ":" + a.pick.key->ref, {}}, cluster::Charge{id, a.est_tokens, 0},
              &ch, a.pick.key};
@@ -94,9 +93,10 @@ class LimitsStage final : public Stage {
     }
   }
 
-  // A failed attempt used its key's request but none of its tokens.
-  boost::asio::awaitable<void> onAttemptFailed(Exchange& ex, const routing::Pick&) override {
-    if (key_held_ < ex.settle.heldCount()) co_await ex.settle.releaseAt(key_held_);
+  // A failed attempt used its key's request but none of its tokens. Found by its key: a hedged
+  // request holds two attempts' at once.
+  boost::asio::awaitable<void> onAttemptFailed(Exchange& ex, const routing::Pick& p) override {
+    if (const auto i = ex.settle.keyHold(p.key); i < ex.settle.heldCount()) co_await ex.settle.releaseAt(i);
   }
 
   // A success settles right before its last bytes go out: the real usage and cost replace the
@@ -126,7 +126,6 @@ class LimitsStage final : public Stage {
 
   unsigned hooks_;
   std::vector<const routing::Channel*> charged_;  // channels this request holds a quota charge on
-  std::size_t key_held_ = 0;                      // where the current attempt's key charge sits
 };
 
 class LimitsStageConfig final : public StageConfig {

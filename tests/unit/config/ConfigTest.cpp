@@ -965,6 +965,14 @@ TEST(ConfigParse, StallAndBalance) {
   EXPECT_EQ(back->routing.balance, c->routing.balance);
   const auto off = parseConfig(describeConfig(*d), "back.yaml");
   EXPECT_EQ(off->routing.stall_timeout.count(), 0);
+  EXPECT_EQ(off->routing.hedge_after.count(), 0);
+  EXPECT_FALSE(off->routing.hedge_auto);
+  const auto h = parseConfig("routing:\n  hedge_after: 800ms\n", "t.yaml");
+  EXPECT_EQ(h->routing.hedge_after, std::chrono::milliseconds(800));
+  EXPECT_EQ(parseConfig(describeConfig(*h), "back.yaml")->routing.hedge_after, std::chrono::milliseconds(800));
+  const auto a = parseConfig("routing:\n  hedge_after: auto\n", "t.yaml");
+  EXPECT_TRUE(a->routing.hedge_auto);
+  EXPECT_TRUE(parseConfig(describeConfig(*a), "back.yaml")->routing.hedge_auto);
 }
 
 TEST(ConfigErrors, ErrorRulesAndFallbacksSayWhatIsWrongAndWhere) {
@@ -987,6 +995,7 @@ TEST(ConfigErrors, ErrorRulesAndFallbacksSayWhatIsWrongAndWhere) {
       {"routing:\n  balance: fastest\n", "routing.balance: expected weighted or latency"},
       {"routing:\n  on_stall: retry\n", "routing.on_stall: expected error"},
       {"routing:\n  stall_timeout: soon\n", "routing.stall_timeout: expected a duration"},
+      {"routing:\n  hedge_after: sometimes\n", "routing.hedge_after: expected a duration"},
   };
   for (const auto& [yaml, want] : cases) {
     try {

@@ -300,6 +300,27 @@ TEST(Ewma, FirstSampleSetsThenMovesByAlpha) {
   EXPECT_GT(failing.cost(), 0.0);  // failed without ever answering: not "never measured"
 }
 
+TEST(TtfbWindow, P95OfTheLastSamplesOnceThereAreEnough) {
+  TtfbWindow w;
+  for (int i = 0; i < 19; ++i) w.add(10);
+  EXPECT_LT(w.p95(), 0);  // too few to say
+  w.add(10);
+  EXPECT_DOUBLE_EQ(w.p95(), 10);
+  TtfbWindow v;
+  for (int i = 1; i <= 100; ++i) v.add(i);  // the window keeps the last 64: 37..100
+  EXPECT_DOUBLE_EQ(v.p95(), 97);  // nearest rank: the 61st of 64
+}
+
+TEST(Router, ReportFeedsTheWindowWithAnswersOnly) {
+  HealthRegistry h;
+  Router r(makeConfig({channel("a", 1, 1, {"k"})}), h);
+  const auto* ch = r.channels()[0].get();
+  const Pick p{ch, &ch->keys[0], false};
+  for (int i = 0; i < 20; ++i) r.report(p, Outcome::Success, 200, 0, "", 5);
+  for (int i = 0; i < 20; ++i) r.report(p, Outcome::ChannelFailure, 503, 0, "down", 5000);
+  EXPECT_DOUBLE_EQ(ch->health->recent.p95(), 5);
+}
+
 TEST(Router, LatencyBalancePutsTheFasterOfTwoFirst) {
   HealthRegistry h;
   auto cfg = std::make_shared<config::Config>(
