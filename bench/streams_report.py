@@ -64,7 +64,7 @@ def build(rep, runs, upstream, meta):
     m = meta.get
     _, agg = rep.group_runs(runs)
     L, checks = [], []
-    L.append("### Streams that fail after the 200 (bench/streams.sh)")
+    L.append("### Streams after the 200: in-band errors, latency-aware balancing, hedging (bench/streams.sh)")
     L.append("")
     L.append(f"- Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} at commit {m('commit')}; {rep.machine()}")
     L.append(f"- Command: `{m('command')}`")
