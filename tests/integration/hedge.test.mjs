@@ -130,7 +130,7 @@ test('a first byte within hedge_after is not hedged', async () => {
 });
 
 test('the first attempt still wins when it answers before the hedge', async () => {
-  const { mocks, gw } = await chain('openai', [400, 5000], { hedge_after: '100ms' });
+  const { mocks, gw } = await chain('openai', [1000, 5000], { hedge_after: '100ms' });
   const res = await send(gw, formats['openai stream']);
   assert.equal(res.headers.get('x-sluice-channel'), 'c1');
   assert.equal(res.headers.get('x-sluice-attempts'), '1');
@@ -156,7 +156,7 @@ test('a hedge that fails in-band before content does not win; the first attempt 
   const slow = await mockP(), bad = await mockP();
   const gw = await gwP({
     channels: [
-      { name: 'slow', url: slow.url, priority: 1, headers: { 'x-mock-ttfb-ms': '500' } },
+      { name: 'slow', url: slow.url, priority: 1, headers: { 'x-mock-ttfb-ms': '1000' } },
       { name: 'bad', url: bad.url, priority: 2, headers: { 'x-mock-error-event-rate': '1', 'x-mock-error-event-after': '0', 'x-mock-fail-status': '529' } },
     ],
     routing: { hedge_after: '100ms' },
