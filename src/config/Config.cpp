@@ -810,7 +810,8 @@ class Loader {
       bool haveFor = false;
       YAML::Node forNode;
       walk(item, rpath, kErrorRuleKeys, [&](const std::string& key, const YAML::Node& v) {
-        const std::string kpath = rpath + "." + key;
+        std::string kpath = rpath;
+        kpath.append(".").append(key);
         if (key == "status") {
           if (v.IsScalar()) {
             rule.status.push_back(static_cast<int>(integer(v, kpath, 400, 599)));

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/JsonText.hpp"
@@ -137,7 +138,8 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
   bool hedgeUsed = false;  // at most one hedge a request
   for (;;) {
     relay.fallback_left = nextFallback < fallbacks.size();
-    routing::Attempts attempts(*snap.router, std::move(modelCandidates));
+    // This model's candidates are the walk's; the next model's are made when it is moved on to.
+    routing::Attempts attempts(*snap.router, std::exchange(modelCandidates, {}));
     for (int tries = 0; tries < maxAttempts;) {
       std::int64_t coolingFor = 0;
       auto pick = attempts.next(coolingFor);

@@ -367,7 +367,7 @@ boost::asio::awaitable<void> Relay::open(const routing::Pick& p, const UpstreamA
   }
   // A hedged attempt keeps its own copy: the body made for the other channel may replace the
   // relay's while this one is still being sent.
-  if (o.cancelled) {
+  if (o.cancelled != nullptr) {
     o.own_body.assign(sendBody);
     sendBody = o.own_body;
   }
