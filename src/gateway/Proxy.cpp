@@ -253,10 +253,27 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
         auto answered = [&](int i) {
           return race->started[i] && race->finished[i] && !race->o[i].done && (i == 0 || !race->o[i].untranslatable);
         };
+        // An error status while the other may still answer is judged at once (its body read, the
+        // rules applied): an answer for the client (a `return`) wins, any other is a failed attempt.
         int winner = -1;
+        std::optional<Attempt> judged;  // the winner's, when it was judged in the race
         for (;;) {
-          for (int i = 0; i < 2 && winner < 0; ++i)
-            if (answered(i)) winner = i;
+          for (int i = 0; i < 2 && winner < 0; ++i) {
+            if (!answered(i)) continue;
+            const int other = 1 - i;
+            if (race->o[i].a.status >= 400 && race->started[other] && !race->finished[other]) {
+              Attempt r = co_await relay.finish(race->pick[i], n + i, race->o[i]);
+              if (r.delivered) {
+                judged = std::move(r);
+                winner = i;
+              } else {
+                race->o[i].a = std::move(r);
+                race->o[i].done = true;
+              }
+              continue;
+            }
+            winner = i;
+          }
           if (winner >= 0 || race->allDone()) break;
           co_await race->waitUntil(Clock::time_point::max());
         }
@@ -305,9 +322,13 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
         rec.attempts = first + winner;
         rec.channel = served.channel->cfg.name;
         rec.key_id = served.key->id;
-        std::string_view madeW;
-        if (!race->o[winner].untranslatable) relay.prepareBody(served, madeW);  // its upstream model again
-        a = co_await relay.finish(served, first + winner, race->o[winner]);
+        if (judged) {
+          a = std::move(*judged);
+        } else {
+          std::string_view madeW;
+          if (!race->o[winner].untranslatable) relay.prepareBody(served, madeW);  // its upstream model again
+          a = co_await relay.finish(served, first + winner, race->o[winner]);
+        }
         // The loser stops at its next step: wait for it, so nothing of this request outlives it.
         while (!race->allDone()) co_await race->waitUntil(Clock::time_point::max());
         a.duration_ms = msSince(attemptStart);

@@ -208,3 +208,45 @@ test('hedge_after: auto hedges what is slower than the channel\'s recent p95', a
   const metrics = await (await fetch(`${gw.url}/metrics`)).text();
   assert.match(metrics, /sluice_hedges_total\{channel="b",result="won"\} 1/);
 });
+
+test('an error status from the first attempt while the hedge is out does not end the race: the hedge answers', async () => {
+  const a = await mockP(), b = await mockP();
+  const gw = await gwP({
+    channels: [
+      { name: 'a', url: a.url, priority: 1, headers: { 'x-mock-ttfb-ms': '400', 'x-mock-fail-rate': '1', 'x-mock-fail-status': '503' } },
+      { name: 'b', url: b.url, priority: 2, headers: { 'x-mock-ttfb-ms': '1000' } },
+    ],
+    routing: { hedge_after: '100ms' },
+  });
+  const res = await send(gw, formats['openai stream']);
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('x-sluice-channel'), 'b');
+  assert.equal(res.headers.get('x-sluice-attempts'), '2');
+  formats['openai stream'].check(await res.text());
+  assert.equal((await b.stats()).requests, 1, 'the hedge, not a failover after the 503');
+  const row = await logRow(gw);
+  assert.equal(row.attempts.length, 2);
+  assert.equal(row.attempts[0].channel, 'a');
+  assert.match(row.attempts[0].error, /upstream answered 503/);
+  assert.equal(row.attempts[1].error, null);
+  const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+  assert.match(metrics, /sluice_hedges_total\{channel="b",result="won"\} 1/);
+});
+
+test('a `return` rule on the first attempt\'s error answers the client at once, the hedge cancelled', async () => {
+  const a = await mockP(), b = await mockP();
+  const gw = await gwP({
+    channels: [
+      { name: 'a', url: a.url, priority: 1, headers: { 'x-mock-ttfb-ms': '400', 'x-mock-fail-rate': '1', 'x-mock-fail-status': '503' } },
+      { name: 'b', url: b.url, priority: 2, headers: { 'x-mock-ttfb-ms': '5000' } },
+    ],
+    routing: { hedge_after: '100ms', rules: [{ status: [503], action: 'return' }] },
+  });
+  const res = await send(gw, formats['openai whole']);
+  assert.equal(res.status, 503);
+  assert.equal(res.headers.get('x-sluice-channel'), 'a');
+  await res.text();
+  const row = await logRow(gw);
+  assert.equal(row.attempts.length, 2);
+  assert.match(row.attempts.find((x) => x.channel === 'b').error, /hedge: cancelled, a answered first/);
+});
