@@ -779,6 +779,9 @@ class Loader {
       } else if (key == "on_stall") {
         const std::string a = scalar(v, path, "error");
         const auto s = parseOnStall(a);
+        if (!s && a == "continue")
+          fail(v, path + ": continue (resuming the answer on the next candidate) is not available in this version; "
+                         "use error");
         if (!s) fail(v, path + ": expected error, " + got(v, a));
         r.on_stall = *s;
       } else if (key == "hedge_after") {

@@ -994,6 +994,7 @@ TEST(ConfigErrors, ErrorRulesAndFallbacksSayWhatIsWrongAndWhere) {
       {"routing:\n  fallbacks: {gpt-4o: [\"\"]}\n", "routing.fallbacks.gpt-4o[0]: expected a model name"},
       {"routing:\n  balance: fastest\n", "routing.balance: expected weighted or latency"},
       {"routing:\n  on_stall: retry\n", "routing.on_stall: expected error"},
+      {"routing:\n  on_stall: continue\n", "routing.on_stall: continue (resuming the answer on the next candidate) is not available"},
       {"routing:\n  stall_timeout: soon\n", "routing.stall_timeout: expected a duration"},
       {"routing:\n  hedge_after: sometimes\n", "routing.hedge_after: expected a duration"},
   };
