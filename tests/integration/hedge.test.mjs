@@ -172,14 +172,18 @@ test('a hedge that fails in-band before content does not win; the first attempt 
 });
 
 test('hedge_after: auto hedges what is slower than the channel\'s recent p95', async () => {
-  // The first channel answers at once 25 times, then waits 3 s: by then its p95 is a few ms, so
-  // the 26th is hedged and the second channel answers it. Before 20 answers there is no p95 and
-  // no hedge.
+  // The first channel answers its first two requests after 300 ms and the next 23 at once, then
+  // waits 3 s on the 26th. The two slow answers come before there are 20 samples (no p95, no
+  // hedge); after that the nearest-rank p95 of 20-25 samples is the second slowest, 300 ms, far
+  // above any scheduling noise of the quick answers (a p95 made of quick answers alone would be
+  // a few ms, and a loaded machine's jitter would hedge some of them). So the 26th, and only it,
+  // is hedged, and the second channel answers it.
   let n = 0;
   const a = http.createServer((req, res) => {
     req.resume();
     req.on('end', () => {
-      const delay = ++n === 26 ? 3000 : 0;
+      ++n;
+      const delay = n === 26 ? 3000 : n <= 2 ? 300 : 0;
       setTimeout(() => {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ id: `a${n}`, object: 'chat.completion', created: 1, model: 'gpt-4o',
