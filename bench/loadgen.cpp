@@ -56,6 +56,10 @@ namespace {
 constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kBufCap = 64 * 1024;
 constexpr std::string_view kDone = "data: [DONE]";
+// An OpenAI stream's error chunk: a stream that carries one did not succeed, even when [DONE]
+// follows it (as a translating gateway's error events are followed).
+constexpr std::string_view kErrorEvent = "data: {\"error\"";
+constexpr std::size_t kCarry = std::max(kDone.size(), kErrorEvent.size()) - 1;
 
 struct Options {
   std::string host = "127.0.0.1";
@@ -301,6 +305,7 @@ struct TlsConn : ConnState {
 struct Result {
   int status = 0;
   bool done_seen = false;
+  bool error_seen = false;
   bool keep_alive = true;
   bool got_body = false;
   bool got_response_bytes = false;
@@ -441,23 +446,22 @@ void consume_body(Result& r, const char* p, std::size_t n, Clock::time_point t) 
   r.body_bytes += n;
   if (r.done_seen) return;
   std::string_view piece(p, n);
+  auto scan = [&r](std::string_view s) {
+    if (s.find(kErrorEvent) != std::string_view::npos) r.error_seen = true;
+    if (s.find(kDone) != std::string_view::npos) r.done_seen = true;
+  };
   // boundary: carry + first bytes of the piece
   if (r.carry_len) {
     char tmp[32];
-    std::size_t take = std::min(n, kDone.size() - 1);
+    std::size_t take = std::min(n, kCarry);
     std::memcpy(tmp, r.carry, r.carry_len);
     std::memcpy(tmp + r.carry_len, p, take);
-    if (std::string_view(tmp, r.carry_len + take).find(kDone) != std::string_view::npos) {
-      r.done_seen = true;
-      return;
-    }
+    scan(std::string_view(tmp, r.carry_len + take));
   }
-  if (piece.find(kDone) != std::string_view::npos) {
-    r.done_seen = true;
-    return;
-  }
-  // new carry: last (len-1) bytes of carry+piece
-  const std::size_t keep = kDone.size() - 1;
+  scan(piece);
+  if (r.done_seen) return;
+  // new carry: the last kCarry bytes of carry+piece
+  const std::size_t keep = kCarry;
   if (n >= keep) {
     std::memcpy(r.carry, p + n - keep, keep);
     r.carry_len = keep;
@@ -732,7 +736,7 @@ void record(Shared& sh, const Result& r) {
   }
   ++sh.by_status[std::to_string(r.status)];
   sh.body_bytes += static_cast<long long>(r.body_bytes);
-  bool ok = r.status >= 200 && r.status < 300 && (!sh.opt.stream || r.done_seen);
+  bool ok = r.status >= 200 && r.status < 300 && (!sh.opt.stream || (r.done_seen && !r.error_seen));
   if (!ok) {
     ++sh.failed;
     if (r.status >= 200 && r.status < 300) ++sh.errors["no [DONE] in stream"];

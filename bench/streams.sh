@@ -19,6 +19,13 @@
 #      STREAMS_SLOW_FIRST_MS (3000). Targets: nginx_h (round robin over both), sluice_nohedge (one
 #      at priority 1, the other at 2) and sluice_hedge (the same with routing.hedge_after:
 #      STREAMS_HEDGE_AFTER, 300ms). Reported: TTFB and close p50 / p99, upstream calls per request.
+#   4. stalls: mock `stally` stalls STREAMS_STALL_RATE (0.2) of its streams after
+#      STREAMS_STALL_AFTER (5) of their chunks (the connection held open); mock `spare` is healthy.
+#      Targets: nginx_s and haproxy_s (stally, spare as backup; proxy_read_timeout / timeout server
+#      STREAMS_STALL_TIMEOUT, 1s), sluice_stall_error (stally priority 1, spare 2, routing.stall_timeout
+#      STREAMS_STALL_TIMEOUT, on_stall: error) and sluice_stall_continue (the same with on_stall:
+#      continue). Reported: the share of requests that succeeded (a 200 ending with data: [DONE]
+#      and no error chunk), close p50 / p99 (the time to the whole answer), upstream calls per request.
 # Figures go into their own marked block of bench/BENCHMARKS.md. Everything it starts listens on
 # 127.0.0.1 and is stopped on exit. About 4 minutes by default.
 # Knobs (environment): BUILD_DIR, SLUICE, LOADGEN, NGINX, HAPROXY, BENCH_OUT, BENCH_NO_BUILD=1,
@@ -28,7 +35,9 @@
 # STREAMS_CHUNK_MS (5: between chunks), STREAMS_TARGETS ("direct direct_spare nginx haproxy sluice":
 # the in-band scenario's), STREAMS_FAST_MS (10), STREAMS_SLOW_MS (150), STREAMS_BALANCE (1: run the
 # balancing scenario; 0: not), STREAMS_SLOW_RATE (0.2), STREAMS_SLOW_FIRST_MS (3000),
-# STREAMS_HEDGE_AFTER (300ms), STREAMS_HEDGE (1: run the hedging scenario; 0: not).
+# STREAMS_HEDGE_AFTER (300ms), STREAMS_HEDGE (1: run the hedging scenario; 0: not), STREAMS_STALL_RATE
+# (0.2), STREAMS_STALL_AFTER (5), STREAMS_STALL_TIMEOUT (1s), STREAMS_STALL (1: run the stall
+# scenario; 0: not).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -49,6 +58,10 @@ STREAMS_SLOW_RATE=${STREAMS_SLOW_RATE:-0.2}
 STREAMS_SLOW_FIRST_MS=${STREAMS_SLOW_FIRST_MS:-3000}
 STREAMS_HEDGE_AFTER=${STREAMS_HEDGE_AFTER:-300ms}
 STREAMS_HEDGE=${STREAMS_HEDGE:-1}
+STREAMS_STALL_RATE=${STREAMS_STALL_RATE:-0.2}
+STREAMS_STALL_AFTER=${STREAMS_STALL_AFTER:-5}
+STREAMS_STALL_TIMEOUT=${STREAMS_STALL_TIMEOUT:-1s}
+STREAMS_STALL=${STREAMS_STALL:-1}
 MODEL=gpt-4o-mini
 MASTER_KEY=sk-bench-master
 
@@ -74,7 +87,7 @@ declare -A PROXY_ROOT=() URL=()
 : >"$WORK/upstream.jsonl"
 
 # ---------------------------------------------------------------- processes
-read -r -a PORTS <<<"$(free_ports 16)"
+read -r -a PORTS <<<"$(free_ports 21)"
 P_FLAKY=${PORTS[0]} P_SPARE=${PORTS[1]}
 start mock-flaky "${MOCK[@]}" --listen "127.0.0.1:$P_FLAKY" --workers "$MOCK_WORKERS" --chunks "$CHUNKS" \
   --error-event-rate "$STREAMS_INBAND_RATE" --fail-status 529
@@ -178,6 +191,54 @@ PY
   done
 fi
 
+# The stall scenario's: a mock that stalls some streams mid-answer, the spare as the backup of
+# nginx and haproxy (each cutting a silent upstream after the same STREAMS_STALL_TIMEOUT), and
+# Sluice with on_stall: error and continue.
+P_STALLY=${PORTS[16]}
+if [[ $STREAMS_STALL == 1 ]]; then
+  start mock-stally "${MOCK[@]}" --listen "127.0.0.1:$P_STALLY" --workers "$MOCK_WORKERS" --chunks "$CHUNKS" \
+    --stall-after "$STREAMS_STALL_AFTER" --stall-rate "$STREAMS_STALL_RATE"
+  EXTRA_MOCK_PIDS+=" $PID"
+  wait_port mock-stally "$PID" "$P_STALLY" || die "the stalling mock did not start"
+  mkdir -p "$WORK/nginx_s"
+  sed -e "s#@PREFIX@#$WORK/nginx_s#g" -e "s#@WORKERS@#$NGINX_WORKERS#g" -e "s#@LISTEN@#127.0.0.1:${PORTS[17]}#g" \
+      -e "s#@SSL@##g" -e "/ssl_certificate/d" \
+      -e "s#server @UPSTREAM@;#server 127.0.0.1:$P_STALLY; server 127.0.0.1:$P_SPARE backup;#g" \
+      -e "s#proxy_read_timeout 600s#proxy_read_timeout $STREAMS_STALL_TIMEOUT#" \
+      -e "s#@KEEPALIVE@#$STREAMS_CONCURRENCY#g" -e "s#@CONNECTIONS@#$CONNECTIONS#g" -e "s#@NOFILE@#$((CONNECTIONS + 64))#g" \
+      -e "s#@HEADER_TIMEOUT@#60s#g" "$ROOT/bench/nginx_tls.conf.template" >"$WORK/nginx_s/nginx.conf"
+  start nginx_s "$NGINX" -p "$WORK/nginx_s" -c "$WORK/nginx_s/nginx.conf" -e "$WORK/nginx_s/error.log"
+  wait_port nginx_s "$PID" "${PORTS[17]}" || die "nginx did not start (see $WORK/nginx_s/error.log)"
+  PROXY_ROOT[nginx_s]=$PID URL[nginx_s]="http://127.0.0.1:${PORTS[17]}"
+  sed -e "s#@THREADS@#$HAPROXY_THREADS#g" -e "s#@MAXCONN@#$((STREAMS_CONCURRENCY + 256))#g" \
+      -e "s#@LISTEN@#127.0.0.1:${PORTS[18]}#g" -e "s#timeout server 600s#timeout server $STREAMS_STALL_TIMEOUT#" \
+      -e "s#server mock @UPSTREAM@ maxconn \\(.*\\)#server stally 127.0.0.1:$P_STALLY maxconn \\1\\n    server spare 127.0.0.1:$P_SPARE maxconn \\1 backup#" \
+      "$ROOT/bench/haproxy.cfg.template" >"$WORK/haproxy_s.cfg"
+  start haproxy_s "$HAPROXY" -db -f "$WORK/haproxy_s.cfg"
+  wait_port haproxy_s "$PID" "${PORTS[18]}" || die "haproxy did not start"
+  PROXY_ROOT[haproxy_s]=$PID URL[haproxy_s]="http://127.0.0.1:${PORTS[18]}"
+  for v in error continue; do
+    port=${PORTS[19]}; [[ $v == continue ]] && port=${PORTS[20]}
+    sluice_config "$WORK/sluice_stall_$v.yaml" "$port" "$P_STALLY $P_SPARE" ""
+    "$PYTHON" - "$WORK/sluice_stall_$v.yaml" <<'PY'
+import sys
+p = sys.argv[1]
+lines = open(p).read().split("\n")
+seen = 0
+for i, l in enumerate(lines):
+    if l.strip() == "priority: 1":
+        seen += 1
+        if seen == 2:
+            lines[i] = l.replace("priority: 1", "priority: 2")
+open(p, "w").write("\n".join(lines))
+PY
+    sed -i "s#^  max_retries: 2#  max_retries: 2\n  stall_timeout: $STREAMS_STALL_TIMEOUT\n  on_stall: $v#" "$WORK/sluice_stall_$v.yaml"
+    start "sluice_stall_$v" "$SLUICE" serve -c "$WORK/sluice_stall_$v.yaml"
+    wait_port "sluice_stall_$v" "$PID" "$port" 30 || die "sluice (stall, $v) did not start"
+    PROXY_ROOT[sluice_stall_$v]=$PID URL[sluice_stall_$v]="http://127.0.0.1:$port"
+  done
+fi
+
 # The balancing scenario's proxies: round robin over fast and slow (nginx, haproxy), and Sluice
 # with each balance.
 if [[ $STREAMS_BALANCE == 1 ]]; then
@@ -267,9 +328,23 @@ if [[ $STREAMS_HEDGE == 1 ]]; then
   done
 fi
 
+# ---------------------------------------------------------------- 4. stalls
+if [[ $STREAMS_STALL == 1 ]]; then
+  TARGETS=(nginx_s haproxy_s sluice_stall_error sluice_stall_continue)
+  UP_A=$P_STALLY UP_B=$P_SPARE NAME_A=stally NAME_B=spare
+  log "streams 4: ${STREAMS_STALL_RATE} of stally's streams stall after $STREAMS_STALL_AFTER chunks; cut after $STREAMS_STALL_TIMEOUT of silence; $STREAMS_CONCURRENCY streams, ${STREAMS_SECONDS}s per target in $STREAMS_SEGMENTS segments"
+  for ((r = 0; r < STREAMS_SEGMENTS; r++)); do
+    for t in $(rotate "$r"); do
+      streams_measure stall "$t" "$((r + 1))" "$(awk -v s="$seg" 'BEGIN { printf "%d", s + 60 }')" \
+        --url "${URL[$t]}/v1/chat/completions" "${HDRS[@]}" --mode load --prime --concurrency "$STREAMS_CONCURRENCY" \
+        --duration "$seg" --timeout 30 --samples
+    done
+  done
+fi
+
 # ---------------------------------------------------------------- report
 LOADAVG_END=$(cut -d' ' -f1-3 /proc/loadavg)
-ours=$(env | cut -d= -f1 | grep -E '^(STREAMS_CONCURRENCY|STREAMS_SECONDS|STREAMS_SEGMENTS|STREAMS_INBAND_RATE|STREAMS_CHUNK_MS|STREAMS_TARGETS|STREAMS_FAST_MS|STREAMS_SLOW_MS|STREAMS_BALANCE|STREAMS_SLOW_RATE|STREAMS_SLOW_FIRST_MS|STREAMS_HEDGE_AFTER|STREAMS_HEDGE|SLUICE_WORKERS|MOCK_WORKERS|NGINX_WORKERS|HAPROXY_THREADS|CHUNKS|SLUICE)$' || true)
+ours=$(env | cut -d= -f1 | grep -E '^(STREAMS_CONCURRENCY|STREAMS_SECONDS|STREAMS_SEGMENTS|STREAMS_INBAND_RATE|STREAMS_CHUNK_MS|STREAMS_TARGETS|STREAMS_FAST_MS|STREAMS_SLOW_MS|STREAMS_BALANCE|STREAMS_SLOW_RATE|STREAMS_SLOW_FIRST_MS|STREAMS_HEDGE_AFTER|STREAMS_HEDGE|STREAMS_STALL_RATE|STREAMS_STALL_AFTER|STREAMS_STALL_TIMEOUT|STREAMS_STALL|SLUICE_WORKERS|MOCK_WORKERS|NGINX_WORKERS|HAPROXY_THREADS|CHUNKS|SLUICE)$' || true)
 cmd=""
 for n in $ours; do
   if [[ ${!n} == *" "* ]]; then cmd+="$n=\"${!n}\" "; else cmd+="$n=${!n} "; fi
@@ -279,7 +354,8 @@ cmd+="BENCH_ONLY=streams bash bench/run.sh"
   --set "command=$cmd" --set "concurrency=$STREAMS_CONCURRENCY" --set "seconds=$STREAMS_SECONDS" \
   --set "segments=$STREAMS_SEGMENTS" --set "inband_rate=$STREAMS_INBAND_RATE" --set "chunks=$CHUNKS" \
   --set "chunk_ms=$STREAMS_CHUNK_MS" --set "fast_ms=$STREAMS_FAST_MS" --set "slow_ms=$STREAMS_SLOW_MS" \
-  --set "slow_rate=$STREAMS_SLOW_RATE" --set "slow_first_ms=$STREAMS_SLOW_FIRST_MS" --set "hedge_after=$STREAMS_HEDGE_AFTER" --set "loadavg_start=$LOADAVG_START" --set "loadavg_end=$LOADAVG_END" \
+  --set "slow_rate=$STREAMS_SLOW_RATE" --set "slow_first_ms=$STREAMS_SLOW_FIRST_MS" --set "hedge_after=$STREAMS_HEDGE_AFTER" \
+  --set "stall_rate=$STREAMS_STALL_RATE" --set "stall_after=$STREAMS_STALL_AFTER" --set "stall_timeout=$STREAMS_STALL_TIMEOUT" --set "loadavg_start=$LOADAVG_START" --set "loadavg_end=$LOADAVG_END" \
   --set "nginx_version=$("$NGINX" -v 2>&1 | sed 's/^nginx version: nginx\///')" \
   --set "haproxy_version=$("$HAPROXY" -v 2>/dev/null | head -n 1 | awk '{print $3}')" \
   --set "sluice_workers=$SLUICE_WORKERS" --set "mock_workers=$MOCK_WORKERS" \

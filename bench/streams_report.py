@@ -64,7 +64,7 @@ def build(rep, runs, upstream, meta):
     m = meta.get
     _, agg = rep.group_runs(runs)
     L, checks = [], []
-    L.append("### Streams after the 200: in-band errors, latency-aware balancing, hedging (bench/streams.sh)")
+    L.append("### Streams after the 200: in-band errors, latency-aware balancing, hedging, stalls (bench/streams.sh)")
     L.append("")
     L.append(f"- Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} at commit {m('commit')}; {rep.machine()}")
     L.append(f"- Command: `{m('command')}`")
@@ -136,6 +136,19 @@ def build(rep, runs, upstream, meta):
                      f"{rep.fmt((a + b) / n, 2) if n else 'n/a'} (without: "
                      f"{rep.fmt(sum(upstream_calls(upstream, 'hedge', 'sluice_nohedge', 'h1', 'h2')) / sent(nh), 2) if sent(nh) else 'n/a'})",
                      None))
+    sc_, cont, err = "stall", agg("stall", "sluice_stall_continue"), agg("stall", "sluice_stall_error")
+    if cont and cont.present:
+        rows.append(("stalls: Sluice's success rate with on_stall: continue", "100%",
+                     f"{cont.success * 100:.2f}% ({cont.ok} of {cont.requests})", cont.failed == 0 and cont.requests > 0))
+        for t in ("sluice_stall_error", "nginx_s", "haproxy_s"):
+            x = agg(sc_, t)
+            if x and x.present:
+                rows.append((f"stalls: {t}'s success rate", "(reported)",
+                             f"{x.success * 100:.2f}% ({x.ok} of {x.requests})", None))
+        if err and err.present:
+            rows.append(("stalls: close p50 / p99, continue vs error", "(reported)",
+                         f"{rep.fmt(cont.p('close', 50))} / {rep.fmt(cont.p('close', 99))} ms vs "
+                         f"{rep.fmt(err.p('close', 50))} / {rep.fmt(err.p('close', 99))} ms", None))
     L.append("| target | limit | measured | result |")
     L.append("|---|---|---|---|")
     for name, limit, measured, ok in rows:
@@ -219,6 +232,37 @@ def build(rep, runs, upstream, meta):
                  "with `routing.hedge_after`. A hedged request whose first attempt is held gets a second on the other "
                  "mock after hedge_after and is answered by whichever starts first; the other is cancelled. Only a "
                  "request both mocks hold (slow rate squared) still waits, which is what p99 shows.")
+        L.append("")
+    st = [t for t in ("nginx_s", "haproxy_s", "sluice_stall_error", "sluice_stall_continue")
+          if agg("stall", t) and agg("stall", t).present]
+    if st:
+        L.append(f"#### Stalls: {m('stall_rate')} of stally's streams stall after {m('stall_after')} chunks; "
+                 f"cut after {m('stall_timeout')} of silence")
+        L.append("")
+        hdr = ["target", "requests", "ok", "failed", "success", "req/s", "TTFB p50", "close p50", "close p99",
+               "calls to stally", "calls to spare", "upstream calls / request", "proxy CPU s", "CPU s / 10k req",
+               "failures seen by the client"]
+        out = []
+        for t in st:
+            x = agg("stall", t)
+            a, b = upstream_calls(upstream, "stall", t, "stally", "spare")
+            n = sent(x)
+            errs = ", ".join(f"{k}: {v}" for k, v in sorted(x.errors.items())) or "-"
+            out.append([t, x.requests, x.ok, x.failed, f"{x.success * 100:.2f}%" if x.success is not None else "n/a",
+                        rep.fmt(x.rps, 0), rep.fmt(x.p("ttfb", 50)), rep.fmt(x.p("close", 50)),
+                        rep.fmt(x.p("close", 99)), a, b, rep.fmt((a + b) / n, 2) if n else "n/a",
+                        rep.fmt(x.proxy_cpu, 2), rep.fmt(x.cpu_per_10k), errs])
+        L.append(rep.table(hdr, out))
+        L.append("")
+        L.append("`stally` (`--stall-after`, `--stall-rate`) stops sending partway through some streams and holds "
+                 "the connection open; `spare` is healthy. nginx_s and haproxy_s cut a silent upstream after the same "
+                 "time (`proxy_read_timeout`, `timeout server`) and the client gets a stream without `[DONE]`: their "
+                 "`backup` is not tried once the answer began. sluice_stall_error: `routing.stall_timeout` with "
+                 "`on_stall: error` (the stream ends with an error event); sluice_stall_continue: the same with "
+                 "`on_stall: continue`: the spare is asked for the rest of the answer, with the text already sent as "
+                 "the assistant's partial turn, and the client reads one whole answer. Its close p99 is the stall "
+                 "timeout plus the continuation. A request succeeded when it answered 200 and ended with "
+                 "`data: [DONE]` and no error chunk.")
         L.append("")
     return "\n".join(L), checks
 

@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
   mock->add_option("--stall-after", mockOpts.stall_after,
                    "a stream stops sending after N chunks and holds the connection (-1: never)")
       ->capture_default_str();
+  mock->add_option("--stall-rate", mockOpts.stall_rate, "probability a stream stalls at --stall-after (0..1)")
+      ->capture_default_str();
   mock->add_option("--slow-rate", mockOpts.slow_rate, "probability the first byte waits --slow-ms (0..1)")
       ->capture_default_str();
   mock->add_option("--slow-ms", mockOpts.slow_ms, "the first-byte delay of a slowed answer")->capture_default_str();

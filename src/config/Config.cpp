@@ -779,10 +779,7 @@ class Loader {
       } else if (key == "on_stall") {
         const std::string a = scalar(v, path, "error");
         const auto s = parseOnStall(a);
-        if (!s && a == "continue")
-          fail(v, path + ": continue (resuming the answer on the next candidate) is not available in this version; "
-                         "use error");
-        if (!s) fail(v, path + ": expected error, " + got(v, a));
+        if (!s) fail(v, path + ": expected error or continue, " + got(v, a));
         r.on_stall = *s;
       } else if (key == "hedge_after") {
         if (v.IsScalar() && v.Scalar() == "auto") {
@@ -1116,10 +1113,11 @@ std::optional<Balance> parseBalance(std::string_view s) {
   return std::nullopt;
 }
 
-const char* onStallName(OnStall) { return "error"; }
+const char* onStallName(OnStall s) { return s == OnStall::Continue ? "continue" : "error"; }
 
 std::optional<OnStall> parseOnStall(std::string_view s) {
   if (s == "error") return OnStall::Error;
+  if (s == "continue") return OnStall::Continue;
   return std::nullopt;
 }
 

@@ -81,8 +81,9 @@ enum class ErrorAction { Retry, Failover, Cooldown, Disable, Fallback, Return };
 enum class Balance { Weighted, Latency };
 const char* balanceName(Balance b);
 std::optional<Balance> parseBalance(std::string_view s);
-// What a stream that stalls (routing.stall_timeout) or is cut after its first byte ends with.
-enum class OnStall { Error };
+// What a stream that stalls (routing.stall_timeout), is cut or reports an error after its first
+// byte leads to: the format's error event, or the answer resumed on the next candidate.
+enum class OnStall { Error, Continue };
 const char* onStallName(OnStall s);
 std::optional<OnStall> parseOnStall(std::string_view s);
 const char* errorActionName(ErrorAction a);

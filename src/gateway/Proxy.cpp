@@ -199,13 +199,18 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
         if (fa.outcome == routing::Outcome::Fallback) co_return false;
         attempts.failed(fp, fa.outcome);
         if (tries < maxAttempts && report)
-          metrics::registry().retry(fp.channel->cfg.name,
-                                    fa.timeout ? "timeout" : fa.status ? std::to_string(fa.status) : "connect");
+          metrics::registry().retry(fp.channel->cfg.name, fa.timeout            ? "timeout"
+                                                          : fa.status >= 400    ? std::to_string(fa.status)
+                                                          : fa.status > 0       ? "stream"
+                                                                                : "connect");
         co_return true;
       };
       Attempt a;
       routing::Pick served = pick;
-      const relay::Millis hedgeIn = hedgeUsed || tries + 1 >= maxAttempts ? relay::Millis(0) : hedgeDelay(cfg.routing, pick);
+      // No hedge for a continuation: the client is waiting on a stream already under way.
+      const relay::Millis hedgeIn = hedgeUsed || tries + 1 >= maxAttempts || relay.continuing()
+                                        ? relay::Millis(0)
+                                        : hedgeDelay(cfg.routing, pick);
       if (hedgeIn.count() <= 0) {
         a = co_await relay.attempt(pick, n, ua ? &*ua : nullptr);
       } else {
@@ -382,6 +387,13 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
 
   std::string joined;
   for (const auto& s : summary) joined += (joined.empty() ? "" : "; ") + s;
+  if (relay.continuing()) {
+    // The client's stream began on an attempt that broke, and nothing could continue it.
+    co_await relay.failBegunStream(
+        502, "upstream_stream_broken",
+        fmt::format("the answer broke after it started and no candidate could continue it: {}", joined));
+    co_return;
+  }
   http::Response res;
   if (rec.attempts == 0 && quotaRetry >= 0) {
     LimitRefusal why;

@@ -194,8 +194,10 @@ bool wellFormedFieldLines(std::string_view lines) {
 }
 
 bool Relay::translating(const routing::Pick& p) const {
+  if (continuing()) return true;  // a continuation is a request of the gateway's making
   if (upWire(p) != call.wire) return true;
-  return call.responses() && (p.channel->cfg.type != config::ChannelType::OpenAI || plan.force_translate);
+  return call.responses() &&
+         (p.channel->cfg.type != config::ChannelType::OpenAI || plan.force_translate || splice != nullptr);
 }
 
 providers::Format Relay::upstreamFormat(const routing::Pick& p) const {
@@ -224,14 +226,23 @@ ResponseHead Relay::responseHead(const routing::Pick& p, int status, bool sse) {
 std::optional<providers::TranslateError> Relay::prepareBody(const routing::Pick& p, std::string_view& out) {
   upstream_model = p.channel->upstreamModel(routed_model);
   std::string key = std::string(wireName(upWire(p))) + '\n' + upstream_model;
+  // A continuation: the client's request with the answer so far (which grows with every break).
+  providers::Resume resume;
+  if (continuing()) {
+    resume.text = splice->text();
+    resume.prefill = upstreamFormat(p) == providers::Format::AnthropicMessages;
+    resume.output_so_far = splice->outputSoFar();
+    key += fmt::format("\nresume {} {}", splice->breaks(), resume.text.size());
+  }
   if (key != body_key) {
     body_key = std::move(key);
     body_is_original = false;
     if (translating(p)) {
       body_made.clear();
       providers::RequestInfo info;
-      if (auto err = providers::translateRequest(call.format(), upstreamFormat(p), req.body(), body_made,
-                                                 translateContext(p), &info)) {
+      providers::TranslateContext tc = translateContext(p);
+      if (continuing()) tc.resume = &resume;
+      if (auto err = providers::translateRequest(call.format(), upstreamFormat(p), req.body(), body_made, tc, &info)) {
         body_key.clear();
         return err;
       }
@@ -469,6 +480,18 @@ boost::asio::awaitable<Attempt> Relay::finish(const routing::Pick& p, int attemp
   co_return co_await relayStream(p, attemptNo, o);
 }
 
+boost::asio::awaitable<void> Relay::failBegunStream(int status, std::string_view code, const std::string& why) {
+  providers::ApiError err{status, providers::errorKindForStatus(status), why, {}, std::string(code)};
+  std::string out;
+  if (splice) splice->fail(err, out);
+  if (out.empty() && !splice) out = streamErrorEvent(call.wire, status, code, why, call.format() == providers::Format::OpenAIResponses);
+  r.setKeepAlive(false);
+  if (!out.empty()) co_await r.writeChunk(out);
+  co_await r.endStream();
+  rec.status = status;
+  rec.error = why;
+}
+
 void Relay::giveBack(std::unique_ptr<upstream::Connection> conn, upstream::ResponseParser& parser) {
   if (parser.is_done() && parser.get().keep_alive())
     pool.release(std::move(conn));
@@ -499,6 +522,11 @@ boost::asio::awaitable<Attempt> Relay::refuseUntranslatable(const providers::Tra
   a.outcome = Outcome::ClientError;
   a.status = err.status;
   a.why = err.message;
+  if (continuing()) {  // the client's stream is under way: another channel may take the rest
+    a.outcome = Outcome::ChannelFailure;
+    a.why = "the continuation could not be made for this channel: " + err.message;
+    co_return a;
+  }
   http::Response res{static_cast<bhttp::status>(err.status), 11};
   res.set(bhttp::field::content_type, "application/json");
   res.set("x-request-id", ctx.id);
@@ -542,6 +570,11 @@ boost::asio::awaitable<Attempt> Relay::upstreamError(const routing::Pick& p, int
     a.retry_after_ms = v.cooldown_ms;
   else if (a.outcome == Outcome::KeyCooldown || a.status == 429)
     a.retry_after_ms = providerRetryMs(head);
+  if (a.outcome == Outcome::ClientError && continuing()) {
+    // A continuation refused: the client's stream is under way, so another channel is asked.
+    a.outcome = Outcome::ChannelFailure;
+    a.why += " (a continuation)";
+  }
   if (a.outcome == Outcome::ClientError) {
     // The request itself was refused: the client must fix it, another channel won't help.
     http::Response res{head.result(), 11};
@@ -564,6 +597,12 @@ boost::asio::awaitable<Attempt> Relay::relayWhole(const routing::Pick& p, int at
                                                   std::unique_ptr<upstream::Connection> conn,
                                                   upstream::ResponseParser& parser, Attempt a) {
   const auto& t = snap.cfg->routing.timeouts;
+  if (continuing()) {  // the client reads a stream: an answer in one piece cannot continue it
+    conn->close();
+    a.outcome = Outcome::ChannelFailure;
+    a.why = "the continuation was answered without a stream";
+    co_return a;
+  }
   std::string whole;
   if (auto cl = parser.content_length()) whole.reserve(std::min<std::uint64_t>(*cl, kMaxWholeBody));
   while (!parser.is_done()) {
@@ -648,12 +687,21 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
   upstream::ResponseParser& parser = *o.parser;
   Attempt a = o.a;
   ResponseHead rh = responseHead(p, a.status, true);
-  // Decoded (and encoded again) when translated, or when a stage must see the events.
-  const bool decode = rh.translated || rh.wrap_encoder != nullptr;
+  // routing.on_stall: continue: every attempt writes through the stream's one encoder.
+  StreamSplice* const sp = splice.get();
+  // Decoded (and encoded again) when translated, when a stage must see the events, or when the
+  // stream may have to be continued (its text known, only whole events given to the client).
+  const bool decode = rh.translated || rh.wrap_encoder != nullptr || sp != nullptr;
   std::unique_ptr<StreamTap> tap;
   if (decode) {
     providers::TranslateContext tc = translateContext(p);
-    tc.wrap_encoder = std::move(rh.wrap_encoder);
+    if (sp) {
+      tc.wrap_encoder = [sp, wrap = std::move(rh.wrap_encoder)](std::unique_ptr<providers::StreamEncoder> fresh) {
+        return sp->encoderFor(std::move(fresh), wrap);
+      };
+    } else {
+      tc.wrap_encoder = std::move(rh.wrap_encoder);
+    }
     tap = makeTranslatingTap(providers::makeStreamTranslator(call.format(), rh.upstream_format, tc));
   } else {
     tap = makeStreamTap(call.wire, strip_usage);
@@ -663,7 +711,7 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
   const ResponseEnd end{.pick = p, .status = a.status, .stream = true, .upstream_body = {}};
   std::string out;  // grows to the largest piece once
   auto& head = parser.get();
-  bool begun = false;
+  bool begun = continuing();  // a continuation writes into the stream an earlier attempt began
   auto& active = metrics::registry().active_streams;
   active.fetch_add(1, std::memory_order_relaxed);
   struct Dec {
@@ -695,6 +743,13 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
     }
     out.clear();
     if (!filter.feed(got, out)) ec = boost::beast::errc::make_error_code(boost::beast::errc::message_size);
+    // An error event after the answer began, held by the splice: a break like a cut one.
+    std::optional<providers::ApiError> inband;
+    if (sp && sp->heldError()) {
+      inband = sp->heldError();
+      sp->clearHeldError();
+      ec = boost::asio::error::connection_aborted;
+    }
     // The usual last read carries the final events and the upstream's end: send both in one write.
     bool last = parser.is_done() && !ec;
     if (last) filter.finish(out);
@@ -708,7 +763,7 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
       }
     }
     if (last) {
-      if (const auto u = filter.usage(); u.known()) {
+      if (const auto u = sp ? fromCanonical(sp->usage()) : filter.usage(); u.known()) {
         rec.input_tokens = u.prompt_tokens;
         rec.output_tokens = u.completion_tokens;
         rec.cached_tokens = u.cached_tokens;
@@ -740,7 +795,11 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
       conn->close();
       bool timedOut = ec == boost::beast::error::timeout;
       std::string why;
-      if (!timedOut)
+      if (inband) {
+        std::string msg = inband->message;
+        snap.scrubber.scrub(msg);
+        why = fmt::format("in-band error {} after the response started: {}", inband->status, msg);
+      } else if (!timedOut)
         why = "upstream stream broke: " + ec.message();
       else if (r.bytesSent() == 0)
         why = "no first chunk within the first_byte timeout";
@@ -756,8 +815,30 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
         a.why = why;
         co_return a;  // nothing reached the client: another attempt is still invisible
       }
-      // After the first byte: no retry. End with a well-formed error event and close.
       const bool stalled = timedOut && stallBound && !deadline.passed();
+      // routing.on_stall: continue: a stall, a cut or an error event while the answer is text is
+      // resumed on the next candidate (the failover loop makes it); the total timeout is not.
+      const bool breakable = stalled || (!timedOut && ec != boost::beast::errc::message_size);
+      if (sp && breakable && !deadline.passed() && sp->continuable()) {
+        const std::int64_t est = ex.route.est_tokens;
+        sp->broke(est);
+        a.outcome = Outcome::ChannelFailure;
+        a.timeout = false;
+        a.why = why + " (after the response started; continued on the next candidate)";
+        co_return a;
+      }
+      if (sp) {
+        // Not to be continued (a tool call under way, the total timeout, an event past the
+        // bound): the stream's encoder ends it, closing what it has open, with the error event.
+        a.outcome = Outcome::ChannelFailure;
+        a.delivered = true;
+        a.why = why;
+        co_await failBegunStream(timedOut ? 504 : 502,
+                                 stalled ? "upstream_stalled" : (timedOut ? "upstream_timeout" : "upstream_stream_broken"),
+                                 why + " (after the response started; not continued)");
+        co_return a;
+      }
+      // After the first byte: no retry. End with a well-formed error event and close.
       std::string event = streamErrorEvent(
           call.wire, timedOut ? 504 : 502,
           stalled ? "upstream_stalled" : (timedOut ? "upstream_timeout" : "upstream_stream_broken"),

@@ -18,6 +18,7 @@
 #include "gateway/Chain.hpp"
 #include "gateway/Exchange.hpp"
 #include "gateway/Snapshot.hpp"
+#include "gateway/StreamSplice.hpp"
 #include "providers/Translate.hpp"
 #include "routing/Router.hpp"
 #include "upstream/Client.hpp"
@@ -103,7 +104,11 @@ struct Relay {
         strip_usage(e.route.inject_usage),
         deadline{e.ctx.start + e.snap.cfg->routing.timeouts.total},
         upstream_model(e.route.upstream_model),
-        plan(e.answer) {}
+        plan(e.answer) {
+    // routing.on_stall: continue: a chat-like stream can be resumed on the next candidate.
+    if (stream && call.translatable() && snap.cfg->routing.on_stall == config::OnStall::Continue)
+      splice = std::make_unique<StreamSplice>();
+  }
 
   Exchange& ex;
   const Snapshot& snap;
@@ -133,6 +138,14 @@ struct Relay {
   // translation (the stages before decided).
   const AnswerPlan& plan;
   std::shared_ptr<const providers::openai::ResponsesEcho> responses_echo;
+  // routing.on_stall: continue: the client's stream across the attempts that make it; set for a
+  // chat-like stream. Its streams are read through the gateway's codecs (whole events, the
+  // answer's text known), Responses ones through Chat Completions.
+  std::unique_ptr<StreamSplice> splice;
+  // The client's stream began on an earlier attempt, which broke: this one continues it.
+  bool continuing() const { return splice && splice->continuing(); }
+  // Ends a stream that began and could not be continued with its format's error event.
+  boost::asio::awaitable<void> failBegunStream(int status, std::string_view code, const std::string& why);
 
   Wire upWire(const routing::Pick& p) const { return channelWire(p.channel->cfg.type); }
   // Same format: relayed as it is. Responses requests go natively only to `openai` channels;

@@ -120,9 +120,11 @@ std::optional<ApiError> parseCommon(const json::value& body, bool with_model, st
     if (const auto* dp = field(*tco, "disable_parallel_tool_use"); dp && dp->is_bool()) tr.parallel = !dp->get_bool();
   }
   // The last user turn; its tool_result blocks are the results that answer the last tool use.
+  std::size_t last_user = arr.size();
   for (std::size_t i = arr.size(); i-- > 0;) {
     const auto& mo = arr[i].get_object();
     if (mo.at("role").get_string() != "user") continue;
+    last_user = i;
     const auto& content = mo.at("content");
     if (content.is_string()) {
       tr.last_user_text = std::string(content.get_string());
@@ -143,6 +145,19 @@ std::optional<ApiError> parseCommon(const json::value& body, bool with_model, st
       }
     }
     break;
+  }
+  // A partial answer to continue: a trailing assistant turn (a prefill), or the one before a last
+  // user turn that asks to continue it.
+  auto assistantText = [&](std::size_t i) -> std::string {
+    if (i >= arr.size()) return {};
+    const auto& mo = arr[i].get_object();
+    if (mo.at("role").get_string() != "assistant") return {};
+    return contentText(mo.at("content"));
+  };
+  if (!arr.empty()) {
+    tr.partial_answer = assistantText(arr.size() - 1);
+    if (tr.partial_answer.empty() && last_user == arr.size() - 1 && last_user > 0 && asksToContinue(tr.last_user_text))
+      tr.partial_answer = assistantText(last_user - 1);
   }
   if (decision) *decision = decideTools(tr);
   return std::nullopt;

@@ -73,10 +73,12 @@ std::optional<ApiError> parseContents(const json::object& o, std::int64_t& token
   if (!tr) return std::nullopt;
 
   // The last user (or function) turn: its functionResponse parts answer the last functionCall.
+  std::size_t last_user = arr.size();
   for (std::size_t i = arr.size(); i-- > 0;) {
     const auto& co = arr[i].get_object();
     const auto* role = field(co, "role");
     if (role && role->get_string() == "model") continue;
+    last_user = i;
     for (const auto& p : field(co, "parts")->get_array()) {
       const auto* po = p.if_object();
       if (!po) continue;
@@ -89,6 +91,28 @@ std::optional<ApiError> parseContents(const json::object& o, std::int64_t& token
       }
     }
     break;
+  }
+  // A partial answer to continue: a trailing model turn, or the one before a last user turn that
+  // asks to continue it.
+  auto modelText = [&](std::size_t i) -> std::string {
+    if (i >= arr.size()) return {};
+    const auto& co = arr[i].get_object();
+    const auto* role = field(co, "role");
+    if (!role || role->get_string() != "model") return {};
+    std::string t;
+    for (const auto& p : field(co, "parts")->get_array()) {
+      const auto* po = p.if_object();
+      const auto* th = po ? field(*po, "thought") : nullptr;
+      if (th && th->is_bool() && th->get_bool()) continue;
+      if (const auto* s = po ? field(*po, "text") : nullptr; s && s->is_string()) t += s->get_string();
+    }
+    return t;
+  };
+  if (!arr.empty()) {
+    tr->partial_answer = modelText(arr.size() - 1);
+    if (tr->partial_answer.empty() && last_user == arr.size() - 1 && last_user > 0 &&
+        asksToContinue(tr->last_user_text))
+      tr->partial_answer = modelText(last_user - 1);
   }
   return std::nullopt;
 }

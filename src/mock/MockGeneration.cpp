@@ -132,6 +132,32 @@ Generation planReply(std::string_view text, std::size_t chunks, std::optional<st
   return limitGeneration(std::move(g), max_tokens, stop);
 }
 
+Generation planContinuation(std::string_view partial, std::size_t chunks, std::optional<std::int64_t> max_tokens,
+                            const std::vector<std::string>& stop, int choices) {
+  auto trimmed = [](std::string_view s) {
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+    return s;
+  };
+  const std::string_view want = trimmed(partial);
+  Generation whole;
+  whole.pieces = chunks;
+  std::string said;
+  for (std::size_t k = 0; k <= chunks; ++k) {
+    if (trimmed(said) == want) {
+      Generation g;
+      g.choices = std::max(1, choices);
+      auto rest = std::make_shared<std::vector<std::string>>();
+      for (std::size_t i = k; i < chunks; ++i) rest->push_back(whole.piece(i));
+      g.pieces = rest->size();
+      g.script = std::move(rest);
+      return limitGeneration(std::move(g), max_tokens, stop);
+    }
+    if (k == chunks || said.size() > want.size()) break;
+    said += whole.piece(k);
+  }
+  return planGeneration(chunks, max_tokens, stop, choices);
+}
+
 Generation planToolCalls(std::vector<ToolCall> calls, std::size_t chunks, int choices) {
   Generation g;
   g.choices = std::max(1, choices);

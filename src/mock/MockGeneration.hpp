@@ -66,6 +66,11 @@ Generation planGeneration(std::size_t chunks, std::optional<std::int64_t> max_to
 Generation planReply(std::string_view text, std::size_t chunks, std::optional<std::int64_t> max_tokens,
                      const std::vector<std::string>& stop, int choices);
 
+// The rest of the usual sentence of `chunks` pieces after `partial` when `partial` is a start of
+// it made of whole pieces (white space at its end ignored); else the usual sentence.
+Generation planContinuation(std::string_view partial, std::size_t chunks, std::optional<std::int64_t> max_tokens,
+                            const std::vector<std::string>& stop, int choices);
+
 // Tool calls as the answer: each call's arguments cut into clamp(chunks, 1, 4) deltas.
 Generation planToolCalls(std::vector<ToolCall> calls, std::size_t chunks, int choices);
 

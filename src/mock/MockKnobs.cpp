@@ -58,6 +58,7 @@ MockKnobs MockKnobs::fromOptions(const MockOptions& o) {
   k.error_event_rate = o.error_event_rate;
   k.error_event_after = o.error_event_after;
   k.stall_after = o.stall_after;
+  k.stall_rate = o.stall_rate;
   k.slow_rate = o.slow_rate;
   k.slow_ms = o.slow_ms;
   return k;
@@ -80,6 +81,7 @@ std::optional<std::string> validateOptions(const MockOptions& o) {
   if (auto e = range("slow-ms", o.slow_ms, 0, kMaxKnobDelayMs)) return e;
   for (auto [name, rate] : {std::pair<const char*, double>{"fail-rate", o.fail_rate},
                             {"error-event-rate", o.error_event_rate},
+                            {"stall-rate", o.stall_rate},
                             {"slow-rate", o.slow_rate}}) {
     if (!(rate >= 0.0 && rate <= 1.0)) return std::string("--") + name + " must be from 0 to 1, got " + std::to_string(rate);
   }
@@ -102,6 +104,7 @@ std::optional<std::string> applyKnobHeaders(const http::Request& req, MockKnobs&
   if (auto e = rateHeader(req, "x-mock-error-event-rate", k.error_event_rate)) return e;
   if (auto e = intHeader(req, "x-mock-error-event-after", 0, kMaxKnobChunks, k.error_event_after)) return e;
   if (auto e = intHeader(req, "x-mock-stall-after", -1, kMaxKnobChunks, k.stall_after)) return e;
+  if (auto e = rateHeader(req, "x-mock-stall-rate", k.stall_rate)) return e;
   if (auto e = rateHeader(req, "x-mock-slow-rate", k.slow_rate)) return e;
   if (auto e = intHeader(req, "x-mock-slow-ms", 0, kMaxKnobDelayMs, k.slow_ms)) return e;
   for (auto [name, flag] : {std::pair<std::string_view, bool*>{"x-mock-echo", &k.echo}, {"x-mock-echo-key", &k.echo_key}}) {

@@ -28,6 +28,7 @@ struct MockKnobs {
   double error_event_rate = 0.0;          // a stream's in-band error event (its kind from fail_status)
   int error_event_after = 0;              // ... after this many content chunks
   int stall_after = -1;                   // stop sending after N content chunks, hold the connection
+  double stall_rate = 1.0;                // ... this share of streams
   double slow_rate = 0.0;                 // the first byte waits slow_ms (not ttfb_ms) this often
   int slow_ms = 0;
 
@@ -47,7 +48,8 @@ std::optional<std::string> validateOptions(const MockOptions& o);
 // error event after N content chunks and ends: OpenAI's {"error":...} chunk, Responses'
 // response.failed, Anthropic's `error` event, Gemini's error chunk; overload for fail-status 503
 // or 529, rate limit for 429, a server error otherwise), x-mock-stall-after (a stream sends N
-// content chunks, then nothing more while the connection stays open), x-mock-slow-rate and
+// content chunks, then nothing more while the connection stays open) and x-mock-stall-rate (the
+// share of streams that do; 1 by default), x-mock-slow-rate and
 // x-mock-slow-ms (that share of answers waits slow-ms before its first byte instead of ttfb-ms).
 // Returns a message naming the malformed header, or nullopt.
 std::optional<std::string> applyKnobHeaders(const http::Request& req, MockKnobs& k);

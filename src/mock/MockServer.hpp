@@ -21,6 +21,7 @@ struct MockOptions {
   double error_event_rate = 0.0;  // probability a stream carries an in-band error event (after a 200)
   int error_event_after = 0;      // content chunks before that error event
   int stall_after = -1;           // a stream stops sending after N chunks and holds the connection; -1 = never
+  double stall_rate = 1.0;        // ... this share of streams (when stall_after is set)
   double slow_rate = 0.0;         // probability the first byte waits slow_ms instead of ttfb_ms
   int slow_ms = 0;
   int shutdown_grace_ms = 2000;  // on SIGINT/SIGTERM: how long in-flight answers may take to finish

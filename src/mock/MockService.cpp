@@ -318,7 +318,7 @@ net::awaitable<void> writeStream(http::Responder& r, const SseScript& s, const M
     }
   };
   earlier(k.reset_after, End::Reset);
-  earlier(k.stall_after, End::Stall);
+  if (k.stall_rate >= 1.0 || (k.stall_rate > 0.0 && randomUnit() < k.stall_rate)) earlier(k.stall_after, End::Stall);
   if (s.error_event) earlier(k.error_event_after, End::Error);
   // Every write reports whether the client (the gateway, in tests) is still there.
   auto done = [&](bool ok) {

@@ -273,6 +273,20 @@ std::optional<ApiError> readChatTools(const json::object& o, const json::array& 
       tr.tool_results.push_back(c ? contentText(*c) : std::string());
     }
   }
+  // A partial answer to continue: a trailing assistant turn, or the one before a last user turn
+  // that asks to continue it.
+  auto assistantText = [&](std::size_t i) -> std::string {
+    const auto* mo = i < msgs.size() ? msgs[i].if_object() : nullptr;
+    const auto* role = mo ? field(*mo, "role") : nullptr;
+    if (!role || !role->is_string() || role->get_string() != "assistant") return {};
+    const auto* c = field(*mo, "content");
+    return c && !c->is_null() ? contentText(*c) : std::string();
+  };
+  if (!msgs.empty()) {
+    tr.partial_answer = assistantText(msgs.size() - 1);
+    if (tr.partial_answer.empty() && last_user == msgs.size() - 1 && last_user > 0 && asksToContinue(tr.last_user_text))
+      tr.partial_answer = assistantText(last_user - 1);
+  }
   out = decideTools(tr);
   return std::nullopt;
 }

@@ -210,6 +210,24 @@ std::optional<ApiError> parseResponsesRequest(const json::value& body, Responses
       }
       if (last_user < items.size())
         if (const auto* c = field(items[last_user].get_object(), "content")) tr.last_user_text = contentText(*c);
+      // A partial answer to continue: a trailing assistant message, or the one before a last user
+      // message that asks to continue it.
+      auto assistantText = [&](std::size_t i) -> std::string {
+        if (i >= items.size()) return {};
+        const auto& it = items[i].get_object();
+        const auto* type = field(it, "type");
+        const auto* role = field(it, "role");
+        const bool message = !type || (type->is_string() && type->get_string() == "message");
+        if (!message || !role || !role->is_string() || role->get_string() != "assistant") return {};
+        const auto* c = field(it, "content");
+        return c ? contentText(*c) : std::string();
+      };
+      if (!items.empty()) {
+        tr.partial_answer = assistantText(items.size() - 1);
+        if (tr.partial_answer.empty() && last_user == items.size() - 1 && last_user > 0 &&
+            asksToContinue(tr.last_user_text))
+          tr.partial_answer = assistantText(last_user - 1);
+      }
       for (std::size_t i = last_user < items.size() ? last_user + 1 : 0; i < items.size(); ++i) {
         const auto& it = items[i].get_object();
         const auto* type = field(it, "type");

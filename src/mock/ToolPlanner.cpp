@@ -307,9 +307,17 @@ void echoUserText(ToolDecision& d) {
   }
 }
 
+bool asksToContinue(std::string_view user_text) {
+  return user_text.find("cut off") != std::string_view::npos && user_text.find("Continue") != std::string_view::npos;
+}
+
 ToolDecision decideTools(const ToolRequest& req) {
   ToolDecision d;
   d.user_text = req.last_user_text;
+  if (!req.partial_answer.empty() && req.tool_results.empty()) {
+    d.resume = req.partial_answer;
+    return d;
+  }
   if (!req.tool_results.empty()) {
     std::string joined;
     for (const auto& r : req.tool_results) {
@@ -353,6 +361,7 @@ ToolDecision decideTools(const ToolRequest& req) {
 Generation planAnswer(const ToolDecision& d, std::size_t chunks, std::optional<std::int64_t> max_tokens,
                       const std::vector<std::string>& stop, int choices) {
   if (!d.calls.empty()) return planToolCalls(d.calls, chunks, choices);
+  if (d.resume) return planContinuation(*d.resume, chunks, max_tokens, stop, choices);
   if (d.reply) return planReply(*d.reply, chunks, max_tokens, stop, choices);
   return planGeneration(chunks, max_tokens, stop, choices);
 }

@@ -13,7 +13,11 @@
 //  - else it asks "use/call/invoke/run a|the|any|your [X] tool|function" -> the tool whose name
 //    contains X, else the first tool;
 //  - a forced choice (OpenAI "required" / a named function, Anthropic "any" / "tool", Gemini mode
-//    ANY, Responses "required") calls a tool even when not asked: the named / first allowed one.
+//    ANY, Responses "required") calls a tool even when not asked: the named / first allowed one;
+//  - a partial answer to continue (a trailing assistant turn, Anthropic's prefill; or an assistant
+//    turn followed by a user turn asking to continue it, "...cut off. Continue...") -> the rest
+//    of the usual sentence after it when it is a start of that sentence (as a model resumes its
+//    own answer), else the usual sentence.
 // Arguments fit the tool's JSON schema: required properties only, strings "example", numbers 1
 // (or the minimum), booleans true, enums their first value, objects recursively, arrays one item.
 // Pure functions; thread-safe.
@@ -45,12 +49,19 @@ struct ToolRequest {
   bool parallel = true;
   std::string last_user_text;
   std::vector<std::string> tool_results;  // after the last user turn, in order
+  // The text of the assistant turn after the last user turn (a prefill), or of the one before a
+  // last user turn that asks to continue; empty: none.
+  std::string partial_answer;
 };
+
+// Whether a user turn asks to continue the answer before it.
+bool asksToContinue(std::string_view user_text);
 
 struct ToolDecision {
   std::vector<ToolCall> calls;       // empty: answer in text
   std::optional<std::string> reply;  // the text answer to tool results
   std::string user_text;             // the last user turn (for echo)
+  std::optional<std::string> resume; // a partial answer to continue
 };
 
 ToolDecision decideTools(const ToolRequest& req);

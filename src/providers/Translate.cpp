@@ -1,5 +1,7 @@
 #include "providers/Translate.hpp"
 
+#include <algorithm>
+
 #include "providers/CodecUtil.hpp"
 #include "providers/anthropic/MessagesCodec.hpp"
 #include "providers/gemini/GenerateCodec.hpp"
@@ -38,6 +40,34 @@ std::optional<ApiError> encodeRequest(Format f, const Request& req, const Encode
   return ApiError::invalid("", "unknown upstream format");
 }
 
+void applyResume(Request& req, const Resume& r) {
+  std::string_view text = r.text;
+  if (r.prefill) {
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\t' || text.back() == '\r'))
+      text.remove_suffix(1);
+    if (req.reasoning_budget && *req.reasoning_budget > 0) req.reasoning_budget.reset();
+  }
+  if (!text.empty()) {
+    // The client's own trailing assistant turn (its prefill) is the start of the answer.
+    if (!req.messages.empty() && req.messages.back().role == Role::Assistant && !req.messages.back().parts.empty() &&
+        req.messages.back().parts.back().kind == Part::Kind::Text) {
+      req.messages.back().parts.back().text.append(text);
+    } else {
+      Message m;
+      m.role = Role::Assistant;
+      m.parts.push_back(Part::makeText(std::string(text)));
+      req.messages.push_back(std::move(m));
+    }
+    if (!r.prefill) {
+      Message m;
+      m.role = Role::User;
+      m.parts.push_back(Part::makeText(std::string(kResumeInstruction)));
+      req.messages.push_back(std::move(m));
+    }
+  }
+  if (req.max_tokens && r.output_so_far > 0) req.max_tokens = std::max<std::int64_t>(1, *req.max_tokens - r.output_so_far);
+}
+
 }  // namespace
 
 std::optional<TranslateError> translateRequest(Format client, Format upstream, std::string_view body,
@@ -55,6 +85,7 @@ std::optional<TranslateError> translateRequest(Format client, Format upstream, s
     req.model = ctx.client_model;
     req.stream = ctx.client_stream;
   }
+  if (ctx.resume) applyResume(req, *ctx.resume);
   if (req.model.empty() && ctx.upstream_model.empty())
     return ApiError::invalid("model", "the model is required (Gemini: /v1beta/models/{model}:generateContent)");
   if (info) {

@@ -38,6 +38,22 @@ namespace openai {
 struct ResponsesEcho;
 }
 
+// routing.on_stall: continue: a request made again to finish an answer that broke after the
+// client began to read it. The answer so far becomes the assistant's turn at the end of the
+// conversation (appended to the client's own partial turn when it ended with one); an upstream
+// that continues such a turn (`prefill`: Anthropic) is given it as it is, less trailing white
+// space (which Anthropic refuses), and with reasoning off (a prefill excludes it); any other is
+// asked to go on by a user turn holding kResumeInstruction. max_tokens is lowered by what the
+// answer has used.
+struct Resume {
+  std::string_view text;
+  bool prefill = false;
+  std::int64_t output_so_far = 0;
+};
+inline constexpr std::string_view kResumeInstruction =
+    "Your previous answer was cut off. Continue it exactly where it stopped: do not repeat any of it, "
+    "and write nothing before the continuation.";
+
 struct TranslateContext {
   std::string upstream_model;                 // model name to send upstream; empty keeps the client's
   bool openai_max_completion_tokens = false;  // see EncodeOptions
@@ -56,6 +72,8 @@ struct TranslateContext {
   // uses the encoder it returns (never null), e.g. one that restores redacted values
   // (pipeline::makeRestoringEncoder). Unset: the encoder is used as is.
   std::function<std::unique_ptr<StreamEncoder>(std::unique_ptr<StreamEncoder>)> wrap_encoder;
+  // Requests: the answer to resume (see Resume); null for a request as the client sent it.
+  const Resume* resume = nullptr;
 };
 
 // What the gateway needs to know about a translated request.

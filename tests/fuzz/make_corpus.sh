@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
+mkdir -p "$C"/{stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -25,6 +25,13 @@ seed $C/stream_filter/responses_stream       00 07 $FX/mock/responses_stream.sse
   printf 'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}],"usage":null}\r\n\r\n'
   printf 'data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}}\r\n\r\n'
   printf 'data: [DONE]\r\n\r\n'; } >$C/stream_filter/usage_crlf
+
+# stream_splice: [client | first << 4] [second] [cut hi] [cut lo]: the first attempt's stream up to
+# the cut, the continuation's after it.
+splice() { { printf "\\x$2\\x$3\\x$4\\x$5"; cat "$6"; } >"$1"; }
+splice $C/stream_splice/chat_from_anthropic_to_chat      10 00 01 00 $FX/providers/anthropic_stream_thinking.sse
+splice $C/stream_splice/anthropic_from_chat_to_gemini    01 02 00 c0 $FX/providers/openai_stream_parallel_tools.sse
+splice $C/stream_splice/responses_from_gemini_to_anthropic 23 01 00 80 $GX/gemini_stream_thinking_tools.sse
 
 # commit_gate: [format] [split]
 seed $C/commit_gate/openai_tools        00 02 $FX/providers/openai_stream_parallel_tools.sse

@@ -19,6 +19,17 @@ TEST(MockGeneration, DefaultAnswerIsOneWordPerChunk) {
   EXPECT_EQ(g.completionTokens(), 8u);
 }
 
+TEST(MockGeneration, AContinuationIsTheRestOfTheSentenceAfterAWholePiecePrefix) {
+  Generation rest = planContinuation("Hello from sluice", 8, std::nullopt, {}, 1);
+  EXPECT_EQ(rest.text(), " mock. This is a deterministic");
+  EXPECT_EQ(rest.pieces, 5u);
+  EXPECT_EQ(planContinuation("Hello from sluice ", 8, std::nullopt, {}, 1).text(), " mock. This is a deterministic");
+  EXPECT_EQ(planContinuation("Hello from sluice mock. This is a deterministic", 8, std::nullopt, {}, 1).pieces, 0u);
+  // Not a start of the sentence (or not of whole pieces): the usual sentence.
+  EXPECT_EQ(planContinuation("Goodbye", 8, std::nullopt, {}, 1).text(), "Hello from sluice mock. This is a deterministic");
+  EXPECT_EQ(planContinuation("Hello fr", 8, std::nullopt, {}, 1).pieces, 8u);
+}
+
 TEST(MockGeneration, MaxTokensCapsAndReportsLength) {
   Generation g = planGeneration(8, 3, {}, 2);
   EXPECT_EQ(g.pieces, 3u);

@@ -111,22 +111,26 @@ TEST(MockKnobs, StreamFaultHeaders) {
   auto k = MockKnobs::fromOptions(MockOptions{});
   EXPECT_EQ(k.error_event_rate, 0.0);
   EXPECT_EQ(k.stall_after, -1);
+  EXPECT_EQ(k.stall_rate, 1.0);  // every stream stalls once stall-after is set
   EXPECT_EQ(k.slow_rate, 0.0);
   ASSERT_FALSE(applyKnobHeaders(request({{"x-mock-error-event-rate", "0.3"},
                                          {"x-mock-error-event-after", "2"},
                                          {"x-mock-stall-after", "0"},
+                                         {"x-mock-stall-rate", "0.25"},
                                          {"x-mock-slow-rate", "0.2"},
                                          {"x-mock-slow-ms", "3000"}}),
                                 k));
   EXPECT_EQ(k.error_event_rate, 0.3);
   EXPECT_EQ(k.error_event_after, 2);
   EXPECT_EQ(k.stall_after, 0);
+  EXPECT_EQ(k.stall_rate, 0.25);
   EXPECT_EQ(k.slow_rate, 0.2);
   EXPECT_EQ(k.slow_ms, 3000);
   for (auto [name, value] : std::initializer_list<std::pair<const char*, const char*>>{
            {"x-mock-error-event-rate", "2"},
            {"x-mock-error-event-after", "-1"},
            {"x-mock-stall-after", "-2"},
+           {"x-mock-stall-rate", "1.5"},
            {"x-mock-slow-rate", "x"},
            {"x-mock-slow-ms", "600001"}}) {
     auto kk = MockKnobs::fromOptions(MockOptions{});
@@ -153,6 +157,10 @@ TEST(MockKnobs, StreamFaultHeaders) {
   o.stall_after = -3;
   ASSERT_TRUE(validateOptions(o));
   EXPECT_NE(validateOptions(o)->find("--stall-after"), std::string::npos);
+  o.stall_after = 2;
+  o.stall_rate = -0.1;
+  ASSERT_TRUE(validateOptions(o));
+  EXPECT_NE(validateOptions(o)->find("--stall-rate"), std::string::npos);
 }
 
 TEST(MockKnobs, ValidatesOptions) {
