@@ -27,7 +27,7 @@
 #      continue). Reported: the share of requests that succeeded (a 200 ending with data: [DONE]
 #      and no error chunk), close p50 / p99 (the time to the whole answer), upstream calls per request.
 # Figures go into their own marked block of bench/BENCHMARKS.md. Everything it starts listens on
-# 127.0.0.1 and is stopped on exit. About 4 minutes by default.
+# 127.0.0.1 and is stopped on exit. About 5.5 minutes by default.
 # Knobs (environment): BUILD_DIR, SLUICE, LOADGEN, NGINX, HAPROXY, BENCH_OUT, BENCH_NO_BUILD=1,
 # BENCH_STRICT=1 (exit 1 when a target is missed), BENCH_KEEP_WORK=1, MOCK_CMD, SLUICE_WORKERS,
 # MOCK_WORKERS, NGINX_WORKERS, HAPROXY_THREADS, CHUNKS (20), STREAMS_CONCURRENCY (50),

@@ -816,9 +816,10 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
         co_return a;  // nothing reached the client: another attempt is still invisible
       }
       const bool stalled = timedOut && stallBound && !deadline.passed();
-      // routing.on_stall: continue: a stall, a cut or an error event while the answer is text is
-      // resumed on the next candidate (the failover loop makes it); the total timeout is not.
-      const bool breakable = stalled || (!timedOut && ec != boost::beast::errc::message_size);
+      // routing.on_stall: continue: a stall (stall_timeout, or the idle timeout when that is off),
+      // a cut or an error event while the answer is text is resumed on the next candidate (the
+      // failover loop makes it); the total timeout and an event past the bound are not.
+      const bool breakable = timedOut ? !deadline.passed() : ec != boost::beast::errc::message_size;
       if (sp && breakable && !deadline.passed() && sp->continuable()) {
         const std::int64_t est = ex.route.est_tokens;
         sp->broke(est);

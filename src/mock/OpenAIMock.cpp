@@ -344,8 +344,9 @@ void appendToolCallStart(std::string& out, const ToolCall& tc, std::size_t j) {
 
 // A streamed tool-call answer: the first chunk opens call 0 (with the role), every content step
 // is one argument delta, a call's first step opens it; then finish_reason "tool_calls".
-SseScript chatToolCallStream(const Generation& gen, std::shared_ptr<const std::string> prefix,
-                             std::shared_ptr<const std::string> suffix, bool include_usage, std::int64_t prompt_tokens) {
+SseScript chatToolCallStream(const Generation& gen, const std::shared_ptr<const std::string>& prefix,
+                             const std::shared_ptr<const std::string>& suffix, bool include_usage,
+                             std::int64_t prompt_tokens) {
   SseScript s;
   const auto& calls = gen.tools->calls;
   for (int c = 0; c < gen.choices; ++c) {

@@ -269,3 +269,18 @@ test('on_stall: error (the default) still ends a cut stream with the error event
   assert.match(formats.openai.failed(events).message, /not retried/);
   assert.equal((await good.stats()).requests, 0);
 });
+
+test('with stall_timeout off, a stream silent past the idle timeout is continued too', async () => {
+  const bad = await mockP(), good = await mockP();
+  const gw = await gwP({
+    channels: [
+      { name: 'bad', base_url: bad.url + '/v1', priority: 1, headers: { 'x-mock-stall-after': '3' } },
+      { name: 'good', base_url: good.url + '/v1', priority: 2 },
+    ],
+    routing: { on_stall: 'continue', timeouts: { idle: '400ms' } },
+  });
+  const { text } = formats.openai.read(sse(await (await formats.openai.send(gw, 'gpt-4o')).text()));
+  assert.equal(text, await wholeAnswer(good));
+  const row = await logRow(gw);
+  assert.match(row.attempts[0].error, /idle past the idle timeout .*continued on the next candidate/);
+});
