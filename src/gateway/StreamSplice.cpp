@@ -9,10 +9,14 @@ using providers::Usage;
 
 namespace {
 
-bool isSpace(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+bool isSpace(char c) {
+  return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
 
 // a + b where a is known (b unknown counts as 0); -1 when a is not known.
-std::int64_t addKnown(std::int64_t a, std::int64_t b) { return a < 0 ? -1 : a + std::max<std::int64_t>(b, 0); }
+std::int64_t addKnown(std::int64_t a, std::int64_t b) {
+  return a < 0 ? -1 : a + std::max<std::int64_t>(b, 0);
+}
 // a + b, each unknown counting as 0; -1 when neither is known.
 std::int64_t addAny(std::int64_t a, std::int64_t b) {
   return a < 0 && b < 0 ? -1 : std::max<std::int64_t>(a, 0) + std::max<std::int64_t>(b, 0);
@@ -53,7 +57,9 @@ bool StreamSplice::continuable() const {
   return encoder_ && !encoder_->ended() && !tool_begun_ && !finished_;
 }
 
-std::int64_t StreamSplice::estimate() const { return static_cast<std::int64_t>((attempt_bytes_ + 3) / 4); }
+std::int64_t StreamSplice::estimate() const {
+  return static_cast<std::int64_t>((attempt_bytes_ + 3) / 4);
+}
 
 void StreamSplice::broke(std::int64_t est_input) {
   Usage u = current_;

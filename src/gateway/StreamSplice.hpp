@@ -72,7 +72,7 @@ class StreamSplice {
   std::size_t attempt_bytes_ = 0;  // the running attempt's text and reasoning, for an estimate
   bool tool_begun_ = false;
   bool finished_ = false;
-  bool content_ = false;  // text, reasoning or a tool call has been given to the client
+  bool content_ = false;             // text, reasoning or a tool call has been given to the client
   bool trim_leading_space_ = false;  // the text so far ends in a space the resume left out
   int breaks_ = 0;
   providers::Usage before_;   // the broken attempts', summed

@@ -20,7 +20,9 @@ std::unique_ptr<providers::StreamTranslator> attempt(gateway::StreamSplice& s, p
   providers::TranslateContext tc;
   tc.include_usage = true;
   tc.created = 1700000000;
-  tc.wrap_encoder = [&s](std::unique_ptr<providers::StreamEncoder> fresh) { return s.encoderFor(std::move(fresh), {}); };
+  tc.wrap_encoder = [&s](std::unique_ptr<providers::StreamEncoder> fresh) {
+    return s.encoderFor(std::move(fresh), {});
+  };
   return providers::makeStreamTranslator(client, upstream, tc);
 }
 

@@ -18,13 +18,16 @@ std::unique_ptr<StreamTranslator> attempt(StreamSplice& s, Format client, Format
   providers::TranslateContext tc;
   tc.include_usage = true;
   tc.created = 1;
-  tc.wrap_encoder = [&s](std::unique_ptr<providers::StreamEncoder> fresh) { return s.encoderFor(std::move(fresh), {}); };
+  tc.wrap_encoder = [&s](std::unique_ptr<providers::StreamEncoder> fresh) {
+    return s.encoderFor(std::move(fresh), {});
+  };
   return providers::makeStreamTranslator(client, upstream, tc);
 }
 
 std::string chatChunk(std::string_view delta) {
-  return std::string("data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{"
-                     "\"index\":0,\"delta\":") +
+  return std::string(
+             "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{"
+             "\"index\":0,\"delta\":") +
          std::string(delta) + ",\"finish_reason\":null}]}\n\n";
 }
 
@@ -48,16 +51,17 @@ TEST(StreamSplice, AContinuationAddsItsTextToTheSameStreamWithOneRoleAndOneFinis
   EXPECT_EQ(s.outputSoFar(), 3);  // 12 bytes: 3 tokens, more than the 1 message_start said
   const std::size_t before = out.size();
   auto second = attempt(s, Format::OpenAIChat, Format::OpenAIChat);
-  ASSERT_TRUE(second->feed(chatChunk("{\"role\":\"assistant\",\"content\":\"\"}") + chatChunk("{\"content\":\" world\"}") +
-                               "data: {\"id\":\"c2\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
-                               "data: {\"id\":\"c2\",\"choices\":[],\"usage\":{\"prompt_tokens\":14,\"completion_tokens\":"
-                               "2,\"total_tokens\":16}}\n\ndata: [DONE]\n\n",
-                           out));
+  ASSERT_TRUE(
+      second->feed(chatChunk("{\"role\":\"assistant\",\"content\":\"\"}") + chatChunk("{\"content\":\" world\"}") +
+                       "data: {\"id\":\"c2\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+                       "data: {\"id\":\"c2\",\"choices\":[],\"usage\":{\"prompt_tokens\":14,\"completion_tokens\":"
+                       "2,\"total_tokens\":16}}\n\ndata: [DONE]\n\n",
+                   out));
   second->finish(out);
   const std::string tail = out.substr(before);
-  EXPECT_EQ(tail.find("\"role\""), std::string::npos) << tail;     // no second role
+  EXPECT_EQ(tail.find("\"role\""), std::string::npos) << tail;               // no second role
   EXPECT_NE(tail.find("\"content\":\"world\""), std::string::npos) << tail;  // the repeated space left out
-  EXPECT_EQ(tail.find("\"id\":\"c2\""), std::string::npos) << tail;  // the stream's id throughout
+  EXPECT_EQ(tail.find("\"id\":\"c2\""), std::string::npos) << tail;          // the stream's id throughout
   EXPECT_NE(tail.find("\"finish_reason\":\"stop\""), std::string::npos);
   // Summed: input 10 + 14, output 3 (estimated) + 2.
   EXPECT_NE(tail.find("\"prompt_tokens\":24,\"completion_tokens\":5"), std::string::npos) << tail;
