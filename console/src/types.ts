@@ -89,6 +89,15 @@ export interface Channel {
   line?: number;
 }
 
+// GET /admin/api/model-discovery: a channel whose models hold globs, and what its provider lists.
+export interface Discovery {
+  channel: string;
+  globs: string[];
+  models: string[];
+  refreshed_at_ms: number | null;
+  error: string | null;
+}
+
 export interface KeyHealth {
   ref: string;
   channel: string;

@@ -377,6 +377,24 @@ constexpr std::string_view kDocument = R"json({
         }
       }
     },
+    "/model-discovery": {
+      "get": {
+        "tags": ["operations"], "operationId": "getModelDiscovery", "summary": "Model discovery: for each channel whose models hold globs, the provider's models they match (read at start and every routing.discovery_interval)",
+        "responses": {
+          "200": {"description": "One entry per discovering channel", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["data", "interval_ms"], "properties": {
+              "interval_ms": {"type": "integer", "description": "routing.discovery_interval; 0: off"},
+              "data": {"type": "array", "items": {
+              "type": "object", "required": ["channel", "globs", "models", "refreshed_at_ms", "error"], "properties": {
+                "channel": {"type": "string"},
+                "globs": {"type": "array", "items": {"type": "string"}},
+                "models": {"type": "array", "items": {"type": "string"}, "description": "the last good list, sorted"},
+                "refreshed_at_ms": {"type": ["integer", "null"], "description": "Unix ms of the last good refresh; null: none yet"},
+                "error": {"type": ["string", "null"], "description": "why the last refresh failed (the list above is kept)"}}}}}}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"}
+        }
+      }
+    },
     "/pricing": {
       "get": {
         "tags": ["operations"], "operationId": "getPricing", "summary": "The price table in force: the shipped prices with the config's pricing: overrides",

@@ -59,10 +59,10 @@ constexpr std::array<std::string_view, 1> kAuthKeys = {"master_key"};
 constexpr std::array<std::string_view, 1> kUrlKeys = {"url"};
 constexpr std::array<std::string_view, 6> kStoreKeys = {"url",        "request_logs",       "log_retention_days",
                                                         "log_bodies", "log_body_max_bytes", "secret_key"};
-constexpr std::array<std::string_view, 13> kRoutingKeys = {
+constexpr std::array<std::string_view, 14> kRoutingKeys = {
     "max_retries",       "timeouts", "cooldown_default", "breaker_failures", "breaker_cooldown",
     "aliases",           "recovery_interval", "rules",   "fallbacks",        "stall_timeout",
-    "on_stall",          "balance",  "hedge_after"};
+    "on_stall",          "balance",  "hedge_after",      "discovery_interval"};
 constexpr std::array<std::string_view, 4> kErrorRuleKeys = {"status", "body", "action", "for"};
 constexpr std::array<std::string_view, 3> kPriceKeys = {"input", "output", "cached_input"};
 constexpr std::array<std::string_view, 4> kTimeoutKeys = {"connect", "first_byte", "idle", "total"};
@@ -768,6 +768,8 @@ class Loader {
         r.breaker_cooldown = duration(v, path, false);
       } else if (key == "aliases") {
         modelMap(v, path, r.aliases);
+      } else if (key == "discovery_interval") {
+        r.discovery_interval = duration(v, path, true);
       } else if (key == "recovery_interval") {
         r.recovery_interval = duration(v, path, true);
       } else if (key == "rules") {
@@ -1233,6 +1235,7 @@ std::string describeConfig(const Config& c) {
   e << YAML::Key << "breaker_failures" << YAML::Value << c.routing.breaker_failures;
   e << YAML::Key << "breaker_cooldown" << YAML::Value << formatDuration(c.routing.breaker_cooldown);
   e << YAML::Key << "recovery_interval" << YAML::Value << formatDuration(c.routing.recovery_interval);
+  e << YAML::Key << "discovery_interval" << YAML::Value << formatDuration(c.routing.discovery_interval);
   e << YAML::Key << "stall_timeout" << YAML::Value << formatDuration(c.routing.stall_timeout);
   e << YAML::Key << "on_stall" << YAML::Value << onStallName(c.routing.on_stall);
   e << YAML::Key << "balance" << YAML::Value << balanceName(c.routing.balance);

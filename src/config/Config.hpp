@@ -110,6 +110,9 @@ struct RoutingConfig {
   // How often cooled-down and automatically disabled upstream keys are probed to bring them
   // back early; 0 turns the checks off.
   Millis recovery_interval{60'000};
+  // Model discovery: how often a channel whose `models` hold globs has its provider's model list
+  // read (the first time at start, or when the channel appears); 0 turns it off.
+  Millis discovery_interval{600'000};
   // First match wins; the built-in rules (routing/Router.hpp) come after these.
   std::vector<ErrorRule> rules;
   // model -> the models tried in order once every channel of it has failed, or on a `fallback`

@@ -161,6 +161,7 @@ class Gateway {
     }
     server_->onWorkerExit([this](int) { access_.flushThisThread(); });
     net::co_spawn(server_->workerContext(0), recoveryLoop(*workers_[0]), net::detached);
+    net::co_spawn(server_->workerContext(0), discoveryLoop(*workers_[0]), net::detached);
   }
 
   net::awaitable<void> flushLoop(net::io_context& ioc) {
@@ -283,6 +284,57 @@ class Gateway {
           applyProbe(*ch, k, pr);
         }
       }
+    }
+  }
+
+  // Model discovery: a channel whose `models` hold globs has its provider's model list read at
+  // start (or when a reload adds or changes it) and every routing.discovery_interval, with a key
+  // that is not disabled; a failed read keeps the last good list. One channel at a time, on
+  // worker 0, checked every second.
+  net::awaitable<void> discoveryLoop(WorkerState& ws) {
+    net::steady_timer t(co_await net::this_coro::executor);
+    for (;;) {
+      const auto snap = ws.snap;  // keeps every channel below alive across the reads
+      const auto every = snap->cfg->routing.discovery_interval;
+      for (const auto& ch : snap->router->channels()) {
+        if (every.count() == 0 || !ch->discovers() || ch->keys.empty()) continue;
+        std::string source = std::string(config::channelTypeName(ch->cfg.type)) + ' ' + ch->cfg.base_url;
+        for (const auto& m : ch->cfg.models) source.append(" ").append(m);
+        routing::DiscoveredModels d = ch->health->discovered();
+        const auto now = routing::nowMs();
+        if (d.source == source && d.attempted_ms != 0 && now - d.attempted_ms < every.count()) continue;
+        if (d.source != source) d = routing::DiscoveredModels{};
+        d.source = std::move(source);
+        d.attempted_ms = now;
+        const routing::UpstreamKey* key = nullptr;
+        for (const auto& k : ch->keys)
+          if (!k.health->disabled.load()) {
+            key = &k;
+            break;
+          }
+        if (!key) {
+          d.error = "every key of the channel is disabled";
+          ch->health->setDiscovered(std::move(d));
+          continue;
+        }
+        ModelListing l = co_await listModels(ws.pool, *ch, *key, snap->cfg->routing.timeouts.first_byte, snap->scrubber);
+        if (l.ok) {
+          if (l.models != d.models || d.refreshed_unix_ms == 0)
+            spdlog::info("channel {}: the provider lists {} models its globs match", ch->cfg.name, l.models.size());
+          d.models = std::move(l.models);
+          d.refreshed_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
+          d.error.clear();
+        } else {
+          spdlog::warn("channel {}: model discovery failed ({}); its last list is kept", ch->cfg.name, l.message);
+          d.error = std::move(l.message);
+        }
+        ch->health->setDiscovered(std::move(d));
+      }
+      t.expires_after(std::chrono::seconds(1));
+      auto [ec] = co_await t.async_wait(net::as_tuple(net::use_awaitable));
+      if (ec) co_return;
     }
   }
 

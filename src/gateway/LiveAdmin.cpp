@@ -111,6 +111,27 @@ net::awaitable<std::optional<http::Response>> LiveAdmin::handle(const Snapshot& 
     auto [ok, message] = co_await net::co_spawn(host_.control_ioc, std::move(task), net::use_awaitable);
     co_return adminJson(ok ? 200 : 400, json::object{{"ok", ok}, {"message", message}});
   }
+  if (path == "/model-discovery") {
+    // Model discovery: per channel whose `models` hold globs, the provider's models they match.
+    if (!get) co_return adminError(405, "/admin/api/model-discovery takes GET");
+    json::array data;
+    for (const auto& ch : snap.router->channels()) {
+      if (!ch->discovers()) continue;
+      const routing::DiscoveredModels d = ch->health->discovered();
+      json::array globs, models;
+      for (const auto& m : ch->cfg.models)
+        if (m.find_first_of("*?") != std::string::npos) globs.emplace_back(m);
+      for (const auto& m : d.models) models.emplace_back(m);
+      data.push_back(json::object{
+          {"channel", ch->cfg.name},
+          {"globs", std::move(globs)},
+          {"models", std::move(models)},
+          {"refreshed_at_ms", d.refreshed_unix_ms ? json::value(d.refreshed_unix_ms) : json::value(nullptr)},
+          {"error", d.error.empty() ? json::value(nullptr) : json::value(d.error)}});
+    }
+    co_return adminJson(200, json::object{{"data", std::move(data)},
+                                          {"interval_ms", snap.cfg->routing.discovery_interval.count()}});
+  }
   if (path == "/pricing") {
     if (!get) co_return adminError(405, "/admin/api/pricing takes GET");
     json::array models;

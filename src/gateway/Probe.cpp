@@ -6,7 +6,10 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include <algorithm>
+
 #include "core/JsonText.hpp"
+#include "gateway/ModelList.hpp"
 
 namespace sluice::gateway {
 
@@ -15,17 +18,19 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::string probeHead(const routing::Channel& ch, const routing::UpstreamKey& key) {
+// The provider's model list: `whole` asks for as many entries as a page holds (discovery), else
+// one (a probe).
+std::string probeHead(const routing::Channel& ch, const routing::UpstreamKey& key, bool whole = false) {
   using config::ChannelType;
   std::string path = ch.endpoint.base_path;
   std::string auth;
   switch (ch.cfg.type) {
     case ChannelType::Anthropic:
-      path += "/v1/models?limit=1";
+      path += whole ? "/v1/models?limit=1000" : "/v1/models?limit=1";
       auth = "x-api-key: " + key.secret + "\r\nanthropic-version: 2023-06-01\r\n";
       break;
     case ChannelType::Gemini:
-      path += "/v1beta/models?pageSize=1";
+      path += whole ? "/v1beta/models?pageSize=1000" : "/v1beta/models?pageSize=1";
       auth = "x-goog-api-key: " + key.secret + "\r\n";
       break;
     case ChannelType::Azure:
@@ -58,6 +63,47 @@ std::string messageOf(std::string_view body) {
   return std::string(body.substr(0, 200));
 }
 
+
+// One GET of the gateway's own on a fresh connection: its status (0: none) and body (bounded,
+// secrets masked), or why it failed.
+struct Fetched {
+  int status = 0;
+  std::string body;
+  std::string failure;
+};
+
+boost::asio::awaitable<Fetched> fetch(upstream::Pool& pool, const routing::Channel& ch, const std::string& head,
+                                      std::chrono::milliseconds timeout, std::size_t limit,
+                                      const pipeline::SecretScrubber& scrubber) {
+  Fetched out;
+  auto [cec, conn] = co_await pool.acquire(ch.endpoint, timeout, false);
+  if (cec) {
+    out.failure = "connect failed: " + cec.message();
+    co_return out;
+  }
+  auto ec = co_await conn->writeRaw(head, {}, timeout);
+  upstream::ResponseParser parser;
+  parser.body_limit(limit);
+  if (!ec) ec = co_await conn->readHeader(parser, timeout);
+  if (ec) {
+    conn->close();
+    out.failure = "no answer: " + ec.message();
+    co_return out;
+  }
+  out.status = static_cast<int>(parser.get().result_int());
+  while (!parser.is_done() && out.body.size() < limit) {
+    auto [rec, got] = co_await conn->readBody(parser, timeout);
+    out.body.append(got);
+    if (rec) {
+      if (out.status >= 200 && out.status < 300) out.failure = "the answer broke: " + rec.message();
+      break;
+    }
+  }
+  conn->close();
+  scrubber.scrub(out.body);
+  co_return out;
+}
+
 }  // namespace
 
 boost::asio::awaitable<ProbeResult> probeKey(upstream::Pool& pool, const routing::Channel& ch,
@@ -65,35 +111,45 @@ boost::asio::awaitable<ProbeResult> probeKey(upstream::Pool& pool, const routing
                                              const pipeline::SecretScrubber& scrubber) {
   ProbeResult out;
   const auto start = Clock::now();
-  const std::string head = probeHead(ch, key);
-  auto [cec, conn] = co_await pool.acquire(ch.endpoint, timeout, false);
-  if (cec) {
-    out.message = "connect failed: " + cec.message();
+  Fetched f = co_await fetch(pool, ch, probeHead(ch, key), timeout, 64 * 1024, scrubber);
+  out.status = f.status;
+  if (f.status == 0) {
+    out.message = std::move(f.failure);
     co_return out;
   }
-  auto ec = co_await conn->writeRaw(head, {}, timeout);
-  upstream::ResponseParser parser;
-  parser.body_limit(64 * 1024);
-  if (!ec) ec = co_await conn->readHeader(parser, timeout);
-  if (ec) {
-    conn->close();
-    out.message = "no answer: " + ec.message();
-    co_return out;
-  }
-  out.status = static_cast<int>(parser.get().result_int());
-  std::string body;
-  while (!parser.is_done() && body.size() < 64 * 1024) {
-    auto [rec, got] = co_await conn->readBody(parser, timeout);
-    body.append(got);
-    if (rec) break;
-  }
-  conn->close();
-  scrubber.scrub(body);
   out.latency_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   out.ok = out.status >= 200 && out.status < 300;
-  out.message = out.ok ? "the key works" : fmt::format("upstream answered {}: {}", out.status, messageOf(body));
+  out.message = out.ok ? "the key works" : fmt::format("upstream answered {}: {}", out.status, messageOf(f.body));
   co_return out;
 }
+
+ModelListing parseModelList(const routing::Channel& ch, std::string_view body) {
+  ModelListing out;
+  auto models = gateway::parseModelList(ch.cfg.type == config::ChannelType::Gemini, body,
+                                        [&ch](std::string_view n) { return ch.discovers() && ch.servesModel(n); },
+                                        out.message);
+  if (!models) return out;
+  out.models = std::move(*models);
+  out.ok = true;
+  return out;
+}
+
+boost::asio::awaitable<ModelListing> listModels(upstream::Pool& pool, const routing::Channel& ch,
+                                                const routing::UpstreamKey& key, std::chrono::milliseconds timeout,
+                                                const pipeline::SecretScrubber& scrubber) {
+  Fetched f = co_await fetch(pool, ch, probeHead(ch, key, true), timeout, 4u << 20, scrubber);
+  ModelListing out;
+  if (f.status == 0 || !f.failure.empty()) {
+    out.message = f.failure;
+    co_return out;
+  }
+  if (f.status < 200 || f.status >= 300) {
+    out.message = fmt::format("upstream answered {}: {}", f.status, messageOf(f.body));
+    co_return out;
+  }
+  co_return parseModelList(ch, f.body);
+}
+
 
 void applyProbe(const routing::Channel& ch, const routing::UpstreamKey& k, const ProbeResult& pr) {
   auto& h = *k.health;

@@ -5,6 +5,8 @@
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "pipeline/SecretScrubber.hpp"
 #include "routing/Router.hpp"
@@ -24,6 +26,20 @@ struct ProbeResult {
 boost::asio::awaitable<ProbeResult> probeKey(upstream::Pool& pool, const routing::Channel& channel,
                                              const routing::UpstreamKey& key, std::chrono::milliseconds timeout,
                                              const pipeline::SecretScrubber& scrubber);
+
+// Model discovery: the provider's model list, read with `key` (OpenAI `data[].id`, Anthropic
+// `data[].id`, Gemini `models[].name` less "models/"), kept to the names that follow the
+// model-name rule and that the channel's globs match, sorted. Bounded (4 MiB, 10,000 names).
+struct ModelListing {
+  bool ok = false;
+  std::vector<std::string> models;
+  std::string message;  // why it failed
+};
+boost::asio::awaitable<ModelListing> listModels(upstream::Pool& pool, const routing::Channel& channel,
+                                                const routing::UpstreamKey& key, std::chrono::milliseconds timeout,
+                                                const pipeline::SecretScrubber& scrubber);
+// The names a model-list body of the channel's format holds that the channel serves.
+ModelListing parseModelList(const routing::Channel& channel, std::string_view body);
 
 // A probe's verdict on a key: a working key that was cooling down or disabled by an upstream
 // answer is back; one the provider refuses is disabled. A key disabled by hand stays so.

@@ -4,8 +4,6 @@
 
 namespace sluice::gateway {
 
-using providers::StreamEvent;
-using providers::Usage;
 
 namespace {
 
@@ -28,7 +26,7 @@ std::int64_t addAny(std::int64_t a, std::int64_t b) {
 class StreamSplice::Encoder final : public providers::StreamEncoder {
  public:
   explicit Encoder(StreamSplice& s) : s_(s) {}
-  void encode(const StreamEvent& ev, std::string& out) override { s_.encode(ev, out); }
+  void encode(const providers::StreamEvent& ev, std::string& out) override { s_.encode(ev, out); }
   void finish(std::string& out) override {
     if (s_.encoder_) s_.encoder_->finish(out);
   }
@@ -47,7 +45,7 @@ std::unique_ptr<providers::StreamEncoder> StreamSplice::encoderFor(std::unique_p
     text_.clear();
     attempt_bytes_ = 0;
     tool_begun_ = finished_ = content_ = false;
-    current_ = Usage{};
+    current_ = providers::Usage{};
     held_error_.reset();
   }
   return std::make_unique<Encoder>(*this);
@@ -62,7 +60,7 @@ std::int64_t StreamSplice::estimate() const {
 }
 
 void StreamSplice::broke(std::int64_t est_input) {
-  Usage u = current_;
+  providers::Usage u = current_;
   if (u.input < 0) u.input = std::max<std::int64_t>(est_input, 0);
   // A stream that broke may have reported only a start's placeholder (Anthropic's message_start
   // says 1): what it wrote is at least its text's estimate.
@@ -72,7 +70,7 @@ void StreamSplice::broke(std::int64_t est_input) {
   before_.cached = addAny(before_.cached, u.cached);
   before_.cache_creation = addAny(before_.cache_creation, u.cache_creation);
   before_.reasoning = addAny(before_.reasoning, u.reasoning);
-  current_ = Usage{};
+  current_ = providers::Usage{};
   attempt_bytes_ = 0;
   held_error_.reset();
   ++breaks_;
@@ -85,8 +83,8 @@ std::int64_t StreamSplice::outputSoFar() const {
   return std::max<std::int64_t>(before_.output, 0) + std::max(current_.output, estimate());
 }
 
-Usage StreamSplice::summed(const Usage& u) const {
-  Usage s = u;
+providers::Usage StreamSplice::summed(const providers::Usage& u) const {
+  providers::Usage s = u;
   s.input = addKnown(u.input, before_.input);
   s.output = addKnown(u.output, before_.output);
   s.cached = addKnown(u.cached, before_.cached);
@@ -95,9 +93,9 @@ Usage StreamSplice::summed(const Usage& u) const {
   return s;
 }
 
-Usage StreamSplice::usage() const {
+providers::Usage StreamSplice::usage() const {
   if (!continuing()) return current_;
-  Usage s;
+  providers::Usage s;
   s.input = addAny(current_.input, before_.input);
   s.output = addAny(current_.output, before_.output);
   s.cached = addAny(current_.cached, before_.cached);
@@ -108,15 +106,15 @@ Usage StreamSplice::usage() const {
 
 void StreamSplice::fail(const providers::ApiError& err, std::string& out) {
   if (!encoder_ || encoder_->ended()) return;
-  StreamEvent ev;
-  ev.kind = StreamEvent::Kind::Error;
+  providers::StreamEvent ev;
+  ev.kind = providers::StreamEvent::Kind::Error;
   ev.error = &err;
   encoder_->encode(ev, out);
 }
 
-void StreamSplice::encode(const StreamEvent& ev, std::string& out) {
+void StreamSplice::encode(const providers::StreamEvent& ev, std::string& out) {
   if (!encoder_) return;
-  using K = StreamEvent::Kind;
+  using K = providers::StreamEvent::Kind;
   if (continuing()) {
     // A continuation: the client's stream has its start and the answer's reasoning already.
     switch (ev.kind) {
@@ -124,7 +122,7 @@ void StreamSplice::encode(const StreamEvent& ev, std::string& out) {
       case K::Usage: {
         current_.merge(ev.usage);
         if (!current_.known()) return;
-        StreamEvent u;
+        providers::StreamEvent u;
         u.kind = K::Usage;
         u.usage = summed(current_);
         encoder_->encode(u, out);
@@ -142,7 +140,7 @@ void StreamSplice::encode(const StreamEvent& ev, std::string& out) {
           while (!t.empty() && isSpace(t.front())) t.remove_prefix(1);
           if (t.empty()) return;
           trim_leading_space_ = false;
-          StreamEvent trimmed = ev;
+          providers::StreamEvent trimmed = ev;
           trimmed.text = t;
           text_.append(t);
           attempt_bytes_ += t.size();

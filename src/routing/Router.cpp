@@ -110,6 +110,11 @@ std::string Channel::upstreamModel(std::string_view model) const {
 
 bool Channel::servesModel(std::string_view model) const { return servesModel(model, isModelName(model)); }
 
+bool Channel::discovers() const {
+  return std::any_of(cfg.models.begin(), cfg.models.end(),
+                     [](const std::string& m) { return m.find_first_of("*?") != std::string::npos; });
+}
+
 bool Channel::servesModel(std::string_view model, bool valid) const {
   // A glob matches only names that follow the model-name rule: "gemini-*" must not carry
   // "gemini-x/../../admin" or "gemini-x?key=" into a URL. The gateway refuses such names before
@@ -250,6 +255,12 @@ std::vector<std::string> Router::modelNames() const {
       names.insert(m);
       names.insert(c->cfg.name + "/" + m);
     }
+    // A glob stands for the models the provider listed that it matches (model discovery).
+    if (c->discovers())
+      for (const auto& m : c->health->discovered().models) {
+        names.insert(m);
+        names.insert(c->cfg.name + "/" + m);
+      }
   }
   return {names.begin(), names.end()};
 }

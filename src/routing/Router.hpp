@@ -66,13 +66,36 @@ struct KeyHealth {
   std::string why() const;
 };
 
+// Model discovery: what a channel's provider lists, for a channel whose `models` hold globs.
+struct DiscoveredModels {
+  std::vector<std::string> models;  // the listed models its globs match, sorted; the last good list
+  std::int64_t refreshed_unix_ms = 0;  // when the last good refresh was (Unix ms); 0: none yet
+  std::int64_t attempted_ms = 0;       // the last try (nowMs(), steady)
+  std::string error;                   // why the last try failed; empty when it worked
+  std::string source;                  // what was asked (type, endpoint, models): a change asks again
+};
+
 struct ChannelHealth {
+  // Model discovery's result, written by the control plane's refresh, read by model listings.
+  DiscoveredModels discovered() const {
+    std::lock_guard lock(discovery_mu_);
+    return discovery_;
+  }
+  void setDiscovered(DiscoveredModels d) {
+    std::lock_guard lock(discovery_mu_);
+    discovery_ = std::move(d);
+  }
+
   std::atomic<int> consecutive_failures{0};
   std::atomic<std::int64_t> open_until_ms{0};  // breaker open while now < this
   std::atomic<bool> probing{false};            // a half-open probe is in flight
   std::atomic<std::uint32_t> next_key{0};      // round-robin cursor
   Ewma latency;
   TtfbWindow recent;
+
+ private:
+  mutable std::mutex discovery_mu_;
+  DiscoveredModels discovery_;
 };
 
 class HealthRegistry {
@@ -106,6 +129,8 @@ struct Channel {
   std::size_t index = 0;
 
   bool servesModel(std::string_view model) const;
+  // Some of `models` are globs: the provider's list tells which names they stand for.
+  bool discovers() const;
   // The same with `valid` = routing::isModelName(model), for a caller asking every channel.
   bool servesModel(std::string_view model, bool valid) const;
   // The name sent upstream for a model this channel serves (its model_map, else the same).

@@ -72,6 +72,9 @@ export function gatewayYaml({ channels, routing = {}, server = {}, master = MAST
     for (const [k, v] of Object.entries(routing.timeouts)) lines.push(`    ${k}: ${v}`);
   }
   for (const [k, v] of Object.entries(routing)) if (k !== 'max_retries' && k !== 'timeouts') lines.push(`  ${k}: ${JSON.stringify(v)}`);
+  // These channels serve '*' (a glob) and most tests count the mock's requests exactly: model
+  // discovery, which reads a glob channel's model list, is off unless a test turns it on.
+  if (routing.discovery_interval === undefined) lines.push('  discovery_interval: "0s"');
   lines.push('channels:');
   for (const c of channels) {
     lines.push(`  - name: ${c.name}`, `    type: ${c.type ?? 'openai'}`, `    base_url: "${c.base_url ?? c.url + '/v1'}"`,

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, ApiError, errorText } from '../api';
 import { fmtInt, fmtMs, fmtRelative, fmtTime, splitList } from '../format';
 import { PROTECT_PARAMS, ProtectFields, protectBody, protectForm, ProtectProps, type ProtectForm } from '../protect';
-import type { Channel, KeyHealth, ProbeResult, UpstreamKey } from '../types';
+import type { Channel, Discovery, KeyHealth, ProbeResult, UpstreamKey } from '../types';
 import {
   ActionButton, Badge, describedBy, Empty, ErrorBox, Field, fieldError, InlineError, Loading, PageHeader,
   TableWrap, useAsync, usePoll,
@@ -21,15 +21,17 @@ type LimitName = (typeof LIMITS)[number][0];
 interface Data {
   channels: Channel[];
   health: KeyHealth[];
+  discovery: Discovery[];
 }
 
 export function Channels() {
   const state = useAsync<Data>(async (signal) => {
-    const [channels, health] = await Promise.all([
+    const [channels, health, discovery] = await Promise.all([
       api<{ data: Channel[] }>('/channels', { signal }),
       api<{ data: KeyHealth[] }>('/upstream-keys', { signal }),
+      api<{ data: Discovery[] }>('/model-discovery', { signal }),
     ]);
-    return { channels: channels.data, health: health.data };
+    return { channels: channels.data, health: health.data, discovery: discovery.data };
   }, []);
   // Key health changes on its own (cool-downs end, probes run): keep it fresh.
   usePoll(() => { if (!state.loading) void state.reload(); }, 5000);
@@ -68,7 +70,8 @@ export function Channels() {
         <div class="stack">
           {d.channels.map((ch) => (
             <ChannelCard key={`${ch.source}:${ch.id ?? ch.name}`} channel={ch}
-              health={d.health.filter((h) => h.channel === ch.name)} onChange={changed} />
+              health={d.health.filter((h) => h.channel === ch.name)}
+              discovery={d.discovery.find((x) => x.channel === ch.name)} onChange={changed} />
           ))}
         </div>
       )}
@@ -86,7 +89,9 @@ function slug(s: string): string {
   return s.replace(/[^A-Za-z0-9_-]/g, '-');
 }
 
-function ChannelCard({ channel: ch, health, onChange }: { channel: Channel; health: KeyHealth[]; onChange: () => Promise<void> }) {
+function ChannelCard({ channel: ch, health, discovery, onChange }: {
+  channel: Channel; health: KeyHealth[]; discovery?: Discovery; onChange: () => Promise<void>;
+}) {
   const [editing, setEditing] = useState(false);
   const fromConfig = ch.source === 'config';
   const id = `ch-${slug(ch.name)}`;
@@ -126,6 +131,23 @@ function ChannelCard({ channel: ch, health, onChange }: { channel: Channel; heal
         <dl class="props">
           <div><dt>Base URL</dt><dd><code class="break">{ch.base_url}</code></dd></div>
           <div><dt>Models</dt><dd>{ch.models.map((m) => <code key={m} class="chip">{m}</code>)}</dd></div>
+          {discovery && (
+            <div>
+              <dt>Discovered models</dt>
+              <dd data-testid="channel-discovered">
+                {discovery.models.map((m) => <code key={m} class="chip">{m}</code>)}
+                {discovery.models.length === 0 && !discovery.error && (
+                  <span class="muted">
+                    {discovery.refreshed_at_ms === null ? 'not asked yet' : 'the provider lists none they match'}
+                  </span>
+                )}
+                {discovery.refreshed_at_ms !== null && (
+                  <span class="muted"> listed by the provider {fmtRelative(discovery.refreshed_at_ms)}</span>
+                )}
+                {discovery.error && <span class="text-bad" role="status"> last refresh failed: {discovery.error}</span>}
+              </dd>
+            </div>
+          )}
           <div><dt>Priority / weight</dt><dd>{ch.priority} / {ch.weight}</dd></div>
           <div><dt>Recent latency</dt><dd data-testid="channel-latency">{latencyText(health[0]?.channel_ttfb_ewma_ms, health[0]?.channel_error_ewma)}</dd></div>
           {limits.length > 0 && (

@@ -44,7 +44,7 @@ channels:
     type: openai
     base_url: "${mock.url}/v1"
     keys: ["sk-file-key-abcdef123456"]
-    models: ["file-*"]
+    models: ["file-*", "mock-mod*"]
 pricing:
   "console-*": {input: 3, output: 15}
 `;
@@ -208,6 +208,9 @@ test('channels: the config file channel is read-only; a new channel with one key
   const fileCard = page.getByTestId('channel-from-file');
   await fileCard.getByText('config file').waitFor();
   assert.match(await fileCard.getByTestId('channel-latency').textContent(), /^[0-9.]+ ms to first byte, 0% failed$/);
+  // Its glob "mock-mod*" stands for what the provider lists (model discovery, read at start).
+  await fileCard.getByTestId('channel-discovered').getByText('mock-model', { exact: true }).waitFor();
+  assert.match(await fileCard.getByTestId('channel-discovered').textContent(), /listed by the provider/);
   assert.equal(await fileCard.getByRole('button', { name: 'Edit' }).count(), 0, 'a config-file channel has no Edit button');
   await fileCard.locator('tr[data-state="active"]').waitFor();
 
@@ -413,6 +416,8 @@ test('disabling the only upstream key in the UI makes the gateway refuse that ch
 
 test('the playground streams an answer token by token', async () => {
   await go('/playground');
+  // The list loaded first: its default (the first model listed) must not replace what is typed.
+  await page.getByText(/models listed by \/v1\/models/).waitFor();
   await page.getByLabel('Model').fill(MODEL);
   await page.getByLabel('Message').fill('Tell me about rivers');
   await page.getByTestId('pg-send').click();

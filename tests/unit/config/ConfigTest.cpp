@@ -973,6 +973,10 @@ TEST(ConfigParse, StallAndBalance) {
   const auto a = parseConfig("routing:\n  hedge_after: auto\n", "t.yaml");
   EXPECT_TRUE(a->routing.hedge_auto);
   EXPECT_TRUE(parseConfig(describeConfig(*a), "back.yaml")->routing.hedge_auto);
+  EXPECT_EQ(d->routing.discovery_interval, std::chrono::milliseconds(600'000));  // ten minutes
+  const auto di = parseConfig("routing:\n  discovery_interval: 0s\n", "t.yaml");
+  EXPECT_EQ(di->routing.discovery_interval.count(), 0);
+  EXPECT_EQ(parseConfig(describeConfig(*di), "back.yaml")->routing.discovery_interval.count(), 0);
   const auto k = parseConfig("routing:\n  on_stall: continue\n", "t.yaml");
   EXPECT_EQ(k->routing.on_stall, OnStall::Continue);
   EXPECT_EQ(parseConfig(describeConfig(*k), "back.yaml")->routing.on_stall, OnStall::Continue);
