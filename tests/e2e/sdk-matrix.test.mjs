@@ -91,6 +91,11 @@ test('anthropic SDK: count_tokens and typed errors', async () => {
   const c = anthropic();
   const n = await c.messages.countTokens({ model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: 'Hello there' }] });
   assert.ok(n.input_tokens > 0);
+  // A model whose provider cannot count: an estimate, marked as one.
+  const est = await c.messages.countTokens({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hello there' }] })
+    .withResponse();
+  assert.equal(est.data.input_tokens, 6);
+  assert.equal(est.response.headers.get('x-sluice-token-count'), 'estimate');
   const bad = new Anthropic({ baseURL: `${gw.url}/anthropic`, apiKey: 'sk-wrong', maxRetries: 0 });
   await assert.rejects(bad.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }),
     (e) => e instanceof Anthropic.AuthenticationError && e.status === 401);

@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{model_list,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
+mkdir -p "$C"/{token_estimate,model_list,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -25,6 +25,10 @@ seed $C/stream_filter/responses_stream       00 07 $FX/mock/responses_stream.sse
   printf 'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}],"usage":null}\r\n\r\n'
   printf 'data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}}\r\n\r\n'
   printf 'data: [DONE]\r\n\r\n'; } >$C/stream_filter/usage_crlf
+
+# token_estimate: a count_tokens / countTokens body
+printf '{"model":"claude-sonnet-4-5","system":"s","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}]}]}' >$C/token_estimate/anthropic
+printf '{"contents":[{"role":"user","parts":[{"text":"Hello"}]}]}' >$C/token_estimate/gemini
 
 # model_list: [gemini bit] [a provider's model-list body]
 { printf '\x00'; printf '{"object":"list","data":[{"id":"gpt-4o"},{"id":"gpt-4x/../../admin"},{"id":"gpt-4 x"},{"id":5},"s"]}'; } >$C/model_list/openai

@@ -425,6 +425,7 @@ test('the OpenAPI document parses, is 3.1 and lists every endpoint', async () =>
     '/upstream-keys': ['get'], '/upstream-keys/{ref}/disable': ['post'], '/upstream-keys/{ref}/enable': ['post'],
     '/upstream-keys/{ref}/probe': ['post'], '/config': ['get'], '/reload': ['post'],
     '/logs/{id}': ['get'], '/stats': ['get'], '/settings': ['get', 'patch'], '/pricing': ['get'],
+    '/model-discovery': ['get'],
   };
   assert.deepEqual(Object.keys(doc.paths).sort(), Object.keys(expected).sort());
   for (const [path, methods] of Object.entries(expected))

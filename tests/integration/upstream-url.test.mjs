@@ -152,6 +152,7 @@ auth:
   master_key: "${MASTER}"
 routing:
   max_retries: 0
+  discovery_interval: 0s  # the recording upstream must see only the requests under test
 channels:
   - name: up
     type: ${type}

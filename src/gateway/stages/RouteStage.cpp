@@ -13,6 +13,7 @@
 #include "gateway/Exchange.hpp"
 #include "gateway/LimitRefusal.hpp"
 #include "gateway/Snapshot.hpp"
+#include "gateway/TokenEstimate.hpp"
 #include "gateway/stages/Stages.hpp"
 #include "providers/UpstreamPath.hpp"
 #include "routing/ModelName.hpp"
@@ -151,6 +152,21 @@ class RouteStage final : public Stage {
     const bool translatable = call.translatable();
     auto sameWire = [&](const routing::Channel* c) { return translatable || channelWire(c->cfg.type) == call.wire; };
     if (!candidates.empty() && !sameWire(candidates.front())) {
+      // A token count for a model whose provider cannot count: an estimate, marked as one.
+      if (const bool anthropicCount = call.wire == Wire::Anthropic && call.op == "/v1/messages/count_tokens";
+          anthropicCount || (call.wire == Wire::Gemini && call.op == "countTokens")) {
+        const auto n = estimateCountTokens(text);
+        if (!n) return refused(ex, 400, "invalid_request", "the body must be a JSON object");
+        rec.status = 200;
+        rec.channel = candidates.front()->cfg.name;
+        http::Response res{bhttp::status::ok, 11};
+        res.set(bhttp::field::content_type, "application/json");
+        res.set("x-request-id", ex.ctx.id);
+        res.set("x-sluice-token-count", "estimate");
+        res.body() = json::serialize(anthropicCount ? json::object{{"input_tokens", *n}}
+                                                    : json::object{{"totalTokens", *n}});
+        return res;
+      }
       const auto* c = candidates.front();
       return refused(ex, 501, "format_not_supported",
                      fmt::format("model \"{}\" is served by channel \"{}\" of type {}, and relaying "
