@@ -87,50 +87,49 @@ declare -A PROXY_ROOT=() URL=()
 : >"$WORK/upstream.jsonl"
 
 # ---------------------------------------------------------------- processes
-read -r -a PORTS <<<"$(free_ports 21)"
-P_FLAKY=${PORTS[0]} P_SPARE=${PORTS[1]}
-start mock-flaky "${MOCK[@]}" --listen "127.0.0.1:$P_FLAKY" --workers "$MOCK_WORKERS" --chunks "$CHUNKS" \
-  --error-event-rate "$STREAMS_INBAND_RATE" --fail-status 529
-MOCK_PID=$PID
-wait_port mock-flaky "$PID" "$P_FLAKY" || die "the mock provider did not start (${MOCK[*]})"
-start mock-spare "${MOCK[@]}" --listen "127.0.0.1:$P_SPARE" --workers "$MOCK_WORKERS" --chunks "$CHUNKS"
-EXTRA_MOCK_PIDS=$PID
-wait_port mock-spare "$PID" "$P_SPARE" || die "the spare mock did not start"
-P_FAST=${PORTS[5]} P_SLOW=${PORTS[6]}
-if [[ $STREAMS_BALANCE == 1 ]]; then
-  start mock-fast "${MOCK[@]}" --listen "127.0.0.1:$P_FAST" --workers "$MOCK_WORKERS" --chunks "$CHUNKS" --ttfb-ms "$STREAMS_FAST_MS"
+# start_mock NAME PORT ARGS...: a mock provider, stopped on exit.
+start_mock() {
+  local name=$1 port=$2
+  shift 2
+  start "$name" "${MOCK[@]}" --listen "127.0.0.1:$port" --workers "$MOCK_WORKERS" --chunks "$CHUNKS" "$@"
   EXTRA_MOCK_PIDS+=" $PID"
-  wait_port mock-fast "$PID" "$P_FAST" || die "the fast mock did not start"
-  start mock-slow "${MOCK[@]}" --listen "127.0.0.1:$P_SLOW" --workers "$MOCK_WORKERS" --chunks "$CHUNKS" --ttfb-ms "$STREAMS_SLOW_MS"
-  EXTRA_MOCK_PIDS+=" $PID"
-  wait_port mock-slow "$PID" "$P_SLOW" || die "the slow mock did not start"
-fi
-URL=([direct]="http://127.0.0.1:$P_FLAKY" [direct_spare]="http://127.0.0.1:$P_SPARE")
-if wants nginx; then
-  mkdir -p "$WORK/nginx"
-  # bench/nginx_tls.conf.template without ssl; the spare is nginx's `backup` server.
-  sed -e "s#@PREFIX@#$WORK/nginx#g" -e "s#@WORKERS@#$NGINX_WORKERS#g" -e "s#@LISTEN@#127.0.0.1:${PORTS[2]}#g" \
-      -e "s#@SSL@##g" -e "/ssl_certificate/d" \
-      -e "s#server @UPSTREAM@;#server 127.0.0.1:$P_FLAKY; server 127.0.0.1:$P_SPARE backup;#g" \
+  wait_port "$name" "$PID" "$port" || die "mock $name did not start (${MOCK[*]})"
+}
+# start_nginx NAME PORT "SERVERS" [READ_TIMEOUT]: bench/nginx_tls.conf.template without ssl,
+# SERVERS its upstream block's server lines ("server 127.0.0.1:1; server 127.0.0.1:2 backup;").
+start_nginx() {
+  local name=$1 port=$2 servers=$3 read_timeout=${4:-600s}
+  mkdir -p "$WORK/$name"
+  sed -e "s#@PREFIX@#$WORK/$name#g" -e "s#@WORKERS@#$NGINX_WORKERS#g" -e "s#@LISTEN@#127.0.0.1:$port#g" \
+      -e "s#@SSL@##g" -e "/ssl_certificate/d" -e "s#server @UPSTREAM@;#$servers#g" \
+      -e "s#proxy_read_timeout 600s#proxy_read_timeout $read_timeout#" \
       -e "s#@KEEPALIVE@#$STREAMS_CONCURRENCY#g" -e "s#@CONNECTIONS@#$CONNECTIONS#g" -e "s#@NOFILE@#$((CONNECTIONS + 64))#g" \
-      -e "s#@HEADER_TIMEOUT@#60s#g" "$ROOT/bench/nginx_tls.conf.template" >"$WORK/nginx/nginx.conf"
-  start nginx "$NGINX" -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log"
-  wait_port nginx "$PID" "${PORTS[2]}" || die "nginx did not start (see $WORK/nginx/error.log)"
-  PROXY_ROOT[nginx]=$PID URL[nginx]="http://127.0.0.1:${PORTS[2]}"
-fi
-if wants haproxy; then
+      -e "s#@HEADER_TIMEOUT@#60s#g" "$ROOT/bench/nginx_tls.conf.template" >"$WORK/$name/nginx.conf"
+  start "$name" "$NGINX" -p "$WORK/$name" -c "$WORK/$name/nginx.conf" -e "$WORK/$name/error.log"
+  wait_port "$name" "$PID" "$port" || die "nginx did not start (see $WORK/$name/error.log)"
+  PROXY_ROOT[$name]=$PID URL[$name]="http://127.0.0.1:$port"
+}
+# start_haproxy NAME PORT A PORT_A B PORT_B [backup] [SERVER_TIMEOUT]: bench/haproxy.cfg.template
+# over two servers, B as A's backup when asked.
+start_haproxy() {
+  local name=$1 port=$2 a=$3 pa=$4 b=$5 pb=$6 backup=${7:-} timeout=${8:-600s}
   sed -e "s#@THREADS@#$HAPROXY_THREADS#g" -e "s#@MAXCONN@#$((STREAMS_CONCURRENCY + 256))#g" \
-      -e "s#@LISTEN@#127.0.0.1:${PORTS[3]}#g" \
-      -e "s#server mock @UPSTREAM@ maxconn \\(.*\\)#server flaky 127.0.0.1:$P_FLAKY maxconn \\1\\n    server spare 127.0.0.1:$P_SPARE maxconn \\1 backup#" \
-      "$ROOT/bench/haproxy.cfg.template" >"$WORK/haproxy.cfg"
-  start haproxy "$HAPROXY" -db -f "$WORK/haproxy.cfg"
-  wait_port haproxy "$PID" "${PORTS[3]}" || die "haproxy did not start (see $WORK/haproxy.log)"
-  PROXY_ROOT[haproxy]=$PID URL[haproxy]="http://127.0.0.1:${PORTS[3]}"
-fi
-if wants sluice; then
-  sluice_config "$WORK/sluice.yaml" "${PORTS[4]}" "$P_FLAKY $P_SPARE" ""
-  # the spare after the flaky one, as nginx's and haproxy's backup
-  "$PYTHON" - "$WORK/sluice.yaml" <<'PY'
+      -e "s#@LISTEN@#127.0.0.1:$port#g" -e "s#timeout server 600s#timeout server $timeout#" \
+      -e "s#server mock @UPSTREAM@ maxconn \\(.*\\)#server $a 127.0.0.1:$pa maxconn \\1\\n    server $b 127.0.0.1:$pb maxconn \\1${backup:+ backup}#" \
+      "$ROOT/bench/haproxy.cfg.template" >"$WORK/$name.cfg"
+  start "$name" "$HAPROXY" -db -f "$WORK/$name.cfg"
+  wait_port "$name" "$PID" "$port" || die "haproxy did not start (see $WORK/$name.cfg)"
+  PROXY_ROOT[$name]=$PID URL[$name]="http://127.0.0.1:$port"
+}
+# start_sluice NAME PORT "PORT_A PORT_B" SECOND_PRIORITY [ROUTING_LINES]: Sluice over two mocks,
+# the second at priority SECOND_PRIORITY (2: after the first, as a backup; 1: alongside it),
+# ROUTING_LINES added to its routing section ("  key: value", lines joined with \n).
+start_sluice() {
+  local name=$1 port=$2 ups=$3 second=$4 routing=${5:-}
+  local file="$WORK/$name.yaml"
+  sluice_config "$file" "$port" "$ups" ""
+  if [[ $second == 2 ]]; then
+    "$PYTHON" - "$file" <<'PY'
 import sys
 p = sys.argv[1]
 lines = open(p).read().split("\n")
@@ -142,53 +141,39 @@ for i, l in enumerate(lines):
             lines[i] = l.replace("priority: 1", "priority: 2")
 open(p, "w").write("\n".join(lines))
 PY
-  start sluice "$SLUICE" serve -c "$WORK/sluice.yaml"
-  wait_port sluice "$PID" "${PORTS[4]}" 30 || die "sluice did not start"
-  PROXY_ROOT[sluice]=$PID URL[sluice]="http://127.0.0.1:${PORTS[4]}"
+  fi
+  [[ -n $routing ]] && sed -i "s#^  max_retries: 2#  max_retries: 2\n$routing#" "$file"
+  start "$name" "$SLUICE" serve -c "$file"
+  wait_port "$name" "$PID" "$port" 30 || die "sluice ($name) did not start"
+  PROXY_ROOT[$name]=$PID URL[$name]="http://127.0.0.1:$port"
+}
+
+read -r -a PORTS <<<"$(free_ports 21)"
+P_FLAKY=${PORTS[0]} P_SPARE=${PORTS[1]}
+EXTRA_MOCK_PIDS=""
+start_mock mock-flaky "$P_FLAKY" --error-event-rate "$STREAMS_INBAND_RATE" --fail-status 529
+MOCK_PID=$PID EXTRA_MOCK_PIDS=""  # measure() watches MOCK_PID and EXTRA_MOCK_PIDS: each mock once
+start_mock mock-spare "$P_SPARE"
+P_FAST=${PORTS[5]} P_SLOW=${PORTS[6]}
+if [[ $STREAMS_BALANCE == 1 ]]; then
+  start_mock mock-fast "$P_FAST" --ttfb-ms "$STREAMS_FAST_MS"
+  start_mock mock-slow "$P_SLOW" --ttfb-ms "$STREAMS_SLOW_MS"
 fi
-TARGETS=()
-for t in direct direct_spare nginx haproxy sluice; do wants "$t" && TARGETS+=("$t"); done
+URL=([direct]="http://127.0.0.1:$P_FLAKY" [direct_spare]="http://127.0.0.1:$P_SPARE")
+# The in-band scenario's: the spare is nginx's and haproxy's `backup` and Sluice's priority 2.
+wants nginx && start_nginx nginx "${PORTS[2]}" "server 127.0.0.1:$P_FLAKY; server 127.0.0.1:$P_SPARE backup;"
+wants haproxy && start_haproxy haproxy "${PORTS[3]}" flaky "$P_FLAKY" spare "$P_SPARE" backup
+wants sluice && start_sluice sluice "${PORTS[4]}" "$P_FLAKY $P_SPARE" 2
 
 # The hedging scenario's: two mocks that are sometimes slow to start, round robin over them
 # (nginx), and Sluice without and with hedge_after.
 P_H1=${PORTS[11]} P_H2=${PORTS[12]}
 if [[ $STREAMS_HEDGE == 1 ]]; then
-  for h in 1 2; do
-    port=$P_H1; [[ $h == 2 ]] && port=$P_H2
-    start "mock-h$h" "${MOCK[@]}" --listen "127.0.0.1:$port" --workers "$MOCK_WORKERS" --chunks "$CHUNKS" \
-      --slow-rate "$STREAMS_SLOW_RATE" --slow-ms "$STREAMS_SLOW_FIRST_MS"
-    EXTRA_MOCK_PIDS+=" $PID"
-    wait_port "mock-h$h" "$PID" "$port" || die "mock h$h did not start"
-  done
-  mkdir -p "$WORK/nginx_h"
-  sed -e "s#@PREFIX@#$WORK/nginx_h#g" -e "s#@WORKERS@#$NGINX_WORKERS#g" -e "s#@LISTEN@#127.0.0.1:${PORTS[13]}#g" \
-      -e "s#@SSL@##g" -e "/ssl_certificate/d" \
-      -e "s#server @UPSTREAM@;#server 127.0.0.1:$P_H1; server 127.0.0.1:$P_H2;#g" \
-      -e "s#@KEEPALIVE@#$STREAMS_CONCURRENCY#g" -e "s#@CONNECTIONS@#$CONNECTIONS#g" -e "s#@NOFILE@#$((CONNECTIONS + 64))#g" \
-      -e "s#@HEADER_TIMEOUT@#60s#g" "$ROOT/bench/nginx_tls.conf.template" >"$WORK/nginx_h/nginx.conf"
-  start nginx_h "$NGINX" -p "$WORK/nginx_h" -c "$WORK/nginx_h/nginx.conf" -e "$WORK/nginx_h/error.log"
-  wait_port nginx_h "$PID" "${PORTS[13]}" || die "nginx did not start (see $WORK/nginx_h/error.log)"
-  PROXY_ROOT[nginx_h]=$PID URL[nginx_h]="http://127.0.0.1:${PORTS[13]}"
-  for v in nohedge hedge; do
-    port=${PORTS[14]}; [[ $v == hedge ]] && port=${PORTS[15]}
-    sluice_config "$WORK/sluice_$v.yaml" "$port" "$P_H1 $P_H2" ""
-    "$PYTHON" - "$WORK/sluice_$v.yaml" <<'PY'
-import sys
-p = sys.argv[1]
-lines = open(p).read().split("\n")
-seen = 0
-for i, l in enumerate(lines):
-    if l.strip() == "priority: 1":
-        seen += 1
-        if seen == 2:
-            lines[i] = l.replace("priority: 1", "priority: 2")
-open(p, "w").write("\n".join(lines))
-PY
-    [[ $v == hedge ]] && sed -i "s#^  max_retries: 2#  max_retries: 2\n  hedge_after: $STREAMS_HEDGE_AFTER#" "$WORK/sluice_$v.yaml"
-    start "sluice_$v" "$SLUICE" serve -c "$WORK/sluice_$v.yaml"
-    wait_port "sluice_$v" "$PID" "$port" 30 || die "sluice ($v) did not start"
-    PROXY_ROOT[sluice_$v]=$PID URL[sluice_$v]="http://127.0.0.1:$port"
-  done
+  start_mock mock-h1 "$P_H1" --slow-rate "$STREAMS_SLOW_RATE" --slow-ms "$STREAMS_SLOW_FIRST_MS"
+  start_mock mock-h2 "$P_H2" --slow-rate "$STREAMS_SLOW_RATE" --slow-ms "$STREAMS_SLOW_FIRST_MS"
+  start_nginx nginx_h "${PORTS[13]}" "server 127.0.0.1:$P_H1; server 127.0.0.1:$P_H2;"
+  start_sluice sluice_nohedge "${PORTS[14]}" "$P_H1 $P_H2" 2
+  start_sluice sluice_hedge "${PORTS[15]}" "$P_H1 $P_H2" 2 "  hedge_after: $STREAMS_HEDGE_AFTER"
 fi
 
 # The stall scenario's: a mock that stalls some streams mid-answer, the spare as the backup of
@@ -196,76 +181,22 @@ fi
 # Sluice with on_stall: error and continue.
 P_STALLY=${PORTS[16]}
 if [[ $STREAMS_STALL == 1 ]]; then
-  start mock-stally "${MOCK[@]}" --listen "127.0.0.1:$P_STALLY" --workers "$MOCK_WORKERS" --chunks "$CHUNKS" \
-    --stall-after "$STREAMS_STALL_AFTER" --stall-rate "$STREAMS_STALL_RATE"
-  EXTRA_MOCK_PIDS+=" $PID"
-  wait_port mock-stally "$PID" "$P_STALLY" || die "the stalling mock did not start"
-  mkdir -p "$WORK/nginx_s"
-  sed -e "s#@PREFIX@#$WORK/nginx_s#g" -e "s#@WORKERS@#$NGINX_WORKERS#g" -e "s#@LISTEN@#127.0.0.1:${PORTS[17]}#g" \
-      -e "s#@SSL@##g" -e "/ssl_certificate/d" \
-      -e "s#server @UPSTREAM@;#server 127.0.0.1:$P_STALLY; server 127.0.0.1:$P_SPARE backup;#g" \
-      -e "s#proxy_read_timeout 600s#proxy_read_timeout $STREAMS_STALL_TIMEOUT#" \
-      -e "s#@KEEPALIVE@#$STREAMS_CONCURRENCY#g" -e "s#@CONNECTIONS@#$CONNECTIONS#g" -e "s#@NOFILE@#$((CONNECTIONS + 64))#g" \
-      -e "s#@HEADER_TIMEOUT@#60s#g" "$ROOT/bench/nginx_tls.conf.template" >"$WORK/nginx_s/nginx.conf"
-  start nginx_s "$NGINX" -p "$WORK/nginx_s" -c "$WORK/nginx_s/nginx.conf" -e "$WORK/nginx_s/error.log"
-  wait_port nginx_s "$PID" "${PORTS[17]}" || die "nginx did not start (see $WORK/nginx_s/error.log)"
-  PROXY_ROOT[nginx_s]=$PID URL[nginx_s]="http://127.0.0.1:${PORTS[17]}"
-  sed -e "s#@THREADS@#$HAPROXY_THREADS#g" -e "s#@MAXCONN@#$((STREAMS_CONCURRENCY + 256))#g" \
-      -e "s#@LISTEN@#127.0.0.1:${PORTS[18]}#g" -e "s#timeout server 600s#timeout server $STREAMS_STALL_TIMEOUT#" \
-      -e "s#server mock @UPSTREAM@ maxconn \\(.*\\)#server stally 127.0.0.1:$P_STALLY maxconn \\1\\n    server spare 127.0.0.1:$P_SPARE maxconn \\1 backup#" \
-      "$ROOT/bench/haproxy.cfg.template" >"$WORK/haproxy_s.cfg"
-  start haproxy_s "$HAPROXY" -db -f "$WORK/haproxy_s.cfg"
-  wait_port haproxy_s "$PID" "${PORTS[18]}" || die "haproxy did not start"
-  PROXY_ROOT[haproxy_s]=$PID URL[haproxy_s]="http://127.0.0.1:${PORTS[18]}"
+  start_mock mock-stally "$P_STALLY" --stall-after "$STREAMS_STALL_AFTER" --stall-rate "$STREAMS_STALL_RATE"
+  start_nginx nginx_s "${PORTS[17]}" "server 127.0.0.1:$P_STALLY; server 127.0.0.1:$P_SPARE backup;" "$STREAMS_STALL_TIMEOUT"
+  start_haproxy haproxy_s "${PORTS[18]}" stally "$P_STALLY" spare "$P_SPARE" backup "$STREAMS_STALL_TIMEOUT"
   for v in error continue; do
     port=${PORTS[19]}; [[ $v == continue ]] && port=${PORTS[20]}
-    sluice_config "$WORK/sluice_stall_$v.yaml" "$port" "$P_STALLY $P_SPARE" ""
-    "$PYTHON" - "$WORK/sluice_stall_$v.yaml" <<'PY'
-import sys
-p = sys.argv[1]
-lines = open(p).read().split("\n")
-seen = 0
-for i, l in enumerate(lines):
-    if l.strip() == "priority: 1":
-        seen += 1
-        if seen == 2:
-            lines[i] = l.replace("priority: 1", "priority: 2")
-open(p, "w").write("\n".join(lines))
-PY
-    sed -i "s#^  max_retries: 2#  max_retries: 2\n  stall_timeout: $STREAMS_STALL_TIMEOUT\n  on_stall: $v#" "$WORK/sluice_stall_$v.yaml"
-    start "sluice_stall_$v" "$SLUICE" serve -c "$WORK/sluice_stall_$v.yaml"
-    wait_port "sluice_stall_$v" "$PID" "$port" 30 || die "sluice (stall, $v) did not start"
-    PROXY_ROOT[sluice_stall_$v]=$PID URL[sluice_stall_$v]="http://127.0.0.1:$port"
+    start_sluice "sluice_stall_$v" "$port" "$P_STALLY $P_SPARE" 2 "  stall_timeout: $STREAMS_STALL_TIMEOUT\n  on_stall: $v"
   done
 fi
 
 # The balancing scenario's proxies: round robin over fast and slow (nginx, haproxy), and Sluice
 # with each balance.
 if [[ $STREAMS_BALANCE == 1 ]]; then
-  mkdir -p "$WORK/nginx_rr"
-  sed -e "s#@PREFIX@#$WORK/nginx_rr#g" -e "s#@WORKERS@#$NGINX_WORKERS#g" -e "s#@LISTEN@#127.0.0.1:${PORTS[7]}#g" \
-      -e "s#@SSL@##g" -e "/ssl_certificate/d" \
-      -e "s#server @UPSTREAM@;#server 127.0.0.1:$P_FAST; server 127.0.0.1:$P_SLOW;#g" \
-      -e "s#@KEEPALIVE@#$STREAMS_CONCURRENCY#g" -e "s#@CONNECTIONS@#$CONNECTIONS#g" -e "s#@NOFILE@#$((CONNECTIONS + 64))#g" \
-      -e "s#@HEADER_TIMEOUT@#60s#g" "$ROOT/bench/nginx_tls.conf.template" >"$WORK/nginx_rr/nginx.conf"
-  start nginx_rr "$NGINX" -p "$WORK/nginx_rr" -c "$WORK/nginx_rr/nginx.conf" -e "$WORK/nginx_rr/error.log"
-  wait_port nginx_rr "$PID" "${PORTS[7]}" || die "nginx did not start (see $WORK/nginx_rr/error.log)"
-  PROXY_ROOT[nginx_rr]=$PID URL[nginx_rr]="http://127.0.0.1:${PORTS[7]}"
-  sed -e "s#@THREADS@#$HAPROXY_THREADS#g" -e "s#@MAXCONN@#$((STREAMS_CONCURRENCY + 256))#g" \
-      -e "s#@LISTEN@#127.0.0.1:${PORTS[8]}#g" \
-      -e "s#server mock @UPSTREAM@ maxconn \\(.*\\)#server fast 127.0.0.1:$P_FAST maxconn \\1\\n    server slow 127.0.0.1:$P_SLOW maxconn \\1#" \
-      "$ROOT/bench/haproxy.cfg.template" >"$WORK/haproxy_rr.cfg"
-  start haproxy_rr "$HAPROXY" -db -f "$WORK/haproxy_rr.cfg"
-  wait_port haproxy_rr "$PID" "${PORTS[8]}" || die "haproxy did not start"
-  PROXY_ROOT[haproxy_rr]=$PID URL[haproxy_rr]="http://127.0.0.1:${PORTS[8]}"
-  for b in weighted latency; do
-    port=${PORTS[9]}; [[ $b == latency ]] && port=${PORTS[10]}
-    sluice_config "$WORK/sluice_$b.yaml" "$port" "$P_FAST $P_SLOW" ""
-    sed -i "s#^  max_retries: 2#  max_retries: 2\n  balance: $b#" "$WORK/sluice_$b.yaml"
-    start "sluice_$b" "$SLUICE" serve -c "$WORK/sluice_$b.yaml"
-    wait_port "sluice_$b" "$PID" "$port" 30 || die "sluice ($b) did not start"
-    PROXY_ROOT[sluice_$b]=$PID URL[sluice_$b]="http://127.0.0.1:$port"
-  done
+  start_nginx nginx_rr "${PORTS[7]}" "server 127.0.0.1:$P_FAST; server 127.0.0.1:$P_SLOW;"
+  start_haproxy haproxy_rr "${PORTS[8]}" fast "$P_FAST" slow "$P_SLOW"
+  start_sluice sluice_weighted "${PORTS[9]}" "$P_FAST $P_SLOW" 1 "  balance: weighted"
+  start_sluice sluice_latency "${PORTS[10]}" "$P_FAST $P_SLOW" 1 "  balance: latency"
 fi
 
 mock_requests() {
@@ -285,61 +216,52 @@ streams_measure() {
   printf '{"scenario":"%s","target":"%s","round":%s,"%s":%s,"%s":%s}\n' \
     "$scenario" "$target" "$round" "$NAME_A" "$((a1 - a0))" "$NAME_B" "$((b1 - b0))" >>"$WORK/upstream.jsonl"
 }
-
-# ---------------------------------------------------------------- 1. in-band errors
-log "work dir $WORK; targets: ${TARGETS[*]}"
 HDRS=(-H "Authorization: Bearer $MASTER_KEY" -H "x-mock-chunks: $CHUNKS" -H "x-mock-chunk-interval-ms: $STREAMS_CHUNK_MS")
 seg=$(awk -v a="$STREAMS_SECONDS" -v b="$STREAMS_SEGMENTS" 'BEGIN { printf "%g", a / b }')
-log "streams 1: ${STREAMS_INBAND_RATE} of flaky's streams fail in-band before any content; $STREAMS_CONCURRENCY streams, ${STREAMS_SECONDS}s per target in $STREAMS_SEGMENTS segments"
-UP_A=$P_FLAKY UP_B=$P_SPARE NAME_A=flaky NAME_B=spare
-for ((r = 0; r < STREAMS_SEGMENTS; r++)); do
-  for t in $(rotate "$r"); do
-    streams_measure inband "$t" "$((r + 1))" "$(awk -v s="$seg" 'BEGIN { printf "%d", s + 60 }')" \
-      --url "${URL[$t]}/v1/chat/completions" "${HDRS[@]}" --mode load --prime --concurrency "$STREAMS_CONCURRENCY" \
-      --duration "$seg" --timeout 30 --samples
+# run_scenario SCENARIO: every target of TARGETS for STREAMS_SECONDS in STREAMS_SEGMENTS
+# interleaved segments, the order rotated each segment.
+run_scenario() {
+  local r t
+  for ((r = 0; r < STREAMS_SEGMENTS; r++)); do
+    for t in $(rotate "$r"); do
+      streams_measure "$1" "$t" "$((r + 1))" "$(awk -v s="$seg" 'BEGIN { printf "%d", s + 60 }')" \
+        --url "${URL[$t]}/v1/chat/completions" "${HDRS[@]}" --mode load --prime --concurrency "$STREAMS_CONCURRENCY" \
+        --duration "$seg" --timeout 30 --samples
+    done
   done
-done
+}
+per="$STREAMS_CONCURRENCY streams, ${STREAMS_SECONDS}s per target in $STREAMS_SEGMENTS segments"
+
+# ---------------------------------------------------------------- 1. in-band errors
+TARGETS=()
+for t in direct direct_spare nginx haproxy sluice; do wants "$t" && TARGETS+=("$t"); done
+log "work dir $WORK; targets: ${TARGETS[*]}"
+log "streams 1: ${STREAMS_INBAND_RATE} of flaky's streams fail in-band before any content; $per"
+UP_A=$P_FLAKY UP_B=$P_SPARE NAME_A=flaky NAME_B=spare
+run_scenario inband
 
 # ---------------------------------------------------------------- 2. latency-aware balancing
 if [[ $STREAMS_BALANCE == 1 ]]; then
   TARGETS=(nginx_rr haproxy_rr sluice_weighted sluice_latency)
   UP_A=$P_FAST UP_B=$P_SLOW NAME_A=fast NAME_B=slow
-  log "streams 2: two channels ${STREAMS_FAST_MS} ms and ${STREAMS_SLOW_MS} ms to the first byte; $STREAMS_CONCURRENCY streams, ${STREAMS_SECONDS}s per target in $STREAMS_SEGMENTS segments"
-  for ((r = 0; r < STREAMS_SEGMENTS; r++)); do
-    for t in $(rotate "$r"); do
-      streams_measure balance "$t" "$((r + 1))" "$(awk -v s="$seg" 'BEGIN { printf "%d", s + 60 }')" \
-        --url "${URL[$t]}/v1/chat/completions" "${HDRS[@]}" --mode load --prime --concurrency "$STREAMS_CONCURRENCY" \
-        --duration "$seg" --timeout 30 --samples
-    done
-  done
+  log "streams 2: two channels ${STREAMS_FAST_MS} ms and ${STREAMS_SLOW_MS} ms to the first byte; $per"
+  run_scenario balance
 fi
 
 # ---------------------------------------------------------------- 3. hedging
 if [[ $STREAMS_HEDGE == 1 ]]; then
   TARGETS=(nginx_h sluice_nohedge sluice_hedge)
   UP_A=$P_H1 UP_B=$P_H2 NAME_A=h1 NAME_B=h2
-  log "streams 3: ${STREAMS_SLOW_RATE} of first bytes held ${STREAMS_SLOW_FIRST_MS} ms on both mocks; hedge_after $STREAMS_HEDGE_AFTER; $STREAMS_CONCURRENCY streams, ${STREAMS_SECONDS}s per target in $STREAMS_SEGMENTS segments"
-  for ((r = 0; r < STREAMS_SEGMENTS; r++)); do
-    for t in $(rotate "$r"); do
-      streams_measure hedge "$t" "$((r + 1))" "$(awk -v s="$seg" 'BEGIN { printf "%d", s + 60 }')" \
-        --url "${URL[$t]}/v1/chat/completions" "${HDRS[@]}" --mode load --prime --concurrency "$STREAMS_CONCURRENCY" \
-        --duration "$seg" --timeout 30 --samples
-    done
-  done
+  log "streams 3: ${STREAMS_SLOW_RATE} of first bytes held ${STREAMS_SLOW_FIRST_MS} ms on both mocks; hedge_after $STREAMS_HEDGE_AFTER; $per"
+  run_scenario hedge
 fi
 
 # ---------------------------------------------------------------- 4. stalls
 if [[ $STREAMS_STALL == 1 ]]; then
   TARGETS=(nginx_s haproxy_s sluice_stall_error sluice_stall_continue)
   UP_A=$P_STALLY UP_B=$P_SPARE NAME_A=stally NAME_B=spare
-  log "streams 4: ${STREAMS_STALL_RATE} of stally's streams stall after $STREAMS_STALL_AFTER chunks; cut after $STREAMS_STALL_TIMEOUT of silence; $STREAMS_CONCURRENCY streams, ${STREAMS_SECONDS}s per target in $STREAMS_SEGMENTS segments"
-  for ((r = 0; r < STREAMS_SEGMENTS; r++)); do
-    for t in $(rotate "$r"); do
-      streams_measure stall "$t" "$((r + 1))" "$(awk -v s="$seg" 'BEGIN { printf "%d", s + 60 }')" \
-        --url "${URL[$t]}/v1/chat/completions" "${HDRS[@]}" --mode load --prime --concurrency "$STREAMS_CONCURRENCY" \
-        --duration "$seg" --timeout 30 --samples
-    done
-  done
+  log "streams 4: ${STREAMS_STALL_RATE} of stally's streams stall after $STREAMS_STALL_AFTER chunks; cut after $STREAMS_STALL_TIMEOUT of silence; $per"
+  run_scenario stall
 fi
 
 # ---------------------------------------------------------------- report

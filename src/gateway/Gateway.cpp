@@ -18,6 +18,7 @@
 #include <boost/json/value.hpp>
 #include <boost/json/value_from.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -300,37 +301,25 @@ class Gateway {
         if (every.count() == 0 || !ch->discovers() || ch->keys.empty()) continue;
         std::string source = std::string(config::channelTypeName(ch->cfg.type)) + ' ' + ch->cfg.base_url;
         for (const auto& m : ch->cfg.models) source.append(" ").append(m);
-        routing::DiscoveredModels d = ch->health->discovered();
-        const auto now = routing::nowMs();
-        if (d.source == source && d.attempted_ms != 0 && now - d.attempted_ms < every.count()) continue;
-        if (d.source != source) d = routing::DiscoveredModels{};
-        d.source = std::move(source);
-        d.attempted_ms = now;
-        const routing::UpstreamKey* key = nullptr;
-        for (const auto& k : ch->keys)
-          if (!k.health->disabled.load()) {
-            key = &k;
-            break;
-          }
-        if (!key) {
-          d.error = "every key of the channel is disabled";
-          ch->health->setDiscovered(std::move(d));
+        if (!ch->health->discoveryDue(source, routing::nowMs(), every.count())) continue;
+        const auto key = std::find_if(ch->keys.begin(), ch->keys.end(),
+                                      [](const routing::UpstreamKey& k) { return !k.health->disabled.load(); });
+        if (key == ch->keys.end()) {
+          ch->health->discoveryFailed("every key of the channel is disabled");
           continue;
         }
         ModelListing l = co_await listModels(ws.pool, *ch, *key, snap->cfg->routing.timeouts.first_byte, snap->scrubber);
-        if (l.ok) {
-          if (l.models != d.models || d.refreshed_unix_ms == 0)
-            spdlog::info("channel {}: the provider lists {} models its globs match", ch->cfg.name, l.models.size());
-          d.models = std::move(l.models);
-          d.refreshed_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    std::chrono::system_clock::now().time_since_epoch())
-                                    .count();
-          d.error.clear();
-        } else {
+        if (!l.ok) {
           spdlog::warn("channel {}: model discovery failed ({}); its last list is kept", ch->cfg.name, l.message);
-          d.error = std::move(l.message);
+          ch->health->discoveryFailed(std::move(l.message));
+          continue;
         }
-        ch->health->setDiscovered(std::move(d));
+        const std::size_t n = l.models.size();
+        const auto unixMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+        if (ch->health->discoverySucceeded(std::move(l.models), unixMs))
+          spdlog::info("channel {}: the provider lists {} models its globs match", ch->cfg.name, n);
       }
       t.expires_after(std::chrono::seconds(1));
       auto [ec] = co_await t.async_wait(net::as_tuple(net::use_awaitable));

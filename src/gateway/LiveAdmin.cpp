@@ -120,7 +120,7 @@ net::awaitable<std::optional<http::Response>> LiveAdmin::handle(const Snapshot& 
       const routing::DiscoveredModels d = ch->health->discovered();
       json::array globs, models;
       for (const auto& m : ch->cfg.models)
-        if (m.find_first_of("*?") != std::string::npos) globs.emplace_back(m);
+        if (routing::isGlob(m)) globs.emplace_back(m);
       for (const auto& m : d.models) models.emplace_back(m);
       data.push_back(json::object{
           {"channel", ch->cfg.name},

@@ -6,8 +6,6 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
-#include <algorithm>
-
 #include "core/JsonText.hpp"
 #include "gateway/ModelList.hpp"
 
@@ -62,7 +60,6 @@ std::string messageOf(std::string_view body) {
   }
   return std::string(body.substr(0, 200));
 }
-
 
 // One GET of the gateway's own on a fresh connection: its status (0: none) and body (bounded,
 // secrets masked), or why it failed.
@@ -123,17 +120,6 @@ boost::asio::awaitable<ProbeResult> probeKey(upstream::Pool& pool, const routing
   co_return out;
 }
 
-ModelListing parseModelList(const routing::Channel& ch, std::string_view body) {
-  ModelListing out;
-  auto models = gateway::parseModelList(ch.cfg.type == config::ChannelType::Gemini, body,
-                                        [&ch](std::string_view n) { return ch.discovers() && ch.servesModel(n); },
-                                        out.message);
-  if (!models) return out;
-  out.models = std::move(*models);
-  out.ok = true;
-  return out;
-}
-
 boost::asio::awaitable<ModelListing> listModels(upstream::Pool& pool, const routing::Channel& ch,
                                                 const routing::UpstreamKey& key, std::chrono::milliseconds timeout,
                                                 const pipeline::SecretScrubber& scrubber) {
@@ -147,9 +133,14 @@ boost::asio::awaitable<ModelListing> listModels(upstream::Pool& pool, const rout
     out.message = fmt::format("upstream answered {}: {}", f.status, messageOf(f.body));
     co_return out;
   }
-  co_return parseModelList(ch, f.body);
+  auto models = parseModelList(ch.cfg.type == config::ChannelType::Gemini, f.body,
+                               [&ch](std::string_view name) { return ch.servesModel(name); }, out.message);
+  if (models) {
+    out.models = std::move(*models);
+    out.ok = true;
+  }
+  co_return out;
 }
-
 
 void applyProbe(const routing::Channel& ch, const routing::UpstreamKey& k, const ProbeResult& pr) {
   auto& h = *k.health;

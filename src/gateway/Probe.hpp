@@ -38,8 +38,6 @@ struct ModelListing {
 boost::asio::awaitable<ModelListing> listModels(upstream::Pool& pool, const routing::Channel& channel,
                                                 const routing::UpstreamKey& key, std::chrono::milliseconds timeout,
                                                 const pipeline::SecretScrubber& scrubber);
-// The names a model-list body of the channel's format holds that the channel serves.
-ModelListing parseModelList(const routing::Channel& channel, std::string_view body);
 
 // A probe's verdict on a key: a working key that was cooling down or disabled by an upstream
 // answer is back; one the provider refuses is disabled. A key disabled by hand stays so.

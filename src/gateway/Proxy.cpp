@@ -205,6 +205,15 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
                                                                                 : "connect");
         co_return true;
       };
+      // The attempt the client got: its health and its line in the log; the request settles on it.
+      // A success settled before its last bytes went out (the limits stage's commit hook); any
+      // other answer (an error the client must fix, a stream that broke after it started)
+      // settles with what is known when the request completes, charged to this attempt.
+      auto delivered = [&](const routing::Pick& dp, const Attempt& da) {
+        snap.router->report(dp, da.outcome, da.status, da.retry_after_ms, da.why, da.first_byte_ms);
+        appendAttempt(rec.attempts_json, dp, ex.route.upstream_model, da);
+        ex.settle.served = dp;
+      };
       Attempt a;
       routing::Pick served = pick;
       // No hedge for a continuation: the client is waiting on a stream already under way.
@@ -229,11 +238,10 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
           const auto second = attempts.next(cool);
           bool go = second.channel != nullptr;
           if (go && wayback::takes(ex, Stage::kAttempt)) {
-            race->pick[1] = second;
             std::string_view madeB;
             go = !relay.prepareBody(second, madeB);  // one the channel cannot take is not a hedge
             if (go) {
-              race->stages.emplace(race->pick[1], estTokens, madeB);
+              race->stages.emplace(second, estTokens, madeB);
               co_await wayback::attempt(ex, *race->stages);
               if (race->stages->skip != UpstreamAttempt::Skip::None) {
                 go = false;
@@ -340,9 +348,7 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
         endAttemptSpan(ex, a);
         bool more = true;
         if (a.delivered) {
-          snap.router->report(served, a.outcome, a.status, a.retry_after_ms, a.why, a.first_byte_ms);
-          appendAttempt(rec.attempts_json, served, ex.route.upstream_model, a);
-          ex.settle.served = served;
+          delivered(served, a);
         } else {
           n = first + winner;
           more = co_await failed(served, a, true);
@@ -355,12 +361,7 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
       a.duration_ms = msSince(attemptStart);
       endAttemptSpan(ex, a);
       if (a.delivered) {
-        snap.router->report(served, a.outcome, a.status, a.retry_after_ms, a.why, a.first_byte_ms);
-        appendAttempt(rec.attempts_json, served, ex.route.upstream_model, a);
-        // A success settled before its last bytes went out (the limits stage's commit hook); any
-        // other answer (an error the client must fix, a stream that broke after it started)
-        // settles with what is known when the request completes, charged to this attempt.
-        ex.settle.served = served;
+        delivered(served, a);
         co_return;
       }
       if (!co_await failed(served, a, true)) break;  // a rule: this model's channels won't do

@@ -480,11 +480,14 @@ boost::asio::awaitable<Attempt> Relay::finish(const routing::Pick& p, int attemp
   co_return co_await relayStream(p, attemptNo, o);
 }
 
-boost::asio::awaitable<void> Relay::failBegunStream(int status, std::string_view code, const std::string& why) {
-  providers::ApiError err{status, providers::errorKindForStatus(status), why, {}, std::string(code)};
+boost::asio::awaitable<void> Relay::failBegunStream(int status, std::string_view code, const std::string& why,
+                                                   std::string_view note) {
+  const std::string message = why + std::string(note);
   std::string out;
-  if (splice) splice->fail(err, out);
-  if (out.empty() && !splice) out = streamErrorEvent(call.wire, status, code, why, call.format() == providers::Format::OpenAIResponses);
+  if (splice)  // the stream's encoder: it closes what it has open first
+    splice->fail(providers::ApiError{status, providers::errorKindForStatus(status), message, {}, std::string(code)}, out);
+  else
+    out = streamErrorEvent(call.wire, status, code, message, call.format() == providers::Format::OpenAIResponses);
   r.setKeepAlive(false);
   if (!out.empty()) co_await r.writeChunk(out);
   co_await r.endStream();
@@ -744,12 +747,8 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
     out.clear();
     if (!filter.feed(got, out)) ec = boost::beast::errc::make_error_code(boost::beast::errc::message_size);
     // An error event after the answer began, held by the splice: a break like a cut one.
-    std::optional<providers::ApiError> inband;
-    if (sp && sp->heldError()) {
-      inband = sp->heldError();
-      sp->clearHeldError();
-      ec = boost::asio::error::connection_aborted;
-    }
+    std::optional<providers::ApiError> inband = sp ? sp->takeHeldError() : std::nullopt;
+    if (inband) ec = boost::asio::error::connection_aborted;
     // The usual last read carries the final events and the upstream's end: send both in one write.
     bool last = parser.is_done() && !ec;
     if (last) filter.finish(out);
@@ -819,39 +818,21 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
       // routing.on_stall: continue: a stall (stall_timeout, or the idle timeout when that is off),
       // a cut or an error event while the answer is text is resumed on the next candidate (the
       // failover loop makes it); the total timeout and an event past the bound are not.
-      const bool breakable = timedOut ? !deadline.passed() : ec != boost::beast::errc::message_size;
-      if (sp && breakable && !deadline.passed() && sp->continuable()) {
-        const std::int64_t est = ex.route.est_tokens;
-        sp->broke(est);
+      if (sp && !deadline.passed() && ec != boost::beast::errc::message_size && sp->continuable()) {
+        sp->broke(ex.route.est_tokens);
         a.outcome = Outcome::ChannelFailure;
-        a.timeout = false;
         a.why = why + " (after the response started; continued on the next candidate)";
         co_return a;
       }
-      if (sp) {
-        // Not to be continued (a tool call under way, the total timeout, an event past the
-        // bound): the stream's encoder ends it, closing what it has open, with the error event.
-        a.outcome = Outcome::ChannelFailure;
-        a.delivered = true;
-        a.why = why;
-        co_await failBegunStream(timedOut ? 504 : 502,
-                                 stalled ? "upstream_stalled" : (timedOut ? "upstream_timeout" : "upstream_stream_broken"),
-                                 why + " (after the response started; not continued)");
-        co_return a;
-      }
-      // After the first byte: no retry. End with a well-formed error event and close.
-      std::string event = streamErrorEvent(
-          call.wire, timedOut ? 504 : 502,
-          stalled ? "upstream_stalled" : (timedOut ? "upstream_timeout" : "upstream_stream_broken"),
-          why + " (after the response started; not retried)", call.format() == providers::Format::OpenAIResponses);
-      r.setKeepAlive(false);
-      co_await r.writeChunk(event);
-      co_await r.endStream();
-      rec.status = timedOut ? 504 : 502;
-      rec.error = why;
+      // After the first byte, not continued (on_stall: error, a tool call under way, the total
+      // timeout, an event past the bound): a well-formed error event ends the stream.
       a.outcome = Outcome::ChannelFailure;
       a.delivered = true;
       a.why = why;
+      co_await failBegunStream(timedOut ? 504 : 502,
+                               stalled ? "upstream_stalled" : (timedOut ? "upstream_timeout" : "upstream_stream_broken"),
+                               why, sp ? " (after the response started; not continued)"
+                                       : " (after the response started; not retried)");
       co_return a;
     }
     if (parser.is_done()) break;

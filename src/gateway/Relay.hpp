@@ -144,8 +144,9 @@ struct Relay {
   std::unique_ptr<StreamSplice> splice;
   // The client's stream began on an earlier attempt, which broke: this one continues it.
   bool continuing() const { return splice && splice->continuing(); }
-  // Ends a stream that began and could not be continued with its format's error event.
-  boost::asio::awaitable<void> failBegunStream(int status, std::string_view code, const std::string& why);
+  // Ends a stream that began with its format's error event saying why + note; the log gets why.
+  boost::asio::awaitable<void> failBegunStream(int status, std::string_view code, const std::string& why,
+                                               std::string_view note = {});
 
   Wire upWire(const routing::Pick& p) const { return channelWire(p.channel->cfg.type); }
   // Same format: relayed as it is. Responses requests go natively only to `openai` channels;

@@ -1,9 +1,11 @@
 #include "gateway/StreamSplice.hpp"
 
 #include <algorithm>
+#include <utility>
+
+#include "providers/Translate.hpp"
 
 namespace sluice::gateway {
-
 
 namespace {
 
@@ -18,6 +20,18 @@ std::int64_t addKnown(std::int64_t a, std::int64_t b) {
 // a + b, each unknown counting as 0; -1 when neither is known.
 std::int64_t addAny(std::int64_t a, std::int64_t b) {
   return a < 0 && b < 0 ? -1 : std::max<std::int64_t>(a, 0) + std::max<std::int64_t>(b, 0);
+}
+
+// Every count of `a` and `b`, added with `add`.
+providers::Usage combine(const providers::Usage& a, const providers::Usage& b,
+                         std::int64_t (*add)(std::int64_t, std::int64_t)) {
+  providers::Usage s;
+  s.input = add(a.input, b.input);
+  s.output = add(a.output, b.output);
+  s.cached = add(a.cached, b.cached);
+  s.cache_creation = add(a.cache_creation, b.cache_creation);
+  s.reasoning = add(a.reasoning, b.reasoning);
+  return s;
 }
 
 }  // namespace
@@ -65,43 +79,26 @@ void StreamSplice::broke(std::int64_t est_input) {
   // A stream that broke may have reported only a start's placeholder (Anthropic's message_start
   // says 1): what it wrote is at least its text's estimate.
   u.output = std::max(u.output, estimate());
-  before_.input = addAny(before_.input, u.input);
-  before_.output = addAny(before_.output, u.output);
-  before_.cached = addAny(before_.cached, u.cached);
-  before_.cache_creation = addAny(before_.cache_creation, u.cache_creation);
-  before_.reasoning = addAny(before_.reasoning, u.reasoning);
+  before_ = combine(before_, u, addAny);
   current_ = providers::Usage{};
   attempt_bytes_ = 0;
   held_error_.reset();
   ++breaks_;
   // Anthropic refuses a prefill that ends in white space, so the resume leaves it out; the
   // continuation may then start with it again, which the client must not get twice.
-  trim_leading_space_ = !text_.empty() && isSpace(text_.back());
+  trim_leading_space_ = providers::prefillText(text_).size() < text_.size();
 }
 
 std::int64_t StreamSplice::outputSoFar() const {
   return std::max<std::int64_t>(before_.output, 0) + std::max(current_.output, estimate());
 }
 
-providers::Usage StreamSplice::summed(const providers::Usage& u) const {
-  providers::Usage s = u;
-  s.input = addKnown(u.input, before_.input);
-  s.output = addKnown(u.output, before_.output);
-  s.cached = addKnown(u.cached, before_.cached);
-  s.cache_creation = addKnown(u.cache_creation, before_.cache_creation);
-  s.reasoning = addKnown(u.reasoning, before_.reasoning);
-  return s;
+providers::Usage StreamSplice::usage() const {
+  return combine(current_, before_, addAny);
 }
 
-providers::Usage StreamSplice::usage() const {
-  if (!continuing()) return current_;
-  providers::Usage s;
-  s.input = addAny(current_.input, before_.input);
-  s.output = addAny(current_.output, before_.output);
-  s.cached = addAny(current_.cached, before_.cached);
-  s.cache_creation = addAny(current_.cache_creation, before_.cache_creation);
-  s.reasoning = addAny(current_.reasoning, before_.reasoning);
-  return s;
+std::optional<providers::ApiError> StreamSplice::takeHeldError() {
+  return std::exchange(held_error_, std::nullopt);
 }
 
 void StreamSplice::fail(const providers::ApiError& err, std::string& out) {
@@ -112,47 +109,46 @@ void StreamSplice::fail(const providers::ApiError& err, std::string& out) {
   encoder_->encode(ev, out);
 }
 
-void StreamSplice::encode(const providers::StreamEvent& ev, std::string& out) {
+void StreamSplice::encode(const providers::StreamEvent& in, std::string& out) {
   if (!encoder_) return;
   using K = providers::StreamEvent::Kind;
+  const providers::StreamEvent* e = &in;
+  providers::StreamEvent trimmed;  // a continuation's first text, less the space already sent
   if (continuing()) {
     // A continuation: the client's stream has its start and the answer's reasoning already.
-    switch (ev.kind) {
+    switch (in.kind) {
       case K::Start:
       case K::Usage: {
-        current_.merge(ev.usage);
+        current_.merge(in.usage);
         if (!current_.known()) return;
         providers::StreamEvent u;
         u.kind = K::Usage;
-        u.usage = summed(current_);
+        u.usage = combine(current_, before_, addKnown);
         encoder_->encode(u, out);
         return;
       }
       case K::Reasoning:
-        attempt_bytes_ += ev.text.size();
+        attempt_bytes_ += in.text.size();
         return;
       case K::ReasoningSignature:
       case K::RedactedReasoning:
         return;
       case K::Text:
         if (trim_leading_space_) {
-          std::string_view t = ev.text;
+          std::string_view t = in.text;
           while (!t.empty() && isSpace(t.front())) t.remove_prefix(1);
           if (t.empty()) return;
           trim_leading_space_ = false;
-          providers::StreamEvent trimmed = ev;
+          trimmed = in;
           trimmed.text = t;
-          text_.append(t);
-          attempt_bytes_ += t.size();
-          content_ = true;
-          encoder_->encode(trimmed, out);
-          return;
+          e = &trimmed;
         }
         break;
       default:
         break;
     }
   }
+  const providers::StreamEvent& ev = *e;
   switch (ev.kind) {
     case K::Start:
     case K::Usage:

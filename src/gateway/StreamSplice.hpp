@@ -52,8 +52,8 @@ class StreamSplice {
 
   // An error event the upstream sent after the stream began, held back (not given to the
   // client) while the answer could still be continued; the relay treats it as a break.
-  const std::optional<providers::ApiError>& heldError() const { return held_error_; }
-  void clearHeldError() { held_error_.reset(); }
+  // Taken once: the next read has none until another arrives.
+  std::optional<providers::ApiError> takeHeldError();
 
   // Ends the client's stream with the format's error event (nothing when it has ended).
   void fail(const providers::ApiError& err, std::string& out);
@@ -64,7 +64,6 @@ class StreamSplice {
   class Encoder;
   friend class Encoder;
   void encode(const providers::StreamEvent& ev, std::string& out);
-  providers::Usage summed(const providers::Usage& u) const;
   std::int64_t estimate() const;  // the running attempt's output: its text, 4 bytes a token
 
   std::unique_ptr<providers::StreamEncoder> encoder_;  // the stream's; the first attempt's

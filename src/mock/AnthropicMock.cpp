@@ -154,11 +154,7 @@ std::optional<ApiError> parseCommon(const json::value& body, bool with_model, st
     if (mo.at("role").get_string() != "assistant") return {};
     return contentText(mo.at("content"));
   };
-  if (!arr.empty()) {
-    tr.partial_answer = assistantText(arr.size() - 1);
-    if (tr.partial_answer.empty() && last_user == arr.size() - 1 && last_user > 0 && asksToContinue(tr.last_user_text))
-      tr.partial_answer = assistantText(last_user - 1);
-  }
+  tr.partial_answer = partialAnswer(arr.size(), last_user, tr.last_user_text, assistantText);
   if (decision) *decision = decideTools(tr);
   return std::nullopt;
 }

@@ -108,12 +108,7 @@ std::optional<ApiError> parseContents(const json::object& o, std::int64_t& token
     }
     return t;
   };
-  if (!arr.empty()) {
-    tr->partial_answer = modelText(arr.size() - 1);
-    if (tr->partial_answer.empty() && last_user == arr.size() - 1 && last_user > 0 &&
-        asksToContinue(tr->last_user_text))
-      tr->partial_answer = modelText(last_user - 1);
-  }
+  tr->partial_answer = partialAnswer(arr.size(), last_user, tr->last_user_text, modelText);
   return std::nullopt;
 }
 

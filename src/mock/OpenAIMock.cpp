@@ -282,11 +282,7 @@ std::optional<ApiError> readChatTools(const json::object& o, const json::array& 
     const auto* c = field(*mo, "content");
     return c && !c->is_null() ? contentText(*c) : std::string();
   };
-  if (!msgs.empty()) {
-    tr.partial_answer = assistantText(msgs.size() - 1);
-    if (tr.partial_answer.empty() && last_user == msgs.size() - 1 && last_user > 0 && asksToContinue(tr.last_user_text))
-      tr.partial_answer = assistantText(last_user - 1);
-  }
+  tr.partial_answer = partialAnswer(msgs.size(), last_user, tr.last_user_text, assistantText);
   out = decideTools(tr);
   return std::nullopt;
 }

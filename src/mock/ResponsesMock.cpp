@@ -222,12 +222,7 @@ std::optional<ApiError> parseResponsesRequest(const json::value& body, Responses
         const auto* c = field(it, "content");
         return c ? contentText(*c) : std::string();
       };
-      if (!items.empty()) {
-        tr.partial_answer = assistantText(items.size() - 1);
-        if (tr.partial_answer.empty() && last_user == items.size() - 1 && last_user > 0 &&
-            asksToContinue(tr.last_user_text))
-          tr.partial_answer = assistantText(last_user - 1);
-      }
+      tr.partial_answer = partialAnswer(items.size(), last_user, tr.last_user_text, assistantText);
       for (std::size_t i = last_user < items.size() ? last_user + 1 : 0; i < items.size(); ++i) {
         const auto& it = items[i].get_object();
         const auto* type = field(it, "type");

@@ -311,6 +311,15 @@ bool asksToContinue(std::string_view user_text) {
   return user_text.find("cut off") != std::string_view::npos && user_text.find("Continue") != std::string_view::npos;
 }
 
+std::string partialAnswer(std::size_t turns, std::size_t last_user, std::string_view last_user_text,
+                          const std::function<std::string(std::size_t)>& assistantText) {
+  if (turns == 0) return {};
+  std::string partial = assistantText(turns - 1);
+  if (partial.empty() && last_user + 1 == turns && last_user > 0 && asksToContinue(last_user_text))
+    partial = assistantText(last_user - 1);
+  return partial;
+}
+
 ToolDecision decideTools(const ToolRequest& req) {
   ToolDecision d;
   d.user_text = req.last_user_text;

@@ -26,6 +26,7 @@
 
 #include <boost/json/fwd.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +57,12 @@ struct ToolRequest {
 
 // Whether a user turn asks to continue the answer before it.
 bool asksToContinue(std::string_view user_text);
+// The partial answer to continue in a conversation of `turns` turns whose last user turn is
+// `last_user` (== turns: none) saying `last_user_text`: a trailing assistant turn, or the one
+// before a last user turn that asks to continue it. assistantText(i): turn i's text when it is
+// the assistant's (model's), else empty.
+std::string partialAnswer(std::size_t turns, std::size_t last_user, std::string_view last_user_text,
+                          const std::function<std::string(std::size_t)>& assistantText);
 
 struct ToolDecision {
   std::vector<ToolCall> calls;       // empty: answer in text

@@ -43,8 +43,7 @@ std::optional<ApiError> encodeRequest(Format f, const Request& req, const Encode
 void applyResume(Request& req, const Resume& r) {
   std::string_view text = r.text;
   if (r.prefill) {
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\t' || text.back() == '\r'))
-      text.remove_suffix(1);
+    text = prefillText(text);
     if (req.reasoning_budget && *req.reasoning_budget > 0) req.reasoning_budget.reset();
   }
   if (!text.empty()) {
@@ -69,6 +68,12 @@ void applyResume(Request& req, const Resume& r) {
 }
 
 }  // namespace
+
+std::string_view prefillText(std::string_view text) {
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\t' || text.back() == '\r'))
+    text.remove_suffix(1);
+  return text;
+}
 
 std::optional<TranslateError> translateRequest(Format client, Format upstream, std::string_view body,
                                                std::string& upstream_body, const TranslateContext& ctx,

@@ -50,6 +50,8 @@ struct Resume {
   bool prefill = false;
   std::int64_t output_so_far = 0;
 };
+// What of the answer so far a prefill carries: Anthropic refuses one that ends in white space.
+std::string_view prefillText(std::string_view text);
 inline constexpr std::string_view kResumeInstruction =
     "Your previous answer was cut off. Continue it exactly where it stopped: do not repeat any of it, "
     "and write nothing before the continuation.";

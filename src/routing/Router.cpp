@@ -111,8 +111,31 @@ std::string Channel::upstreamModel(std::string_view model) const {
 bool Channel::servesModel(std::string_view model) const { return servesModel(model, isModelName(model)); }
 
 bool Channel::discovers() const {
-  return std::any_of(cfg.models.begin(), cfg.models.end(),
-                     [](const std::string& m) { return m.find_first_of("*?") != std::string::npos; });
+  return std::any_of(cfg.models.begin(), cfg.models.end(), [](const std::string& m) { return isGlob(m); });
+}
+
+bool ChannelHealth::discoveryDue(const std::string& source, std::int64_t now_ms, std::int64_t every_ms) {
+  std::lock_guard lock(discovery_mu_);
+  if (discovery_.source == source && discovery_.attempted_ms != 0 && now_ms - discovery_.attempted_ms < every_ms)
+    return false;
+  if (discovery_.source != source) discovery_ = DiscoveredModels{};
+  discovery_.source = source;
+  discovery_.attempted_ms = now_ms;
+  return true;
+}
+
+bool ChannelHealth::discoverySucceeded(std::vector<std::string> models, std::int64_t unix_ms) {
+  std::lock_guard lock(discovery_mu_);
+  const bool changed = models != discovery_.models || discovery_.refreshed_unix_ms == 0;
+  discovery_.models = std::move(models);
+  discovery_.refreshed_unix_ms = unix_ms;
+  discovery_.error.clear();
+  return changed;
+}
+
+void ChannelHealth::discoveryFailed(std::string why) {
+  std::lock_guard lock(discovery_mu_);
+  discovery_.error = std::move(why);
 }
 
 bool Channel::servesModel(std::string_view model, bool valid) const {
@@ -120,7 +143,7 @@ bool Channel::servesModel(std::string_view model, bool valid) const {
   // "gemini-x/../../admin" or "gemini-x?key=" into a URL. The gateway refuses such names before
   // routing; this keeps the glob safe for any other caller.
   for (const auto& m : cfg.models) {
-    if (m.find_first_of("*?") == std::string::npos ? m == model : valid && globMatch(m, model)) return true;
+    if (!isGlob(m) ? m == model : valid && globMatch(m, model)) return true;
   }
   return false;
 }
@@ -251,7 +274,7 @@ std::vector<std::string> Router::modelNames() const {
   for (const auto& c : channels_) {
     if (c->keys.empty()) continue;
     for (const auto& m : c->cfg.models) {
-      if (m.find_first_of("*?") != std::string::npos) continue;
+      if (isGlob(m)) continue;
       names.insert(m);
       names.insert(c->cfg.name + "/" + m);
     }

@@ -76,15 +76,18 @@ struct DiscoveredModels {
 };
 
 struct ChannelHealth {
-  // Model discovery's result, written by the control plane's refresh, read by model listings.
+  // Model discovery's result, written by the discovery loop, read by model listings.
   DiscoveredModels discovered() const {
     std::lock_guard lock(discovery_mu_);
     return discovery_;
   }
-  void setDiscovered(DiscoveredModels d) {
-    std::lock_guard lock(discovery_mu_);
-    discovery_ = std::move(d);
-  }
+  // Whether the discovery loop should ask now: never asked for `source` (what it asks: a change
+  // starts over), or the last try is `every_ms` old. Marks the try when it says yes.
+  bool discoveryDue(const std::string& source, std::int64_t now_ms, std::int64_t every_ms);
+  // The try's outcome: the list it read (true when it differs from the last), or why it failed
+  // (the last good list is kept).
+  bool discoverySucceeded(std::vector<std::string> models, std::int64_t unix_ms);
+  void discoveryFailed(std::string why);
 
   std::atomic<int> consecutive_failures{0};
   std::atomic<std::int64_t> open_until_ms{0};  // breaker open while now < this
@@ -139,6 +142,8 @@ struct Channel {
 
 // Glob match with * and ?.
 bool globMatch(std::string_view pattern, std::string_view s);
+// A pattern for globMatch, not a plain name: it holds * or ?.
+inline bool isGlob(std::string_view s) { return s.find_first_of("*?") != std::string_view::npos; }
 std::string maskSecret(std::string_view secret);
 
 // One request's walk over candidates: an iterator plus a tried set (failover habit).

@@ -51,11 +51,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string out;
   auto a = attempt(s, client, first);
   const bool fed = a->feed(payload.substr(0, cut), out);
-  if (fed && (s.continuable() || s.heldError())) {
+  const bool held = s.takeHeldError().has_value();
+  if (fed && (s.continuable() || held)) {
     s.broke(10);
     a.reset();
     auto b = attempt(s, client, second);
-    if (b->feed(payload.substr(cut), out) && !s.heldError()) {
+    if (b->feed(payload.substr(cut), out) && !s.takeHeldError()) {
       b->finish(out);
     } else {
       s.fail(providers::ApiError{502, providers::ErrorKind::Api, "broken", {}, {}}, out);

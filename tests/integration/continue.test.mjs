@@ -8,26 +8,12 @@
 // In every client format, natively and translated both ways.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startMock, startGateway, MASTER } from '../lib/harness.mjs';
+import { startMock, startGateway, parseSse, lastLogRow, MASTER } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { for (const p of started.reverse()) await p.stop(); });
 async function mockP(args = []) { const m = await startMock(args); started.push(m); return m; }
 async function gwP(o) { const g = await startGateway(o); started.push(g); return g; }
-
-function sse(text) {
-  return text.split(/\r?\n\r?\n/).filter((b) => b.trim()).map((b) => {
-    let event = null; const data = [];
-    for (const line of b.split(/\r?\n/)) {
-      if (line.startsWith('event:')) event = line.slice(6).trim();
-      else if (line.startsWith('data:')) data.push(line.slice(5).trim());
-    }
-    const d = data.join('\n');
-    let parsed = d;
-    try { parsed = JSON.parse(d); } catch { /* [DONE] */ }
-    return { event, data: parsed };
-  });
-}
 
 // The answer an unbroken request gets: the mock's sentence in its default 8 pieces.
 async function wholeAnswer(mock) {
@@ -123,15 +109,6 @@ const breaks = {
   },
 };
 
-async function logRow(gw) {
-  for (let i = 0; i < 100; i++) {
-    const r = await (await fetch(`${gw.url}/admin/api/logs?limit=1`, { headers: { authorization: `Bearer ${MASTER}` } })).json();
-    if (r.data?.length) return r.data[0];
-    await new Promise((ok) => setTimeout(ok, 50));
-  }
-  throw new Error('no log row');
-}
-
 // `bad` breaks after three pieces of the answer; `good` comes next.
 async function setup(badType, goodType, fault, model) {
   const bad = await mockP(), good = await mockP();
@@ -154,14 +131,14 @@ for (const [name, f] of Object.entries(formats)) {
       const res = await f.send(gw, model);
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('x-sluice-channel'), 'bad', 'committed with the first content');
-      const { text, output } = f.read(sse(await res.text()));
+      const { text, output } = f.read(parseSse(await res.text()));
       assert.equal((await bad.stats()).requests, 1);
       assert.equal((await good.stats()).requests, 1);
       const whole = await wholeAnswer(good);
       assert.equal(text, whole, 'the text of an unbroken answer, nothing repeated or lost');
       // The usage of both attempts: the broken one's output as reported or estimated from its text.
       assert.ok(output >= 5 + 1, `output tokens summed (${output})`);
-      const row = await logRow(gw);
+      const row = await lastLogRow(gw);
       assert.equal(row.status, 200);
       assert.equal(row.attempts.length, 2);
       assert.match(row.attempts[0].error, fault.why);
@@ -175,7 +152,7 @@ for (const [name, f] of Object.entries(formats)) {
 test('translated both ways: an OpenAI client, an OpenAI channel cut, an Anthropic channel continues from a prefill', async () => {
   const { good, gw } = await setup('openai', 'anthropic', breaks.cut, 'gpt-4o');
   const res = await formats.openai.send(gw, 'gpt-4o');
-  const { text, output } = formats.openai.read(sse(await res.text()));
+  const { text, output } = formats.openai.read(parseSse(await res.text()));
   assert.equal(text, await wholeAnswer(good));
   // The first attempt reported no usage (OpenAI sends it last): its text, 4 bytes a token.
   const firstText = (await wholeAnswer(good)).split(' ').slice(0, 3).join(' ');
@@ -185,14 +162,14 @@ test('translated both ways: an OpenAI client, an OpenAI channel cut, an Anthropi
 test('translated: an Anthropic client, its channel stalls, a Gemini channel continues from a continue instruction', async () => {
   const { good, gw } = await setup('anthropic', 'gemini', breaks.stall, 'claude-sonnet-4-5');
   const res = await formats.anthropic.send(gw, 'claude-sonnet-4-5');
-  const { text } = formats.anthropic.read(sse(await res.text()));
+  const { text } = formats.anthropic.read(parseSse(await res.text()));
   assert.equal(text, await wholeAnswer(good));
 });
 
 test('a Responses client on an OpenAI channel that is cut: continued on an Anthropic channel', async () => {
   const { good, gw } = await setup('openai', 'anthropic', breaks.cut, 'gpt-4o');
   const res = await formats.responses.send(gw, 'gpt-4o');
-  const { text } = formats.responses.read(sse(await res.text()));
+  const { text } = formats.responses.read(parseSse(await res.text()));
   assert.equal(text, await wholeAnswer(good));
 });
 
@@ -206,9 +183,9 @@ test('a stream that breaks twice is continued twice', async () => {
     ],
     routing: { on_stall: 'continue', max_retries: 3 },
   });
-  const { text } = formats.openai.read(sse(await (await formats.openai.send(gw, 'gpt-4o')).text()));
+  const { text } = formats.openai.read(parseSse(await (await formats.openai.send(gw, 'gpt-4o')).text()));
   assert.equal(text, await wholeAnswer(c));
-  const row = await logRow(gw);
+  const row = await lastLogRow(gw);
   assert.deepEqual(row.attempts.map((x) => x.channel), ['a', 'b', 'c']);
 });
 
@@ -222,7 +199,7 @@ test('with no candidate left, the stream ends with the format\'s error event, ne
       routing: { on_stall: 'continue' },
     });
     const text = await (await f.send(gw, model)).text();
-    const events = sse(text);
+    const events = parseSse(text);
     // Not ended as if whole: no finish (OpenAI's translated streams close with [DONE] after the
     // error chunk, as every translated stream does).
     assert.ok(!events.some((e) => e.event === 'message_stop' || e.data?.type === 'response.completed' ||
@@ -235,14 +212,7 @@ test('with no candidate left, the stream ends with the format\'s error event, ne
 });
 
 test('a break inside a tool call\'s arguments is not continued: the error event, the next channel untouched', async () => {
-  const bad = await mockP(), good = await mockP();
-  const gw = await gwP({
-    channels: [
-      { name: 'bad', base_url: bad.url + '/v1', priority: 1, headers: { 'x-mock-reset-after': '2' } },
-      { name: 'good', base_url: good.url + '/v1', priority: 2 },
-    ],
-    routing: { on_stall: 'continue' },
-  });
+  const { good, gw } = await setup('openai', 'openai', { headers: { 'x-mock-reset-after': '2' } }, 'gpt-4o');
   const res = await fetch(`${gw.url}/v1/chat/completions`, {
     method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
     body: JSON.stringify({
@@ -250,7 +220,7 @@ test('a break inside a tool call\'s arguments is not continued: the error event,
       tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }],
     }),
   });
-  const events = sse(await res.text());
+  const events = parseSse(await res.text());
   assert.ok(events.some((e) => e.data?.choices?.[0]?.delta?.tool_calls), 'the call began');
   const err = formats.openai.failed(events);
   assert.match(err.message, /not continued/);
@@ -259,13 +229,13 @@ test('a break inside a tool call\'s arguments is not continued: the error event,
 
 test('on_stall: error (the default) still ends a cut stream with the error event, not continued', async () => {
   const bad = await mockP(), good = await mockP();
-  const gw = await gwP({
+  const gw = await gwP({  // no on_stall: the default
     channels: [
-      { name: 'bad', base_url: bad.url + '/v1', priority: 1, headers: { 'x-mock-reset-after': '3' } },
+      { name: 'bad', base_url: bad.url + '/v1', priority: 1, headers: breaks.cut.headers },
       { name: 'good', base_url: good.url + '/v1', priority: 2 },
     ],
   });
-  const events = sse(await (await formats.openai.send(gw, 'gpt-4o')).text());
+  const events = parseSse(await (await formats.openai.send(gw, 'gpt-4o')).text());
   assert.match(formats.openai.failed(events).message, /not retried/);
   assert.equal((await good.stats()).requests, 0);
 });
@@ -279,8 +249,8 @@ test('with stall_timeout off, a stream silent past the idle timeout is continued
     ],
     routing: { on_stall: 'continue', timeouts: { idle: '400ms' } },
   });
-  const { text } = formats.openai.read(sse(await (await formats.openai.send(gw, 'gpt-4o')).text()));
+  const { text } = formats.openai.read(parseSse(await (await formats.openai.send(gw, 'gpt-4o')).text()));
   assert.equal(text, await wholeAnswer(good));
-  const row = await logRow(gw);
+  const row = await lastLogRow(gw);
   assert.match(row.attempts[0].error, /idle past the idle timeout .*continued on the next candidate/);
 });

@@ -6,7 +6,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { startMock, startGateway, MASTER } from '../lib/harness.mjs';
+import { startMock, startGateway, parseSse, lastLogRow, MASTER } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { for (const p of started.reverse()) await p.stop(); });
@@ -14,24 +14,12 @@ async function mockP(args = []) { const m = await startMock(args); started.push(
 async function gwP(o) { const g = await startGateway(o); started.push(g); return g; }
 const auth = { authorization: `Bearer ${MASTER}` };
 
-function sse(text) {
-  return text.split(/\r?\n\r?\n/).filter((b) => b.trim()).map((b) => {
-    let event = null; const data = [];
-    for (const line of b.split(/\r?\n/)) {
-      if (line.startsWith('event:')) event = line.slice(6).trim();
-      else if (line.startsWith('data:')) data.push(line.slice(5).trim());
-    }
-    const d = data.join('\n');
-    try { return { event, data: JSON.parse(d) }; } catch { return { event, data: d }; }
-  });
-}
-
 const formats = {
   'openai stream': {
     type: 'openai', model: 'gpt-4o', path: '/v1/chat/completions', headers: auth,
     body: { model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'hi' }] },
     check(text) {
-      const ev = sse(text);
+      const ev = parseSse(text);
       assert.equal(ev.at(-1).data, '[DONE]');
       const chunks = ev.slice(0, -1).map((e) => e.data);
       assert.equal(chunks.filter((c) => c.choices?.[0]?.delta?.role).length, 1, 'one role');
@@ -47,7 +35,7 @@ const formats = {
     type: 'openai', model: 'gpt-4o', path: '/v1/responses', headers: auth,
     body: { model: 'gpt-4o', stream: true, input: 'hi' },
     check(text) {
-      const types = sse(text).map((e) => e.data.type);
+      const types = parseSse(text).map((e) => e.data.type);
       assert.equal(types.filter((t) => t === 'response.created').length, 1);
       assert.equal(types.at(-1), 'response.completed');
     },
@@ -57,7 +45,7 @@ const formats = {
     headers: { 'x-api-key': MASTER, 'anthropic-version': '2023-06-01' },
     body: { model: 'claude-sonnet-4-5', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'hi' }] },
     check(text) {
-      const names = sse(text).map((e) => e.event);
+      const names = parseSse(text).map((e) => e.event);
       assert.equal(names.filter((n) => n === 'message_start').length, 1);
       assert.equal(names.at(-1), 'message_stop');
     },
@@ -67,7 +55,7 @@ const formats = {
     headers: { 'x-goog-api-key': MASTER },
     body: { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] },
     check(text) {
-      const chunks = sse(text).map((e) => e.data);
+      const chunks = parseSse(text).map((e) => e.data);
       assert.equal(chunks.filter((c) => c.candidates?.[0]?.finishReason).length, 1);
     },
   },
@@ -91,15 +79,6 @@ async function chain(type, ttfbs, routing) {
   return { mocks, gw };
 }
 
-async function logRow(gw) {
-  for (let i = 0; i < 200; i++) {
-    const r = await (await fetch(`${gw.url}/admin/api/logs?limit=1`, { headers: auth })).json();
-    if (r.data?.length) return r.data[0];
-    await new Promise((ok) => setTimeout(ok, 25));
-  }
-  throw new Error('no log row');
-}
-
 for (const [name, f] of Object.entries(formats)) {
   test(`${name}: a first byte slower than hedge_after is hedged; the hedge answers, the first is cancelled`, async () => {
     const { mocks, gw } = await chain(f.type, [5000, 0], { hedge_after: '150ms' });
@@ -110,7 +89,7 @@ for (const [name, f] of Object.entries(formats)) {
     f.check(await res.text());
     assert.equal((await mocks[0].stats()).requests, 1);
     assert.equal((await mocks[1].stats()).requests, 1);
-    const row = await logRow(gw);
+    const row = await lastLogRow(gw);
     assert.equal(row.attempts.length, 2);
     assert.equal(row.attempts[0].channel, 'c1');
     assert.match(row.attempts[0].error, /hedge: cancelled, c2 answered first/);
@@ -136,7 +115,7 @@ test('the first attempt still wins when it answers before the hedge', async () =
   assert.equal(res.headers.get('x-sluice-attempts'), '1');
   formats['openai stream'].check(await res.text());
   assert.equal((await mocks[1].stats()).requests, 1, 'the hedge was sent');
-  const row = await logRow(gw);
+  const row = await lastLogRow(gw);
   assert.equal(row.attempts.length, 2);
   assert.match(row.attempts[1].error, /hedge: cancelled, c1 answered first/);
   const metrics = await (await fetch(`${gw.url}/metrics`)).text();
@@ -164,7 +143,7 @@ test('a hedge that fails in-band before content does not win; the first attempt 
   const res = await send(gw, formats['openai stream']);
   assert.equal(res.headers.get('x-sluice-channel'), 'slow');
   formats['openai stream'].check(await res.text());
-  const row = await logRow(gw);
+  const row = await lastLogRow(gw);
   assert.equal(row.attempts.length, 2);
   assert.match(row.attempts.find((x) => x.channel === 'bad').error, /in-band error \d+ before the first content/);
   const metrics = await (await fetch(`${gw.url}/metrics`)).text();
@@ -228,7 +207,7 @@ test('an error status from the first attempt while the hedge is out does not end
   assert.equal(res.headers.get('x-sluice-attempts'), '2');
   formats['openai stream'].check(await res.text());
   assert.equal((await b.stats()).requests, 1, 'the hedge, not a failover after the 503');
-  const row = await logRow(gw);
+  const row = await lastLogRow(gw);
   assert.equal(row.attempts.length, 2);
   assert.equal(row.attempts[0].channel, 'a');
   assert.match(row.attempts[0].error, /upstream answered 503/);
@@ -250,7 +229,7 @@ test('a `return` rule on the first attempt\'s error answers the client at once, 
   assert.equal(res.status, 503);
   assert.equal(res.headers.get('x-sluice-channel'), 'a');
   await res.text();
-  const row = await logRow(gw);
+  const row = await lastLogRow(gw);
   assert.equal(row.attempts.length, 2);
   assert.match(row.attempts.find((x) => x.channel === 'b').error, /hedge: cancelled, a answered first/);
 });

@@ -6,7 +6,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { startMock, startGateway, MASTER } from '../lib/harness.mjs';
+import { startMock, startGateway, parseSse, lastLogRow, MASTER } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { for (const p of started.reverse()) await p.stop(); });
@@ -16,21 +16,6 @@ async function gwP(o) { const g = await startGateway(o); started.push(g); return
 const inband = (after, status = 529) => ({
   'x-mock-error-event-rate': '1', 'x-mock-error-event-after': String(after), 'x-mock-fail-status': String(status),
 });
-
-// SSE text -> [{event, data}] (data parsed when JSON).
-function sse(text) {
-  return text.split(/\r?\n\r?\n/).filter((b) => b.trim()).map((b) => {
-    let event = null; const data = [];
-    for (const line of b.split(/\r?\n/)) {
-      if (line.startsWith('event:')) event = line.slice(6).trim();
-      else if (line.startsWith('data:')) data.push(line.slice(5).trim());
-    }
-    const d = data.join('\n');
-    let parsed = d;
-    try { parsed = JSON.parse(d); } catch { /* [DONE] */ }
-    return { event, data: parsed };
-  });
-}
 
 // One streamed request per client format; `check` asserts the stream is one whole answer.
 const formats = {
@@ -117,7 +102,7 @@ for (const [name, f] of Object.entries(formats)) {
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('x-sluice-channel'), 'good');
     assert.equal(res.headers.get('x-sluice-attempts'), '2');
-    const events = sse(await res.text());
+    const events = parseSse(await res.text());
     f.check(events);
     assert.equal((await bad.stats()).requests, 1);
     assert.equal((await good.stats()).requests, 1);
@@ -128,7 +113,7 @@ for (const [name, f] of Object.entries(formats)) {
     const res = await f.send(gw);
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('x-sluice-channel'), 'bad', 'committed with the first content');
-    const events = sse(await res.text());
+    const events = parseSse(await res.text());
     assert.ok(f.errorSeen(events), 'the error event is passed on');
     assert.equal((await good.stats()).requests, 0);
   });
@@ -139,7 +124,7 @@ for (const [name, f] of Object.entries(formats)) {
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('x-sluice-channel'), 'bad');
     const text = await res.text();
-    const events = sse(text);
+    const events = parseSse(text);
     const last = events.at(-1);
     assert.ok(!text.includes('[DONE]') && !events.some((e) => e.event === 'message_stop'), 'not ended as if whole');
     const err = name === 'responses' ? last.data : last.data.error;
@@ -162,7 +147,7 @@ for (const [name, f] of Object.entries(formats)) {
     const res = await f.send(gw);
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('x-sluice-channel'), 'good');
-    f.check(sse(await res.text()));
+    f.check(parseSse(await res.text()));
     assert.equal((await good.stats()).requests, 1);
   });
 }
@@ -178,25 +163,18 @@ test('translated: an Anthropic channel\'s overload event before content, an Open
   const res = await formats.openai.send(gw);
   assert.equal(res.status, 200);
   assert.equal(res.headers.get('x-sluice-channel'), 'good');
-  formats.openai.check(sse(await res.text()));
+  formats.openai.check(parseSse(await res.text()));
   // The attempt list says why the first one failed.
-  const rows = await (async () => {
-    for (let i = 0; i < 100; i++) {
-      const r = await (await fetch(`${gw.url}/admin/api/logs?limit=1`, { headers: { authorization: `Bearer ${MASTER}` } })).json();
-      if (r.data?.length) return r.data;
-      await new Promise((ok) => setTimeout(ok, 50));
-    }
-    return [];
-  })();
-  assert.equal(rows[0].attempts[0].status, 529);
-  assert.match(rows[0].attempts[0].error, /in-band error 529 before the first content: Overloaded/);
+  const row = await lastLogRow(gw);
+  assert.equal(row.attempts[0].status, 529);
+  assert.match(row.attempts[0].error, /in-band error 529 before the first content: Overloaded/);
 });
 
 test('routing.rules decide an in-band error too: `return` passes the stream on as it is', async () => {
   const { good, gw } = await pair('anthropic', inband(0), { rules: [{ status: [529], body: 'overloaded_error', action: 'return' }] });
   const res = await formats.anthropic.send(gw);
   assert.equal(res.headers.get('x-sluice-channel'), 'bad');
-  const events = sse(await res.text());
+  const events = parseSse(await res.text());
   assert.ok(events.some((e) => e.event === 'error' && e.data.error.type === 'overloaded_error'));
   assert.equal((await good.stats()).requests, 0);
 });
@@ -206,7 +184,7 @@ test('an in-band rate limit cools the key down, as a 429 would', async () => {
   for (let i = 0; i < 3; i++) {
     const res = await formats.openai.send(gw);
     assert.equal(res.headers.get('x-sluice-channel'), 'good');
-    formats.openai.check(sse(await res.text()));
+    formats.openai.check(parseSse(await res.text()));
   }
   assert.equal((await bad.stats()).requests, 1, 'the cooled key is not asked again');
 });
@@ -236,6 +214,6 @@ test('hostile upstream: a malformed first event, an error that is no object, the
     const text = await res.text();
     assert.equal(res.headers.get('x-sluice-channel'), 'good', body);
     assert.doesNotMatch(text, /never seen|\[1,2,3\]|just a string/);
-    formats.openai.check(sse(text));
+    formats.openai.check(parseSse(text));
   }
 });

@@ -316,6 +316,31 @@ export function errorMessageOf(format, status, body, code) {
   throw new Error(`unknown format ${format}`);
 }
 
+// SSE text -> [{event, data}]: each event's name (null when it has none) and its data, parsed
+// when it is JSON ([DONE] stays a string). Any line ending.
+export function parseSse(text) {
+  return text.split(/\r?\n\r?\n/).filter((b) => b.trim()).map((b) => {
+    let event = null; const data = [];
+    for (const line of b.split(/\r?\n/)) {
+      if (line.startsWith('event:')) event = line.slice(6).trim();
+      else if (line.startsWith('data:')) data.push(line.slice(5).trim());
+    }
+    const d = data.join('\n');
+    try { return { event, data: JSON.parse(d) }; } catch { return { event, data: d }; }
+  });
+}
+
+// The newest request-log row (the log is written after the answer: waited for, up to `ms`).
+export async function lastLogRow(gw, ms = 5000) {
+  const until = Date.now() + ms;
+  for (;;) {
+    const page = await (await admin(gw, '/logs?limit=1')).json();
+    if (page.data?.length) return page.data[0];
+    if (Date.now() > until) throw new Error('no request-log row');
+    await sleep(25);
+  }
+}
+
 // Like readSse, for every SSE framing (Gemini streams use CRLF line ends): {raw, text (LF line
 // ends), events}. A data payload that is not JSON fails with the whole stream in the message.
 export async function readSseEvents(res) {

@@ -43,8 +43,11 @@ export function Playground() {
   const ctrl = useRef<AbortController | null>(null);
   const out = useRef<HTMLDivElement>(null);
 
+  // The first listed model as the default, unless one was typed meanwhile: read from the state as
+  // it is when this runs (an effect's own `model` may be older than a keystroke).
   useEffect(() => {
-    if (!model && models.data?.length) setModel(models.data[0]);
+    const first = models.data?.[0];
+    if (first) setModel((typed) => typed || first);
   }, [models.data]);
   useEffect(() => () => ctrl.current?.abort(), []);
   useEffect(() => {

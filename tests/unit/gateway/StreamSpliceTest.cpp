@@ -77,7 +77,7 @@ TEST(StreamSplice, AnErrorAfterContentIsHeldWhileTheAnswerCanBeContinued) {
   ASSERT_TRUE(t->feed(chatChunk("{\"role\":\"assistant\",\"content\":\"Hi\"}") +
                           "data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n",
                       out));
-  ASSERT_TRUE(s.heldError().has_value());
+  ASSERT_TRUE(s.takeHeldError().has_value());
   EXPECT_EQ(out.find("overloaded"), std::string::npos) << out;
 }
 
@@ -86,7 +86,7 @@ TEST(StreamSplice, AnErrorBeforeAnyContentIsTheStreamsOwn) {
   std::string out;
   auto t = attempt(s, Format::OpenAIChat, Format::OpenAIChat);
   ASSERT_TRUE(t->feed("data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n", out));
-  EXPECT_FALSE(s.heldError().has_value());
+  EXPECT_FALSE(s.takeHeldError().has_value());
   EXPECT_NE(out.find("overloaded"), std::string::npos);
 }
 
