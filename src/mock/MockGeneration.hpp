@@ -20,7 +20,9 @@ namespace sluice::mock {
 // ("call_", "toolu_", "fc_") + `id_token`, so one answer has the same ids in every format.
 struct ToolCall {
   std::string name;
-  std::string arguments;            // a JSON object, compact
+  std::string arguments;            // a JSON object, compact; a custom tool's: its free-form input
+  std::string ns;                   // Responses: the namespace the tool was declared in
+  bool custom = false;              // Responses: a {"type":"custom"} (free-form input) tool
   std::string id_token;             // random alphanumerics
   std::vector<std::string> deltas;  // `arguments` cut for streaming; concatenated == arguments
 };
@@ -36,19 +38,17 @@ struct ToolCalls {
 // step is one argument delta of one call.
 struct Generation {
   int choices = 1;
-  std::size_t pieces = 0;                 // content steps per choice (== completion tokens for text)
-  std::optional<std::string> last_piece;  // replaces piece(pieces-1) when a stop sequence cut it
-  bool truncated_by_length = false;       // max_tokens capped the answer
-  std::size_t piece_bytes = 0;            // when set, each piece is padded to this size
-  std::optional<std::string> stop_sequence;                  // the stop sequence that ended the text
-  std::shared_ptr<const std::vector<std::string>> script;    // text pieces instead of the sentence
-  std::shared_ptr<const ToolCalls> tools;                    // tool calls instead of text
+  std::size_t pieces = 0;                                  // content steps per choice (== completion tokens for text)
+  std::optional<std::string> last_piece;                   // replaces piece(pieces-1) when a stop sequence cut it
+  bool truncated_by_length = false;                        // max_tokens capped the answer
+  std::size_t piece_bytes = 0;                             // when set, each piece is padded to this size
+  std::optional<std::string> stop_sequence;                // the stop sequence that ended the text
+  std::shared_ptr<const std::vector<std::string>> script;  // text pieces instead of the sentence
+  std::shared_ptr<const ToolCalls> tools;                  // tool calls instead of text
 
   bool hasToolCalls() const { return tools && !tools->calls.empty(); }
   // OpenAI's names; other formats map them (e.g. Anthropic end_turn / max_tokens / tool_use).
-  const char* finishReason() const {
-    return hasToolCalls() ? "tool_calls" : truncated_by_length ? "length" : "stop";
-  }
+  const char* finishReason() const { return hasToolCalls() ? "tool_calls" : truncated_by_length ? "length" : "stop"; }
   std::string piece(std::size_t i) const;
   std::string text() const;  // all pieces of one choice, concatenated
   // Text: one token per piece; tool calls: the estimate of their names and arguments.

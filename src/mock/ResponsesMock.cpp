@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include <functional>
+
 namespace sluice::mock::responses {
 
 namespace json = boost::json;
@@ -15,7 +17,9 @@ const json::value* field(const json::object& o, std::string_view key) {
   return (v && !v->is_null()) ? v : nullptr;
 }
 
-std::int64_t tokensOf(std::size_t bytes) { return static_cast<std::int64_t>((bytes + 3) / 4) + 4; }
+std::int64_t tokensOf(std::size_t bytes) {
+  return static_cast<std::int64_t>((bytes + 3) / 4) + 4;
+}
 
 ApiError badValue(std::string_view param, std::string message) {
   ApiError e;
@@ -36,7 +40,9 @@ std::string usageJson(std::int64_t input, std::int64_t output) {
          ",\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":" + std::to_string(input + output) + "}";
 }
 
-bool incomplete(const Generation& gen) { return gen.truncated_by_length && !gen.hasToolCalls(); }
+bool incomplete(const Generation& gen) {
+  return gen.truncated_by_length && !gen.hasToolCalls();
+}
 
 // The Response object with the given status, output items and usage (JSON text or "null").
 std::string responseObject(const ResponsesRequest& req, const ResponseMeta& meta, std::string_view status,
@@ -76,17 +82,26 @@ void appendMessageItem(std::string& out, const ResponseMeta& meta, std::string_v
   out += "],\"role\":\"assistant\"}";
 }
 
+std::string callItemId(const ToolCall& c) {
+  return (c.custom ? "ctc_" : "fc_") + c.id_token;
+}
+
+// A function_call item, or a custom_tool_call item for a custom tool; "namespace" when it has one.
 void appendFunctionCallItem(std::string& out, const ToolCall& c, bool done) {
-  out += "{\"id\":\"fc_";
-  out += c.id_token;
-  out += "\",\"type\":\"function_call\",\"status\":\"";
+  out += "{\"id\":";
+  appendJsonString(out, callItemId(c));
+  out += c.custom ? ",\"type\":\"custom_tool_call\",\"status\":\"" : ",\"type\":\"function_call\",\"status\":\"";
   out += done ? "completed" : "in_progress";
-  out += "\",\"arguments\":";
+  out += c.custom ? "\",\"input\":" : "\",\"arguments\":";
   appendJsonString(out, done ? std::string_view(c.arguments) : std::string_view());
   out += ",\"call_id\":\"call_";
   out += c.id_token;
   out += "\",\"name\":";
   appendJsonString(out, c.name);
+  if (!c.ns.empty()) {
+    out += ",\"namespace\":";
+    appendJsonString(out, c.ns);
+  }
   out += '}';
 }
 
@@ -133,9 +148,10 @@ std::string itemRef(std::string_view item_id, std::size_t output_index) {
 
 // The events that close function call j (arguments done, item done), then open call j+1.
 void appendCallDone(std::string& out, const ToolCall& c, std::size_t j, std::size_t seq) {
-  std::string rest = itemRef("fc_" + c.id_token, j) + ",\"arguments\":";
+  std::string rest = itemRef(callItemId(c), j) + (c.custom ? ",\"input\":" : ",\"arguments\":");
   appendJsonString(rest, c.arguments);
-  appendEvent(out, "response.function_call_arguments.done", seq, rest);
+  appendEvent(out, c.custom ? "response.custom_tool_call_input.done" : "response.function_call_arguments.done", seq,
+              rest);
   std::string item = ",\"output_index\":" + std::to_string(j) + ",\"item\":";
   appendFunctionCallItem(item, c, true);
   appendEvent(out, "response.output_item.done", seq + 1, item);
@@ -226,7 +242,9 @@ std::optional<ApiError> parseResponsesRequest(const json::value& body, Responses
       for (std::size_t i = last_user < items.size() ? last_user + 1 : 0; i < items.size(); ++i) {
         const auto& it = items[i].get_object();
         const auto* type = field(it, "type");
-        if (!type || !type->is_string() || type->get_string() != "function_call_output") continue;
+        if (!type || !type->is_string() ||
+            (type->get_string() != "function_call_output" && type->get_string() != "custom_tool_call_output"))
+          continue;
         const auto* output = field(it, "output");
         tr.tool_results.push_back(output ? contentText(*output) : std::string());
       }
@@ -236,29 +254,59 @@ std::optional<ApiError> parseResponsesRequest(const json::value& body, Responses
   }
   out.input_tokens = tokens;
 
+  // Function and custom tools, from `tools` and from additional_tools input items, inside
+  // namespaces or not.
+  std::function<std::optional<ApiError>(const json::array&, const std::string&, const std::string&)> collect =
+      [&](const json::array& list, const std::string& path, const std::string& ns) -> std::optional<ApiError> {
+    std::size_t i = 0;
+    for (const auto& t : list) {
+      const std::string tp = path + "[" + std::to_string(i++) + "]";
+      const auto* to = t.if_object();
+      if (!to) return openai::invalidType(tp, "an object", t);
+      const auto* type = field(*to, "type");
+      if (!type || !type->is_string()) continue;
+      const auto kind = type->get_string();
+      if (kind != "function" && kind != "custom" && kind != "namespace") continue;
+      const auto* name = field(*to, "name");
+      if (!name || !name->is_string()) return openai::missingParam(tp + ".name");
+      if (kind == "namespace") {
+        const auto* inner = field(*to, "tools");
+        if (!inner) continue;
+        if (!inner->is_array()) return openai::invalidType(tp + ".tools", "an array", *inner);
+        if (auto err = collect(inner->get_array(), tp + ".tools", std::string(name->get_string()))) return err;
+        continue;
+      }
+      tr.tools.push_back({std::string(name->get_string()), field(*to, "parameters"), ns, kind == "custom"});
+    }
+    return std::nullopt;
+  };
   if (const auto* tools = field(*o, "tools")) {
     if (!tools->is_array()) return openai::invalidType("tools", "an array", *tools);
+    if (auto err = collect(tools->get_array(), "tools", {})) return err;
+  }
+  if (const auto* input = field(*o, "input"); input && input->is_array()) {
     std::size_t i = 0;
-    for (const auto& t : tools->get_array()) {
-      const auto* to = t.if_object();
-      if (!to) return openai::invalidType("tools[" + std::to_string(i) + "]", "an object", t);
-      const auto* type = field(*to, "type");
-      if (type && type->is_string() && type->get_string() == "function") {
-        const auto* name = field(*to, "name");
-        if (!name || !name->is_string()) return openai::missingParam("tools[" + std::to_string(i) + "].name");
-        tr.tools.push_back({std::string(name->get_string()), field(*to, "parameters")});
-      }
-      ++i;
+    for (const auto& it : input->get_array()) {
+      const std::string ip = "input[" + std::to_string(i++) + "]";
+      const auto* type = field(it.get_object(), "type");
+      if (!type || !type->is_string() || type->get_string() != "additional_tools") continue;
+      const auto* tools = field(it.get_object(), "tools");
+      if (!tools) continue;
+      if (!tools->is_array()) return openai::invalidType(ip + ".tools", "an array", *tools);
+      if (auto err = collect(tools->get_array(), ip + ".tools", {})) return err;
     }
   }
   if (const auto* tc = field(*o, "tool_choice")) {
     if (tc->is_string()) {
       const auto m = tc->get_string();
-      if (m == "none") tr.mode = ToolChoiceMode::None;
-      else if (m == "required") tr.mode = ToolChoiceMode::Required;
+      if (m == "none")
+        tr.mode = ToolChoiceMode::None;
+      else if (m == "required")
+        tr.mode = ToolChoiceMode::Required;
       else if (m != "auto")
-        return badValue("tool_choice", "Invalid value for 'tool_choice': expected one of 'none', 'auto' or "
-                                       "'required', or an object.");
+        return badValue("tool_choice",
+                        "Invalid value for 'tool_choice': expected one of 'none', 'auto' or "
+                        "'required', or an object.");
     } else if (const auto* tco = tc->if_object()) {
       const auto* type = field(*tco, "type");
       const auto* name = field(*tco, "name");
@@ -332,9 +380,10 @@ SseScript responseStream(const ResponsesRequest& req, const Generation& gen, con
         appendCallDone(out, gen.tools->calls[j - 1], j - 1, seq);
         appendCallAdded(out, c, j, seq + 2);
       }
-      std::string rest = itemRef("fc_" + c.id_token, j) + ",\"delta\":";
+      std::string rest = itemRef(callItemId(c), j) + ",\"delta\":";
       appendJsonString(rest, c.deltas[d]);
-      appendEvent(out, "response.function_call_arguments.delta", 3 + step + 3 * j, rest);
+      appendEvent(out, c.custom ? "response.custom_tool_call_input.delta" : "response.function_call_arguments.delta",
+                  3 + step + 3 * j, rest);
     };
     const std::size_t last = calls.size() - 1;
     const std::size_t seq = 3 + gen.pieces + 3 * last;
@@ -349,8 +398,9 @@ SseScript responseStream(const ResponsesRequest& req, const Generation& gen, con
   appendMessageItem(added, meta, "in_progress", nullptr);
   s.head.push_back(event("response.output_item.added", 2, added));
   const std::string ref = itemRef(meta.message_id, 0) + ",\"content_index\":0";
-  s.head.push_back(event("response.content_part.added", 3,
-                         ref + ",\"part\":{\"type\":\"output_text\",\"annotations\":[],\"logprobs\":[],\"text\":\"\"}"));
+  s.head.push_back(
+      event("response.content_part.added", 3,
+            ref + ",\"part\":{\"type\":\"output_text\",\"annotations\":[],\"logprobs\":[],\"text\":\"\"}"));
   auto shared_ref = std::make_shared<const std::string>(ref);
   s.content_count = gen.pieces;
   s.content = [gen, shared_ref](std::size_t step, std::string& out) {

@@ -22,7 +22,9 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-bool wordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool wordChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
 
 // Position of the first whole-word occurrence of `needle` in `hay`, or npos.
 std::size_t findWord(std::string_view hay, std::string_view needle) {
@@ -78,8 +80,8 @@ std::vector<const ToolSpec*> namedTools(const std::vector<const ToolSpec*>& tool
 // "use a tool", "call the weather tool", "invoke any function": the tool asked for, else null.
 const ToolSpec* askedTool(const std::vector<const ToolSpec*>& tools, std::string_view text) {
   static const std::vector<std::string_view> kVerbs = {"use", "call", "invoke", "run", "try", "using", "execute"};
-  static const std::vector<std::string_view> kFiller = {"a",  "an",  "the", "any", "your", "one",
-                                                        "of", "some", "my", "that", "this", "its"};
+  static const std::vector<std::string_view> kFiller = {"a",  "an",   "the", "any",  "your", "one",
+                                                        "of", "some", "my",  "that", "this", "its"};
   const auto w = words(text);
   for (std::size_t i = 0; i < w.size(); ++i) {
     const std::string& n = w[i];
@@ -93,7 +95,8 @@ const ToolSpec* askedTool(const std::vector<const ToolSpec*>& tools, std::string
       if (!x.empty()) {
         for (const auto* tool : tools) {
           const std::string sp = spaced(tool->name);
-          if (std::all_of(x.begin(), x.end(), [&](const std::string& part) { return sp.find(part) != std::string::npos; }))
+          if (std::all_of(x.begin(), x.end(),
+                          [&](const std::string& part) { return sp.find(part) != std::string::npos; }))
             return tool;
         }
       }
@@ -213,8 +216,10 @@ json::value example(const json::value& s, const json::value& root, int depth) {
     }
   }
   if (type.empty()) {
-    if (o->contains("properties") || o->contains("required")) type = "object";
-    else if (o->contains("items")) type = "array";
+    if (o->contains("properties") || o->contains("required"))
+      type = "object";
+    else if (o->contains("items"))
+      type = "array";
   }
   if (type == "object") return exampleObject(*o, root, depth);
   if (type == "array") {
@@ -245,7 +250,9 @@ json::value example(const json::value& s, const json::value& root, int depth) {
 
 }  // namespace
 
-json::value exampleValue(const json::value& schema) { return example(schema, schema, 0); }
+json::value exampleValue(const json::value& schema) {
+  return example(schema, schema, 0);
+}
 
 std::string exampleArguments(const json::value* schema) {
   if (!schema || !schema->is_object()) return "{}";
@@ -307,6 +314,29 @@ void echoUserText(ToolDecision& d) {
   }
 }
 
+namespace {
+// {"type":"object","properties":{"input":{"type":"string",...}},"required":["input"]}: how a
+// gateway offers a free-form (custom) tool to a provider that has none.
+bool freeFormSchema(const json::value* schema) {
+  const auto* o = schema ? schema->if_object() : nullptr;
+  if (!o) return false;
+  const auto* props = o->if_contains("properties");
+  const auto* req = o->if_contains("required");
+  if (!props || !props->is_object() || props->as_object().size() != 1) return false;
+  const auto* in = props->as_object().if_contains("input");
+  if (!in || !in->is_object()) return false;
+  const auto* type = in->as_object().if_contains("type");
+  if (!type || !type->is_string() || type->as_string() != "string") return false;
+  return req && req->is_array() && req->as_array().size() == 1 && req->as_array()[0] == "input";
+}
+}  // namespace
+
+std::string customInput(std::string_view last_user_text) {
+  auto colon = last_user_text.find(": ");
+  if (colon == std::string_view::npos || colon + 2 >= last_user_text.size()) return "example";
+  return std::string(last_user_text.substr(colon + 2));
+}
+
 bool asksToContinue(std::string_view user_text) {
   return user_text.find("cut off") != std::string_view::npos && user_text.find("Continue") != std::string_view::npos;
 }
@@ -348,7 +378,8 @@ ToolDecision decideTools(const ToolRequest& req) {
 
   std::vector<const ToolSpec*> picked;
   if (req.mode == ToolChoiceMode::Named) {
-    auto it = std::find_if(offered.begin(), offered.end(), [&](const ToolSpec* t) { return t->name == req.forced_name; });
+    auto it =
+        std::find_if(offered.begin(), offered.end(), [&](const ToolSpec* t) { return t->name == req.forced_name; });
     picked.push_back(it != offered.end() ? *it : offered.front());
   } else {
     picked = namedTools(offered, req.last_user_text);
@@ -360,7 +391,17 @@ ToolDecision decideTools(const ToolRequest& req) {
   for (const auto* t : picked) {
     ToolCall c;
     c.name = t->name;
-    c.arguments = exampleArguments(t->schema);
+    c.ns = t->ns;
+    c.custom = t->custom;
+    if (t->custom) {
+      c.arguments = customInput(req.last_user_text);
+    } else if (freeFormSchema(t->schema)) {
+      json::object args;
+      args["input"] = customInput(req.last_user_text);
+      c.arguments = json::serialize(args);
+    } else {
+      c.arguments = exampleArguments(t->schema);
+    }
     c.id_token = randomId("", 24);
     d.calls.push_back(std::move(c));
   }

@@ -18,7 +18,9 @@
 //    turn followed by a user turn asking to continue it, "...cut off. Continue...") -> the rest
 //    of the usual sentence after it when it is a start of that sentence (as a model resumes its
 //    own answer), else the usual sentence.
-// Arguments fit the tool's JSON schema: required properties only, strings "example", numbers 1
+// A custom (Responses free-form) tool's input is customInput(), and so is the one argument of a
+// function whose schema is {"input": string}, required (a free-form tool offered as a function).
+// Other arguments fit the tool's JSON schema: required properties only, strings "example", numbers 1
 // (or the minimum), booleans true, enums their first value, objects recursively, arrays one item.
 // Pure functions; thread-safe.
 #pragma once
@@ -36,9 +38,17 @@ namespace sluice::mock {
 inline constexpr std::size_t kToolResultEcho = 200;  // code points of the result quoted back
 
 struct ToolSpec {
+  ToolSpec(std::string n, const boost::json::value* s, std::string space = {}, bool free_form = false)
+      : name(std::move(n)), schema(s), ns(std::move(space)), custom(free_form) {}
   std::string name;
   const boost::json::value* schema = nullptr;  // JSON schema of the arguments; may be null
+  std::string ns;                              // Responses: its namespace, if any
+  bool custom = false;                         // Responses: free-form input (customInput)
 };
+
+// The input of a call of a custom (free-form) tool: the text after the first ": " of the last
+// user turn ("Use the exec tool to run: text('hi')" -> "text('hi')"), else "example".
+std::string customInput(std::string_view last_user_text);
 
 enum class ToolChoiceMode { Auto, None, Required, Named };
 
@@ -65,10 +75,10 @@ std::string partialAnswer(std::size_t turns, std::size_t last_user, std::string_
                           const std::function<std::string(std::size_t)>& assistantText);
 
 struct ToolDecision {
-  std::vector<ToolCall> calls;       // empty: answer in text
-  std::optional<std::string> reply;  // the text answer to tool results
-  std::string user_text;             // the last user turn (for echo)
-  std::optional<std::string> resume; // a partial answer to continue
+  std::vector<ToolCall> calls;        // empty: answer in text
+  std::optional<std::string> reply;   // the text answer to tool results
+  std::string user_text;              // the last user turn (for echo)
+  std::optional<std::string> resume;  // a partial answer to continue
 };
 
 ToolDecision decideTools(const ToolRequest& req);

@@ -75,6 +75,8 @@ seed $C/translate_request/gemini_to_anthropic     12 00 $GX/gemini_request_full.
 seed $C/translate_request/gemini_snake_to_openai  02 01 $GX/reference_request_snake_case.json
 seed $C/translate_request/openai_to_gemini        20 00 $FX/providers/openai_request_full.json
 seed $C/translate_request/responses_to_anthropic  13 00 $RX/request_codex.json
+seed $C/translate_request/responses_lite_to_anthropic 13 00 $RX/request_codex_lite.json
+seed $C/translate_request/responses_lite_to_gemini    23 02 $RX/request_codex_lite.json
 seed $C/translate_request/anthropic_to_responses  31 02 $FX/providers/anthropic_request_full.json
 { printf '\x10\x00'
   printf '{"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Hello"}]}'

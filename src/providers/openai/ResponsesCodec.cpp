@@ -24,6 +24,12 @@ bool ResponsesEcho::isCustomTool(std::string_view name) const {
   return std::find(custom_tools.begin(), custom_tools.end(), name) != custom_tools.end();
 }
 
+const ResponsesEcho::NamespacedTool* ResponsesEcho::namespacedTool(std::string_view offered) const {
+  for (const auto& t : namespaced)
+    if (t.offered == offered) return &t;
+  return nullptr;
+}
+
 namespace {
 
 // ---- small rendering helpers ----------------------------------------------------------------
@@ -114,11 +120,13 @@ class RequestDecoder {
     std::optional<bool> background;
     SLUICE_PROVIDERS_TRY(f.boolean("background", background));
     if (background.value_or(false))
-      return ApiError::invalid("background", "background responses are not supported when translating to another "
-                                             "provider: the gateway keeps no response state");
+      return ApiError::invalid("background",
+                               "background responses are not supported when translating to another "
+                               "provider: the gateway keeps no response state");
     if (f.get("prompt"))
-      return ApiError::invalid("prompt", "prompt (a stored prompt template) cannot be translated to another provider; "
-                                         "send instructions and input instead");
+      return ApiError::invalid("prompt",
+                               "prompt (a stored prompt template) cannot be translated to another provider; "
+                               "send instructions and input instead");
     std::string instructions;
     SLUICE_PROVIDERS_TRY(f.str("instructions", instructions));
     if (!instructions.empty()) out_.system.push_back(Part::makeText(std::move(instructions)));
@@ -126,6 +134,12 @@ class RequestDecoder {
     SLUICE_PROVIDERS_TRY(decodeTools(f));
     auto* input = f.get("input");
     if (!input) return ApiError::invalid("input", "input is required");
+    if (input->is_array()) {
+      // additional_tools items first, wherever they sit: history items may call their tools.
+      const auto& arr = input->as_array();
+      for (std::size_t i = 0; i < arr.size(); ++i)
+        SLUICE_PROVIDERS_TRY(decodeAdditionalTools(arr[i], indexPath("input", i)));
+    }
     if (input->is_string()) {
       if (input->as_string().empty()) return ApiError::invalid("input", "input must not be empty");
       Message m;
@@ -224,8 +238,9 @@ class RequestDecoder {
       } else {
         return ApiError::invalid(pf.sub("type"),
                                  fmt::format("content part type '{}' is not supported in {} content", type,
-                                             side == Side::User ? "user" : side == Side::Assistant ? "assistant"
-                                                                                                   : "system"));
+                                             side == Side::User        ? "user"
+                                             : side == Side::Assistant ? "assistant"
+                                                                       : "system"));
       }
     }
     return std::nullopt;
@@ -248,8 +263,8 @@ class RequestDecoder {
       side = Side::Assistant;
       r = Role::Assistant;
     } else {
-      return ApiError::invalid(f.sub("role"), fmt::format("{} '{}' is not one of user, assistant, system, developer",
-                                                          f.sub("role"), role));
+      return ApiError::invalid(
+          f.sub("role"), fmt::format("{} '{}' is not one of user, assistant, system, developer", f.sub("role"), role));
     }
     std::vector<Part> parts;
     SLUICE_PROVIDERS_TRY(decodeContent(*content, f.sub("content"), side, parts));
@@ -264,6 +279,9 @@ class RequestDecoder {
     p.kind = Part::Kind::ToolCall;
     SLUICE_PROVIDERS_TRY(f.str("call_id", p.id, true));
     SLUICE_PROVIDERS_TRY(f.str("name", p.name, true));
+    std::string ns;
+    SLUICE_PROVIDERS_TRY(f.str("namespace", ns));
+    p.name = offeredName(ns, std::move(p.name));
     if (custom) {
       std::string input;
       SLUICE_PROVIDERS_TRY(f.str("input", input));
@@ -284,7 +302,8 @@ class RequestDecoder {
     p.kind = Part::Kind::ToolResult;
     SLUICE_PROVIDERS_TRY(f.str("call_id", p.id, true));
     if (auto it = call_names_.find(p.id); it != call_names_.end()) p.name = it->second;
-    if (auto* output = f.get("output")) SLUICE_PROVIDERS_TRY(decodeContent(*output, f.sub("output"), Side::User, p.content));
+    if (auto* output = f.get("output"))
+      SLUICE_PROVIDERS_TRY(decodeContent(*output, f.sub("output"), Side::User, p.content));
     turn(Role::User).parts.push_back(std::move(p));
     return std::nullopt;
   }
@@ -333,9 +352,11 @@ class RequestDecoder {
     if (type == "custom_tool_call") return decodeCall(f, true);
     if (type == "function_call_output" || type == "custom_tool_call_output") return decodeCallOutput(f);
     if (type == "reasoning") return decodeReasoningItem(f);
+    if (type == "additional_tools") return std::nullopt;  // decoded before the other items
     if (type == "item_reference")
-      return ApiError::invalid(f.sub("type"), "item_reference items point at stored items; this gateway keeps no "
-                                              "conversation state: send the items themselves");
+      return ApiError::invalid(f.sub("type"),
+                               "item_reference items point at stored items; this gateway keeps no "
+                               "conversation state: send the items themselves");
     return ApiError::invalid(
         f.sub("type"), fmt::format("input item type '{}' cannot be translated to another provider (built-in OpenAI "
                                    "tools are not available there)",
@@ -346,10 +367,45 @@ class RequestDecoder {
     auto* tools = f.get("tools");
     if (!tools) return std::nullopt;
     if (!tools->is_array()) return ApiError::invalid("tools", "tools must be an array");
-    return decodeToolList(tools->as_array(), "tools");
+    return decodeToolList(tools->as_array(), "tools", {});
   }
 
-  std::optional<ApiError> decodeToolList(const json::array& arr, const std::string& path) {
+  // An {"type":"additional_tools","tools":[...]} input item (Codex's responses-lite shape).
+  std::optional<ApiError> decodeAdditionalTools(const json::value& v, const std::string& path) {
+    const auto* o = v.if_object();
+    if (!o) return std::nullopt;  // reported by decodeItem
+    const auto* type = o->if_contains("type");
+    if (!type || !type->is_string() || type->as_string() != "additional_tools") return std::nullopt;
+    Fields f{*o, path};
+    auto* tools = f.get("tools");
+    if (!tools) return std::nullopt;
+    if (!tools->is_array())
+      return ApiError::invalid(f.sub("tools"), fmt::format("{} must be an array", f.sub("tools")));
+    return decodeToolList(tools->as_array(), f.sub("tools"), {});
+  }
+
+  // The name a tool is offered upstream under: its own, or "<ns>__<name>" when an earlier tool
+  // took that name. The same (ns, name) always maps to the same offered name.
+  std::string offeredName(std::string_view ns, std::string name) const {
+    if (ns.empty()) return name;
+    for (const auto& t : namespaced_)
+      if (t.ns == ns && t.name == name) return t.offered;
+    return name;  // a call of a tool this request does not declare: its own name
+  }
+
+  std::string declareName(const std::string& ns, const std::string& name) {
+    std::string offered = name;
+    if (!ns.empty()) {
+      for (const auto& t : namespaced_)
+        if (t.ns == ns && t.name == name) return t.offered;  // declared twice: one tool
+      if (std::find(declared_.begin(), declared_.end(), offered) != declared_.end()) offered = ns + "__" + name;
+      namespaced_.push_back({offered, ns, name});
+    }
+    declared_.push_back(offered);
+    return offered;
+  }
+
+  std::optional<ApiError> decodeToolList(const json::array& arr, const std::string& path, const std::string& ns) {
     for (std::size_t i = 0; i < arr.size(); ++i) {
       auto tp = indexPath(path, i);
       if (!arr[i].is_object()) return ApiError::invalid(tp, fmt::format("{} must be an object", tp));
@@ -358,11 +414,16 @@ class RequestDecoder {
       SLUICE_PROVIDERS_TRY(tf.str("type", type, true));
       Tool t;
       if (type == "namespace") {
-        // A group of tools (Codex's multi_agent_v1): its function tools are offered as they are.
+        // A group of tools (Codex's "functions", "collaboration"...): offered flat, by name.
+        std::string name;
+        SLUICE_PROVIDERS_TRY(tf.str("name", name, true));
+        if (!ns.empty())
+          return ApiError::invalid(tf.sub("type"), fmt::format("{} is a namespace inside a namespace", tf.sub("type")));
         auto* inner = tf.get("tools");
         if (!inner) continue;
-        if (!inner->is_array()) return ApiError::invalid(tf.sub("tools"), fmt::format("{} must be an array", tf.sub("tools")));
-        SLUICE_PROVIDERS_TRY(decodeToolList(inner->as_array(), tf.sub("tools")));
+        if (!inner->is_array())
+          return ApiError::invalid(tf.sub("tools"), fmt::format("{} must be an array", tf.sub("tools")));
+        SLUICE_PROVIDERS_TRY(decodeToolList(inner->as_array(), tf.sub("tools"), name));
         continue;
       }
       if (type == "web_search" || type == "web_search_preview") {
@@ -372,6 +433,7 @@ class RequestDecoder {
       }
       if (type == "function") {
         SLUICE_PROVIDERS_TRY(tf.str("name", t.name, true));
+        t.name = declareName(ns, t.name);
         SLUICE_PROVIDERS_TRY(tf.str("description", t.description));
         if (auto* params = tf.get("parameters")) {
           if (!params->is_object())
@@ -381,6 +443,7 @@ class RequestDecoder {
         // `strict` has no canonical equivalent and is dropped.
       } else if (type == "custom") {
         SLUICE_PROVIDERS_TRY(tf.str("name", t.name, true));
+        t.name = declareName(ns, t.name);
         SLUICE_PROVIDERS_TRY(tf.str("description", t.description));
         if (auto* fmtv = tf.get("format")) {
           if (!fmtv->is_object())
@@ -392,8 +455,8 @@ class RequestDecoder {
             SLUICE_PROVIDERS_TRY(ff.str("syntax", syntax));
             SLUICE_PROVIDERS_TRY(ff.str("definition", definition, true));
             if (!t.description.empty()) t.description += "\n\n";
-            t.description += fmt::format("The input must match this {} grammar:\n{}", syntax.empty() ? "" : syntax,
-                                         definition);
+            t.description +=
+                fmt::format("The input must match this {} grammar:\n{}", syntax.empty() ? "" : syntax, definition);
           } else if (ftype != "text") {
             return ApiError::invalid(ff.sub("type"), fmt::format("custom tool format '{}' is not supported", ftype));
           }
@@ -423,8 +486,9 @@ class RequestDecoder {
       } else if (s == "required") {
         out_.tool_choice.mode = ToolChoice::Mode::Required;
       } else {
-        return ApiError::invalid("tool_choice", "tool_choice must be none, auto, required or {\"type\":\"function\","
-                                                "\"name\":...}");
+        return ApiError::invalid("tool_choice",
+                                 "tool_choice must be none, auto, required or {\"type\":\"function\","
+                                 "\"name\":...}");
       }
       return std::nullopt;
     }
@@ -437,6 +501,9 @@ class RequestDecoder {
                                fmt::format("tool_choice type '{}' cannot be translated to another provider", type));
     out_.tool_choice.mode = ToolChoice::Mode::Named;
     SLUICE_PROVIDERS_TRY(cf.str("name", out_.tool_choice.name, true));
+    std::string ns;
+    SLUICE_PROVIDERS_TRY(cf.str("namespace", ns));
+    out_.tool_choice.name = offeredName(ns, std::move(out_.tool_choice.name));
     return std::nullopt;
   }
 
@@ -498,6 +565,7 @@ class RequestDecoder {
     auto& e = *echo_;
     e.model = out_.model;
     e.custom_tools = std::move(custom_tools_);
+    e.namespaced = std::move(namespaced_);
     auto get = [&](std::string_view k) -> const json::value* {
       auto* v = root.if_contains(k);
       return v && !v->is_null() ? v : nullptr;
@@ -577,6 +645,8 @@ class RequestDecoder {
   ResponsesEcho* echo_;
   std::unordered_map<std::string, std::string> call_names_;
   std::vector<std::string> custom_tools_;
+  std::vector<std::string> declared_;  // every offered tool name, in order
+  std::vector<ResponsesEcho::NamespacedTool> namespaced_;
 };
 
 // ---- response objects -----------------------------------------------------------------------
@@ -600,10 +670,33 @@ struct OutItem {
   std::string text;  // message text, reasoning summary, function arguments, custom tool input
   std::string call_id;
   std::string name;
+  std::string ns;         // calls of a namespaced tool: its namespace (name is its own name)
   std::string encrypted;  // reasoning: encrypted_content (our prefix + signature / redacted data)
   std::string_view status = "completed";
   bool open = false;  // streaming: added, not done yet
 };
+
+// A call item's "name" (and "namespace" when the tool was declared in one).
+void appendCallName(std::string& out, const OutItem& it) {
+  out += ",\"name\":";
+  detail::appendJsonString(out, it.name);
+  if (!it.ns.empty()) {
+    out += ",\"namespace\":";
+    detail::appendJsonString(out, it.ns);
+  }
+}
+
+// A call of the tool offered upstream as `offered`: the item's kind, name and namespace.
+void nameCall(OutItem& it, std::string_view offered, const ResponsesEcho* echo) {
+  const bool custom = echo && echo->isCustomTool(offered);
+  it.kind = custom ? OutItem::Kind::CustomToolCall : OutItem::Kind::FunctionCall;
+  if (const auto* t = echo ? echo->namespacedTool(offered) : nullptr) {
+    it.name = t->name;
+    it.ns = t->ns;
+  } else {
+    it.name.assign(offered);
+  }
+}
 
 // One output item. `added` renders the shape of response.output_item.added (empty content).
 void appendItem(std::string& out, const OutItem& it, bool added = false) {
@@ -641,16 +734,14 @@ void appendItem(std::string& out, const OutItem& it, bool added = false) {
       detail::appendJsonString(out, added ? std::string_view() : std::string_view(it.text));
       out += ",\"call_id\":";
       detail::appendJsonString(out, it.call_id);
-      out += ",\"name\":";
-      detail::appendJsonString(out, it.name);
+      appendCallName(out, it);
       break;
     case OutItem::Kind::CustomToolCall:
       out += ",\"type\":\"custom_tool_call\",\"status\":\"";
       out += it.status;
       out += "\",\"call_id\":";
       detail::appendJsonString(out, it.call_id);
-      out += ",\"name\":";
-      detail::appendJsonString(out, it.name);
+      appendCallName(out, it);
       out += ",\"input\":";
       detail::appendJsonString(out, added ? std::string_view() : std::string_view(it.text));
       break;
@@ -748,8 +839,23 @@ class InputExtractor {
 
  private:
   enum class St : std::uint8_t {
-    Start, Key, KeyText, KeyEsc, Colon, Value, Input, InputEsc, Hex, SkipString, SkipStringEsc, Nested,
-    NestedString, NestedEsc, Scalar, After, Done
+    Start,
+    Key,
+    KeyText,
+    KeyEsc,
+    Colon,
+    Value,
+    Input,
+    InputEsc,
+    Hex,
+    SkipString,
+    SkipStringEsc,
+    Nested,
+    NestedString,
+    NestedEsc,
+    Scalar,
+    After,
+    Done
   };
 
   void emit(std::uint32_t cp, std::string& out) {
@@ -778,8 +884,10 @@ class InputExtractor {
   void step(char c, std::string& out) {
     switch (st_) {
       case St::Start:
-        if (c == '{') st_ = St::Key;
-        else if (!ws(c)) st_ = St::Done;
+        if (c == '{')
+          st_ = St::Key;
+        else if (!ws(c))
+          st_ = St::Done;
         break;
       case St::Key:
         if (c == '"') {
@@ -790,9 +898,12 @@ class InputExtractor {
         }
         break;
       case St::KeyText:
-        if (c == '\\') st_ = St::KeyEsc;
-        else if (c == '"') st_ = St::Colon;
-        else key_.push_back(c);
+        if (c == '\\')
+          st_ = St::KeyEsc;
+        else if (c == '"')
+          st_ = St::Colon;
+        else
+          key_.push_back(c);
         break;
       case St::KeyEsc:
         key_.push_back(c);
@@ -828,24 +939,38 @@ class InputExtractor {
         st_ = St::Input;
         char e = 0;
         switch (c) {
-          case 'n': e = '\n'; break;
-          case 't': e = '\t'; break;
-          case 'r': e = '\r'; break;
-          case 'b': e = '\b'; break;
-          case 'f': e = '\f'; break;
+          case 'n':
+            e = '\n';
+            break;
+          case 't':
+            e = '\t';
+            break;
+          case 'r':
+            e = '\r';
+            break;
+          case 'b':
+            e = '\b';
+            break;
+          case 'f':
+            e = '\f';
+            break;
           case 'u':
             hex_ = 0;
             hex_digits_ = 0;
             st_ = St::Hex;
             return;
-          default: e = c;  // " \ /
+          default:
+            e = c;  // " \ /
         }
         flushHigh(out);
         out.push_back(e);
         break;
       }
       case St::Hex: {
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
         if (d < 0) {
           st_ = St::Done;
           break;
@@ -870,31 +995,37 @@ class InputExtractor {
         break;
       }
       case St::SkipString:
-        if (c == '\\') st_ = St::SkipStringEsc;
-        else if (c == '"') st_ = St::After;
+        if (c == '\\')
+          st_ = St::SkipStringEsc;
+        else if (c == '"')
+          st_ = St::After;
         break;
       case St::SkipStringEsc:
         st_ = St::SkipString;
         break;
       case St::Nested:
-        if (c == '"') st_ = St::NestedString;
-        else if (c == '{' || c == '[') ++depth_;
-        else if ((c == '}' || c == ']') && --depth_ == 0) st_ = St::After;
+        if (c == '"')
+          st_ = St::NestedString;
+        else if (c == '{' || c == '[')
+          ++depth_;
+        else if ((c == '}' || c == ']') && --depth_ == 0)
+          st_ = St::After;
         break;
       case St::NestedString:
-        if (c == '\\') st_ = St::NestedEsc;
-        else if (c == '"') st_ = St::Nested;
+        if (c == '\\')
+          st_ = St::NestedEsc;
+        else if (c == '"')
+          st_ = St::Nested;
         break;
       case St::NestedEsc:
         st_ = St::NestedString;
         break;
       case St::Scalar:
-        if (c == ',') st_ = St::Key;
-        else if (c == '}') st_ = St::Done;
-        break;
       case St::After:
-        if (c == ',') st_ = St::Key;
-        else if (c == '}') st_ = St::Done;
+        if (c == ',')
+          st_ = St::Key;
+        else if (c == '}')
+          st_ = St::Done;
         break;
       case St::Done:
         break;
@@ -1132,11 +1263,10 @@ class ResponsesStreamEncoder final : public StreamEncoder {
     if (toolItem(toolIndex) >= 0) return;  // a repeated start for the same call
     closeCurrent(out);                     // parallel calls stay open until something else starts
     OutItem it;
-    bool custom = echo() && echo()->isCustomTool(name);
-    it.kind = custom ? OutItem::Kind::CustomToolCall : OutItem::Kind::FunctionCall;
+    nameCall(it, name, echo());
+    const bool custom = it.kind == OutItem::Kind::CustomToolCall;
     it.id = itemId(custom ? "ctc" : "fc", base_, items_.size());
     it.call_id = callId.empty() ? fmt::format("call_{}", toolIndex) : std::string(callId);
-    it.name.assign(name);
     it.open = true;
     items_.push_back(std::move(it));
     tools_[toolIndex].item = static_cast<int>(items_.size() - 1);
@@ -1319,11 +1449,10 @@ void encodeResponsesResponse(const Response& res, std::string& out, const Respon
       }
       case Part::Kind::ToolCall: {
         OutItem it;
-        bool custom = echo && echo->isCustomTool(p.name);
-        it.kind = custom ? OutItem::Kind::CustomToolCall : OutItem::Kind::FunctionCall;
+        nameCall(it, p.name, echo);
+        const bool custom = it.kind == OutItem::Kind::CustomToolCall;
         it.id = itemId(custom ? "ctc" : "fc", base, items.size());
         it.call_id = p.id;
-        it.name = p.name;
         it.text = custom ? customInputFromArguments(p.arguments) : (p.arguments.empty() ? "{}" : p.arguments);
         items.push_back(std::move(it));
         break;

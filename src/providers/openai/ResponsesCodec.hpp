@@ -20,6 +20,14 @@
 //    request declared custom are returned as custom_tool_call items (input = the `input`
 //    argument, or the raw arguments text when the model did not produce that shape), streamed as
 //    response.custom_tool_call_input.delta/done with the JSON string decoded incrementally.
+//  - namespaces and additional_tools (Codex's default "responses-lite" shape): tools may sit in
+//    {"type":"namespace", name, tools:[...]} groups, and in `additional_tools` input items
+//    ({"type":"additional_tools", tools:[...]}, anywhere in `input`) as well as in `tools`. All
+//    are offered upstream as one flat list, in order: top-level `tools` first, then each
+//    additional_tools item's. A namespaced tool keeps its own name unless an earlier tool took
+//    it, then it is offered as "<namespace>__<name>". Call items in the history that carry a
+//    `namespace` map back to that offered name; calls the upstream makes come back as items
+//    with the tool's own name and `namespace`.
 //  - reasoning: a reasoning item becomes a Reasoning part holding its summary text (or its
 //    reasoning_text content when the summary is empty). Its encrypted_content is OpenAI's
 //    and no other provider can read it: it is dropped, except the values this codec itself
@@ -72,9 +80,19 @@ struct ResponsesEcho {
   std::string model;                      // as the client named it; used when the upstream names none
   std::string fields;                     // pre-rendered JSON members ("instructions":...,"metadata":{}),
                                           // no leading comma; empty: the defaults
-  std::vector<std::string> custom_tools;  // names of the {"type":"custom"} tools
+  std::vector<std::string> custom_tools;  // names (as offered upstream) of the {"type":"custom"} tools
+  // Tools declared inside a {"type":"namespace"} group, by the name they were offered upstream
+  // under: the call items sent back name them as the client declared them, with the namespace.
+  struct NamespacedTool {
+    std::string offered;  // the name the upstream knows
+    std::string ns;       // the namespace
+    std::string name;     // the name inside it
+  };
+  std::vector<NamespacedTool> namespaced;
 
   bool isCustomTool(std::string_view name) const;
+  // The namespaced tool offered upstream as `offered`; null for a top-level tool.
+  const NamespacedTool* namespacedTool(std::string_view offered) const;
 };
 
 // Client request body -> canonical. A 400 ApiError names the offending field. `echo` (optional)
@@ -89,7 +107,7 @@ void encodeResponsesError(const ApiError& err, std::string& out);
 ApiError decodeResponsesError(int status, std::string_view body);
 
 struct ResponsesStreamOptions {
-  std::int64_t created = 0;                  // created_at; 0: the current time
+  std::int64_t created = 0;                   // created_at; 0: the current time
   std::shared_ptr<const ResponsesEcho> echo;  // may be null
 };
 std::unique_ptr<StreamEncoder> makeResponsesStreamEncoder(ResponsesStreamOptions opts);

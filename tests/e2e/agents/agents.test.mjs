@@ -21,7 +21,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startMock, startGateway, MASTER } from '../../lib/harness.mjs';
+import { startMock, startGateway, waitFor, MASTER } from '../../lib/harness.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const BIN_DIR = join(HERE, 'node_modules', '.bin');
@@ -222,12 +222,13 @@ test('Claude Code -> gpt-4o-mini (translated), diagnostic with thinking off: Bas
 // ---------------------------------------------------------------------------------------------
 // Codex CLI (@openai/codex): OpenAI Responses at base_url/responses, configured in CODEX_HOME
 
-function codexSetup(model, { wireApi = 'responses', extraToml = '' } = {}) {
+// model null: none configured, Codex asks for its own default.
+function codexSetup(model, { wireApi = 'responses', extraToml = '', url = gw.url } = {}) {
   const { home, work } = freshHome();
   const codexHome = join(home, '.codex');
   mkdirSync(codexHome);
   writeFileSync(join(codexHome, 'config.toml'), [
-    `model = "${model}"`,
+    model === null ? '' : `model = "${model}"`,
     'model_provider = "sluice"',
     'check_for_update_on_startup = false',
     'approval_policy = "never"',
@@ -238,7 +239,7 @@ function codexSetup(model, { wireApi = 'responses', extraToml = '' } = {}) {
     '[otel]', 'exporter = "none"',
     '[model_providers.sluice]',
     'name = "Sluice"',
-    `base_url = "${gw.url}/v1"`,
+    `base_url = "${url}/v1"`,
     'env_key = "SLUICE_API_KEY"',
     `wire_api = "${wireApi}"`,
     '',
@@ -297,6 +298,85 @@ for (const model of ['llama-3.1-8b', 'claude-sonnet-4-5']) {
     await codexToolRoundTrip(model, codexPlainTools);
   });
 }
+
+// Codex on its default model, with no model configured. That model's requests take Codex's
+// "responses-lite" shape: no `tools`, an `additional_tools` input item holding namespaces
+// ("functions", "collaboration", ...) whose shell is `exec`, a custom (free-form JavaScript) tool;
+// calls come back as custom_tool_call items with a namespace. Each direction gets a gateway of its
+// own that serves the default model by name from one channel (or, for failover, from an OpenAI
+// channel that is down and an Anthropic one behind it).
+const CODEX_DEFAULT_MODEL = 'gpt-6.2-sol'; // @openai/codex 0.171.0's default
+const JS_PROMPT = 'Use the exec tool to run: text("hi from js")';
+
+async function codexDefaultModel(type, { failover = false } = {}) {
+  const served = type === 'openai'
+    ? { name: 'target', type, url: mock.url, models: [CODEX_DEFAULT_MODEL], priority: 2 }
+    : { name: 'target', type, base_url: type === 'openai-compatible' ? mock.url + '/v1' : mock.url, models: [CODEX_DEFAULT_MODEL], priority: 2 };
+  const channels = [served];
+  // Nothing listens on port 9 of loopback: every attempt there is refused.
+  if (failover) channels.unshift({ name: 'down', type: 'openai', base_url: 'http://127.0.0.1:9/v1', models: [CODEX_DEFAULT_MODEL], priority: 1 });
+  const g = await startGateway({ channels });
+  try {
+    const { cwd, env } = codexSetup(null, { url: g.url });
+    const run = await runCli('codex', ['exec', '--json', '--skip-git-repo-check', '--sandbox', 'read-only', JS_PROMPT], { cwd, env });
+    const why = () => `--- codex exit=${run.code} timedOut=${run.timedOut}\n--- stdout:\n${tail(run.stdout)}\n--- stderr:\n${tail(run.stderr)}\n` +
+      `--- gateway:\n${tail(g.proc.output)}`;
+    assert.equal(run.timedOut, false, why());
+    assert.equal(run.code, 0, why());
+    // Access lines leave the gateway in 50 ms batches: wait for the run's two.
+    const responsesLines = () => g.accessLines().filter((l) => l.path === '/v1/responses');
+    await waitFor(() => responsesLines().length >= 2, 3000);
+    const lines = responsesLines();
+    assert.ok(lines.length >= 2, `two model calls (the tool call and the answer to its result)\n${why()}`);
+    for (const l of lines) {
+      assert.equal(l.model, CODEX_DEFAULT_MODEL, `Codex asked for ${l.model}: its default model changed; update CODEX_DEFAULT_MODEL\n${why()}`);
+      assert.equal(l.status, 200, why());
+      assert.equal(l.channel, 'target', why());
+    }
+    const events = run.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+    const answer = events.filter((e) => e.type === 'item.completed' && e.item?.type === 'agent_message').map((e) => e.item.text).join('\n');
+    // The model (the mock) asked exec to run exactly the JavaScript of the prompt, Codex ran it,
+    // and its output went back upstream as the tool's result.
+    assert.match(answer, /The tool returned: .*Script completed.*hi from js/s, why());
+    const last = (await mock.stats()).last_request;
+    const body = JSON.stringify(last?.body ?? null);
+    assert.match(body, /hi from js/, `the upstream never received exec's output: ${tail(body, 1500)}`);
+    return { last, lines };
+  } finally {
+    await g.stop();
+  }
+}
+
+test(`Codex on its default model (${CODEX_DEFAULT_MODEL}) -> an openai channel (native): exec (custom, namespaced) tool round trip`, async () => {
+  const { last } = await codexDefaultModel('openai');
+  assert.equal(last.path, '/v1/responses');
+  const call = last.body.input.find((it) => it.type === 'custom_tool_call');
+  assert.equal(call?.name, 'exec');
+  assert.equal(call?.namespace, 'functions');
+  assert.ok(last.body.input.some((it) => it.type === 'additional_tools'), 'the request kept the responses-lite shape');
+});
+
+test(`Codex on its default model (${CODEX_DEFAULT_MODEL}) -> an anthropic channel (translated): exec tool round trip`, async () => {
+  const { last } = await codexDefaultModel('anthropic');
+  assert.equal(last.path, '/v1/messages');
+  const names = last.body.tools.map((t) => t.name);
+  assert.ok(names.includes('exec') && names.includes('list_agents'), `every namespaced tool offered: ${names}`);
+  assert.deepEqual(last.body.tools.find((t) => t.name === 'exec').input_schema.required, ['input']);
+});
+
+test(`Codex on its default model (${CODEX_DEFAULT_MODEL}) -> a gemini channel (translated): exec tool round trip`, async () => {
+  await codexDefaultModel('gemini');
+});
+
+test(`Codex on its default model (${CODEX_DEFAULT_MODEL}) -> an openai-compatible channel (chat, translated): exec tool round trip`, async () => {
+  const { last } = await codexDefaultModel('openai-compatible');
+  assert.equal(last.path, '/v1/chat/completions');
+});
+
+test(`Codex on its default model (${CODEX_DEFAULT_MODEL}): the OpenAI channel is down, the Anthropic one behind it answers (translated)`, async () => {
+  const { last } = await codexDefaultModel('anthropic', { failover: true });
+  assert.equal(last.path, '/v1/messages');
+});
 
 // Codex dropped `wire_api = "chat"` (it refuses the config: "`wire_api = \"chat\"` is no longer
 // supported"). If the installed Codex still takes it, it must work through sluice's chat endpoint.

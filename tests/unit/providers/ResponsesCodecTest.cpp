@@ -105,8 +105,8 @@ std::shared_ptr<const ResponsesEcho> codexEcho() {
 // An upstream stream (bytes of `upstream` format) through its real decoder into our encoder.
 std::string encodeUpstream(Format upstream, std::string_view bytes, std::shared_ptr<const ResponsesEcho> echo,
                            const std::vector<std::size_t>& cuts = {}) {
-  auto dec = upstream == Format::AnthropicMessages ? anthropic::makeMessagesStreamDecoder()
-                                                   : openai::makeChatStreamDecoder();
+  auto dec =
+      upstream == Format::AnthropicMessages ? anthropic::makeMessagesStreamDecoder() : openai::makeChatStreamDecoder();
   openai::ResponsesStreamOptions o;
   o.created = 1700000000;
   o.echo = std::move(echo);
@@ -454,9 +454,8 @@ TEST(ResponsesResponse, GoldenWithReasoningTextFunctionAndCustomCalls) {
   EXPECT_EQ(v.at("parallel_tool_calls").as_bool(), false);
 
   // The decoder reads our own output back: the replayed reasoning keeps its signature.
-  std::string replay = R"({"model":"m","input":[{"role":"user","content":"q"},)" +
-                       json::serialize(output[0]) + "," + json::serialize(output[2]) + "," +
-                       json::serialize(output[3]) + "]}";
+  std::string replay = R"({"model":"m","input":[{"role":"user","content":"q"},)" + json::serialize(output[0]) + "," +
+                       json::serialize(output[2]) + "," + json::serialize(output[3]) + "]}";
   auto req = decodeOk(replay);
   ASSERT_EQ(req.messages.size(), 2u);
   EXPECT_EQ(req.messages[1].parts[0].signature, "EqQBCkgIARAB");
@@ -523,8 +522,9 @@ TEST(ResponsesResponse, WithoutTheRequestCustomCallsAreFunctionCalls) {
 TEST(ResponsesError, ErrorBodyIsTheOpenAIShape) {
   std::string out;
   openai::encodeResponsesError(ApiError::invalid("previous_response_id", "not supported"), out);
-  EXPECT_EQ(out,
-            R"({"error":{"message":"not supported","type":"invalid_request_error","param":"previous_response_id","code":null}})");
+  EXPECT_EQ(
+      out,
+      R"({"error":{"message":"not supported","type":"invalid_request_error","param":"previous_response_id","code":null}})");
   auto e = openai::decodeResponsesError(429, R"({"error":{"message":"slow down","type":"rate_limit_error"}})");
   EXPECT_EQ(e.kind, ErrorKind::RateLimit);
   EXPECT_EQ(e.message, "slow down");
@@ -626,8 +626,9 @@ TEST(ResponsesStream, GoldenCustomToolCallDecodesTheInputIncrementally) {
   auto out = encodeUpstream(Format::AnthropicMessages, in, codexEcho());
   expectGolden("responses/anthropic_stream_apply_patch.to_responses.sse", out);
   expectWellFormed(out, "response.completed");
-  const std::string expected = "*** Begin Patch\n*** Update File: a.txt\n-caf\xc3\xa9 \"x\"\n+caf\xc3\xa9 \"y\" "
-                               "\xf0\x9f\x98\x80\n*** End Patch\n";
+  const std::string expected =
+      "*** Begin Patch\n*** Update File: a.txt\n-caf\xc3\xa9 \"x\"\n+caf\xc3\xa9 \"y\" "
+      "\xf0\x9f\x98\x80\n*** End Patch\n";
   std::string deltas;
   int deltaCount = 0;
   for (const auto& e : parseSse(out)) {
@@ -649,7 +650,8 @@ TEST(ResponsesStream, GoldenCustomToolCallDecodesTheInputIncrementally) {
   EXPECT_EQ(deltas, expected);
   EXPECT_GT(deltaCount, 3);  // streamed, not buffered to the end
   // Any split of the upstream bytes gives the same client stream.
-  for (std::size_t i = 0; i <= in.size(); i += 7) EXPECT_EQ(encodeUpstream(Format::AnthropicMessages, in, codexEcho(), {i}), out) << i;
+  for (std::size_t i = 0; i <= in.size(); i += 7)
+    EXPECT_EQ(encodeUpstream(Format::AnthropicMessages, in, codexEcho(), {i}), out) << i;
 }
 
 TEST(ResponsesStream, CustomToolInputSkipsOtherMembersAndFallsBackToTheRawText) {
@@ -789,6 +791,115 @@ TEST(ResponsesRequest, NamespacesAreFlattenedAndWebSearchIsDropped) {
   EXPECT_EQ(req.tools[0].name, "spawn_agent");
   EXPECT_EQ(req.tools[1].name, "wait");
   EXPECT_EQ(req.tools[2].name, "exec_command");
+}
+
+// Codex's default ("responses-lite") shape: the tools in an additional_tools input item, grouped
+// in namespaces, one of them a custom grammar tool; history calls that carry a namespace.
+TEST(ResponsesRequest, AdditionalToolsItemsAndNamespacedCallsRoundTrip) {
+  ResponsesEcho echo;
+  Request req;
+  auto err = decodeResponsesRequest(
+      R"j({"model":"gpt-6.2-sol","stream":true,"reasoning":{"effort":"low","context":"all_turns"},)j"
+      R"j("text":{"verbosity":"low"},"include":["reasoning.encrypted_content"],"prompt_cache_key":"k",)j"
+      R"j("client_metadata":{"a":"b"},"input":[)j"
+      R"j({"type":"additional_tools","id":"at_1","role":"developer","tools":[)j"
+      R"j({"type":"namespace","name":"functions","description":"","tools":[)j"
+      R"j({"type":"custom","name":"exec","description":"Run JS","format":{"type":"grammar","syntax":"lark","definition":"start: /.+/"}},)j"
+      R"j({"type":"function","name":"wait","strict":false,"parameters":{"type":"object","properties":{}}}]},)j"
+      R"j({"type":"namespace","name":"collaboration","description":"","tools":[)j"
+      R"j({"type":"function","name":"wait","parameters":{"type":"object","properties":{}}},)j"
+      R"j({"type":"function","name":"list_agents","parameters":{"type":"object","properties":{}}}]}]},)j"
+      R"j({"type":"message","id":"msg_1","role":"user","content":[{"type":"input_text","text":"go"}]},)j"
+      R"j({"type":"custom_tool_call","id":"ctc_1","call_id":"c1","name":"exec","namespace":"functions","input":"text(1)"},)j"
+      R"j({"type":"custom_tool_call_output","id":"ctco_1","call_id":"c1","output":[{"type":"input_text","text":"1"}]},)j"
+      R"j({"type":"function_call","id":"fc_2","call_id":"c2","name":"wait","namespace":"collaboration","arguments":"{}"},)j"
+      R"j({"type":"function_call_output","call_id":"c2","output":"ok"}]})j",
+      req, &echo);
+  ASSERT_FALSE(err) << err->param << ": " << err->message;
+  ASSERT_EQ(req.tools.size(), 4u);
+  EXPECT_EQ(req.tools[0].name, "exec");
+  EXPECT_NE(req.tools[0].description.find("start: /.+/"), std::string::npos);
+  EXPECT_EQ(req.tools[1].name, "wait");
+  EXPECT_EQ(req.tools[2].name, "collaboration__wait");  // the name was taken
+  EXPECT_EQ(req.tools[3].name, "list_agents");
+  ASSERT_EQ(req.messages.size(), 5u);
+  ASSERT_EQ(req.messages[1].parts.size(), 1u);
+  EXPECT_EQ(req.messages[1].parts[0].name, "exec");
+  EXPECT_EQ(req.messages[1].parts[0].arguments, R"j({"input":"text(1)"})j");
+  EXPECT_EQ(req.messages[3].parts[0].name, "collaboration__wait");
+  EXPECT_EQ(req.messages[3].parts[0].arguments, "{}");
+  EXPECT_EQ(req.reasoning_budget, kReasoningBudgetLow);
+
+  // The upstream's calls come back under the declared names, with their namespaces.
+  Response res;
+  res.id = "msg_x";
+  res.model = "gpt-6.2-sol";
+  Part a;
+  a.kind = Part::Kind::ToolCall;
+  a.id = "call_a";
+  a.name = "exec";
+  a.arguments = R"j({"input":"text(2)"})j";
+  Part b = a;
+  b.id = "call_b";
+  b.name = "collaboration__wait";
+  b.arguments = "{}";
+  Part c = b;
+  c.id = "call_c";
+  c.name = "unknown_tool";
+  res.content = {a, b, c};
+  res.finish = FinishReason::ToolCalls;
+  std::string body;
+  encodeResponsesResponse(res, body, &echo);
+  auto out = boost::json::parse(body).as_object().at("output").as_array();
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].at("type"), "custom_tool_call");
+  EXPECT_EQ(out[0].at("name"), "exec");
+  EXPECT_EQ(out[0].at("namespace"), "functions");
+  EXPECT_EQ(out[0].at("input"), "text(2)");
+  EXPECT_EQ(out[1].at("type"), "function_call");
+  EXPECT_EQ(out[1].at("name"), "wait");
+  EXPECT_EQ(out[1].at("namespace"), "collaboration");
+  EXPECT_EQ(out[2].at("name"), "unknown_tool");
+  EXPECT_FALSE(out[2].as_object().contains("namespace"));
+
+  // Streamed: the added and done items carry the namespace too.
+  auto enc = makeResponsesStreamEncoder({1, std::make_shared<ResponsesEcho>(echo)});
+  std::string sse;
+  StreamEvent ev;
+  ev.kind = StreamEvent::Kind::Start;
+  ev.id = "msg_x";
+  enc->encode(ev, sse);
+  ev = {};
+  ev.kind = StreamEvent::Kind::ToolCallStart;
+  ev.id = "call_b";
+  ev.name = "collaboration__wait";
+  enc->encode(ev, sse);
+  ev = {};
+  ev.kind = StreamEvent::Kind::ToolCallArgs;
+  ev.text = "{}";
+  enc->encode(ev, sse);
+  enc->finish(sse);
+  EXPECT_NE(sse.find(R"j("name":"wait","namespace":"collaboration")j"), std::string::npos) << sse;
+  EXPECT_EQ(sse.find("collaboration__wait"), std::string::npos) << sse;
+}
+
+TEST(ResponsesRequest, AdditionalToolsErrorsNameTheField) {
+  Request req;
+  auto err = decodeResponsesRequest(R"({"model":"m","input":[{"type":"additional_tools","tools":{}}]})", req);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->param, "input[0].tools");
+  req = {};
+  err = decodeResponsesRequest(
+      R"({"model":"m","input":[{"type":"message","role":"user","content":"x"},{"type":"additional_tools","tools":[{"type":"file_search"}]}]})",
+      req);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->param, "input[1].tools[0].type");
+  req = {};
+  err = decodeResponsesRequest(
+      R"({"model":"m","input":"x","tools":[{"type":"namespace","name":"a","tools":[{"type":"namespace","name":"b","tools":[]}]}]})",
+      req);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->param, "tools[0].tools[0].type");
 }
 
 }  // namespace responses_codec_test
