@@ -1,6 +1,11 @@
 #include "gateway/Auth.hpp"
 
+#include <fmt/format.h>
 #include <openssl/crypto.h>
+
+#include "core/Clock.hpp"
+#include "gateway/Snapshot.hpp"
+#include "pipeline/VirtualKeySecret.hpp"
 
 namespace sluice::gateway {
 
@@ -24,6 +29,31 @@ std::string presentedKey(const bhttp::request<bhttp::string_body>& req, std::str
     pos = amp + 1;
   }
   return {};
+}
+
+KeyCheck checkKey(const Snapshot& snap, std::string_view key) {
+  KeyCheck c;
+  if (key.empty()) {
+    c.code = "missing_api_key";
+    c.message = "no API key: send 'Authorization: Bearer YOUR_KEY' (or x-api-key, x-goog-api-key)";
+    return c;
+  }
+  const auto& master = snap.cfg->auth.master_key;
+  if (!master.empty() && constantTimeEquals(key, master)) return c;
+  const pipeline::VirtualKeyEntry* vk = nullptr;
+  if (pipeline::looksLikeVirtualKey(key)) vk = snap.keys->find(pipeline::hashVirtualKeySecret(key));
+  if (!vk) {
+    c.message = "the API key is not valid for this gateway";
+  } else if (vk->revoked) {
+    c.message = fmt::format("the API key {}... ({}) was revoked", vk->prefix, vk->name);
+  } else if (vk->expired(unixNowMs())) {
+    c.message = fmt::format("the API key {}... ({}) expired", vk->prefix, vk->name);
+  } else {
+    c.vk = vk;
+    return c;
+  }
+  c.code = "invalid_api_key";
+  return c;
 }
 
 bool constantTimeEquals(std::string_view a, std::string_view b) {

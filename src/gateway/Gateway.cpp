@@ -13,6 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
@@ -43,6 +44,7 @@
 #include "gateway/Probe.hpp"
 #include "gateway/Proxy.hpp"
 #include "gateway/RequestLog.hpp"
+#include "gateway/ResponsesSocket.hpp"
 #include "http/Server.hpp"
 #include "http/ServerTls.hpp"
 #include "metrics/Metrics.hpp"
@@ -568,6 +570,12 @@ class Gateway {
       co_return;
     }
 
+    // The Responses API's WebSocket mode: each message runs the request path as a POST.
+    if (path == "/v1/responses" && method == bhttp::verb::get && boost::beast::websocket::is_upgrade(req)) {
+      co_await responsesSocket(snap, req, r, ctx, rec);
+      co_return;
+    }
+
     // Which API the client speaks decides the error format from here on.
     ClientCall call;
     if (!classify(path, req, call)) {
@@ -578,6 +586,23 @@ class Gateway {
     // The request path, stage by stage (gateway/Chain.cpp).
     Exchange ex(snap, Services{ws.pool, limiter_, cache_.get(), &tracer_}, req, r, ctx, call, rec);
     co_await runChain(ex);
+  }
+
+  // Authenticates the upgrade (a refused key gets its 401 before any socket), then serves it.
+  // Logged once, as a 101, when the socket closes; each response on it is logged as a POST.
+  net::awaitable<void> responsesSocket(const Snapshot& snap, http::Request& req, http::Responder& r,
+                                       const RequestContext& ctx, RequestRecord& rec) {
+    KeyCheck check = checkKey(snap, presentedKey(req, ctx.query));
+    if (!check.ok()) {
+      co_await sendError(r, ctx, rec, Wire::OpenAI, 401, "invalid_request_error", check.code, check.message);
+      co_return;
+    }
+    rec.status = 101;
+    if (check.vk) rec.virtual_key_id = check.vk->id;
+    ResponsesSocketOptions o;
+    o.max_message_bytes = snap.cfg->server.max_body_bytes;
+    o.idle_timeout = snap.cfg->server.keepalive_timeout;
+    co_await serveResponsesSocket(req, r, o, [this](http::Request& q, http::Responder& rr) { return handle(q, rr); });
   }
 
   static std::unique_ptr<cache::ResponseCache> makeCache(const config::Config& cfg) {

@@ -53,6 +53,19 @@ struct ListenerOptions {
   int tag = 0;                     // Responder::listener() of its connections
 };
 
+// Where a Responder's answer goes instead of the connection's socket: a handler that speaks
+// another protocol on the connection (the Responses API's WebSocket mode) runs an ordinary HTTP
+// exchange per message and takes its answer here. Every call reports whether the client is still
+// there.
+class ResponseSink {
+ public:
+  virtual ~ResponseSink() = default;
+  virtual net::awaitable<bool> whole(const Response& res) = 0;  // Responder::send
+  virtual void streamStatus(int status) = 0;                     // beginStream
+  virtual net::awaitable<bool> streamData(std::string_view data) = 0;
+  virtual net::awaitable<bool> streamEnd() = 0;  // the stream finished (not called when aborted)
+};
+
 // How a handler answers: either one complete response, or a chunked stream
 // (beginStream, writeChunk..., endStream). Every call reports whether the client is still
 // there; after a false the handler should stop writing.
@@ -65,6 +78,9 @@ class Responder {
   Responder(TlsStream& tls, beast::tcp_stream& tcp, int worker, std::chrono::milliseconds write_timeout,
             std::string_view remote = {}, int listener = 0)
       : stream_(tcp), tls_(&tls), worker_(worker), listener_(listener), write_timeout_(write_timeout), remote_(remote) {}
+  // An exchange whose answer goes to `sink`; `tcp` is the connection it came in on.
+  Responder(ResponseSink& sink, beast::tcp_stream& tcp, int worker, std::string_view remote = {}, int listener = 0)
+      : stream_(tcp), sink_(&sink), worker_(worker), listener_(listener), write_timeout_(0), remote_(remote) {}
 
   net::awaitable<bool> send(Response res);
   net::awaitable<bool> beginStream(bhttp::response_header<> header);
@@ -78,6 +94,12 @@ class Responder {
   net::awaitable<bool> flushHeader();
   // Ends the exchange without the terminating chunk, so the client sees a broken stream.
   void abort();
+  // The handler took the connection over (an upgrade to another protocol): the server writes
+  // nothing more on it and closes it when the handler returns.
+  void detach() {
+    started_ = finished_ = true;
+    keep_alive_ = false;
+  }
 
   bool started() const { return started_; }  // any byte sent to the client
   bool finished() const { return finished_; }
@@ -87,6 +109,7 @@ class Responder {
   int listener() const { return listener_; }  // the ListenerOptions::tag it came in on
   // The TCP layer (timeouts, the socket); for a TLS connection the bytes on it are encrypted.
   beast::tcp_stream& stream() { return stream_; }
+  TlsStream* tls() { return tls_; }  // the TLS layer of a TLS listener's connection; else null
   std::uint64_t bytesSent() const { return bytes_sent_; }
   std::string_view remote() const { return remote_; }  // the client's address
 
@@ -95,6 +118,7 @@ class Responder {
 
   beast::tcp_stream& stream_;
   TlsStream* tls_ = nullptr;  // writes branch on this rather than through a virtual stream
+  ResponseSink* sink_ = nullptr;
   int worker_;
   int listener_ = 0;
   std::chrono::milliseconds write_timeout_;

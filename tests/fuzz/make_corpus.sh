@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{token_estimate,model_list,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
+mkdir -p "$C"/{responses_socket,token_estimate,model_list,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -25,6 +25,13 @@ seed $C/stream_filter/responses_stream       00 07 $FX/mock/responses_stream.sse
   printf 'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}],"usage":null}\r\n\r\n'
   printf 'data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}}\r\n\r\n'
   printf 'data: [DONE]\r\n\r\n'; } >$C/stream_filter/usage_crlf
+
+# responses_socket: a socket's messages, NUL-separated (a warm-up, then turns chained from it)
+{ printf '{"type":"response.create","model":"m","generate":false,"input":[{"role":"developer","content":"d"}]}\0'
+  printf '{"type":"response.create","model":"m","previous_response_id":"resp_0","input":"hi"}\0'
+  printf '{"type":"response.create","model":"m","input":[{"type":"message","role":"user","content":"x"}],"stream":false}\0'
+  printf '{"type":"response.create","previous_response_id":"resp_1","input":[]}'; } >$C/responses_socket/chain
+printf '{"type":"response.steer"}\0not json\0{"type":"response.create","background":true}' >$C/responses_socket/errors
 
 # token_estimate: a count_tokens / countTokens body
 printf '{"model":"claude-sonnet-4-5","system":"s","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}]}]}' >$C/token_estimate/anthropic

@@ -1,15 +1,12 @@
 // auth: who is calling, before anything else reveals what is configured. The master key, or a
 // virtual key of the snapshot's table that is neither revoked nor expired; anything else is a
 // 401 in the caller's format.
-#include <fmt/format.h>
 #include <boost/beast/http/field.hpp>
 
-#include "core/Clock.hpp"
 #include "gateway/Auth.hpp"
 #include "gateway/Exchange.hpp"
 #include "gateway/Snapshot.hpp"
 #include "gateway/stages/Stages.hpp"
-#include "pipeline/VirtualKeySecret.hpp"
 
 namespace sluice::gateway {
 
@@ -20,32 +17,14 @@ class AuthStage final : public Stage {
   static bool applies(const Exchange&) { return true; }
 
   boost::asio::awaitable<Step> onRequest(Exchange& ex) override {
-    const std::string key = presentedKey(ex.req, ex.ctx.query);
-    if (key.empty()) {
-      http::Response reply = refusal(
-          ex, "missing_api_key", "no API key: send 'Authorization: Bearer YOUR_KEY' (or x-api-key, x-goog-api-key)");
+    KeyCheck check = checkKey(ex.snap, presentedKey(ex.req, ex.ctx.query));
+    if (!check.ok()) {
+      http::Response reply = refusal(ex, check.code, check.message);
       co_await ex.r.send(std::move(reply));
       co_return Step::Answered;
     }
-    const auto& master = ex.snap.cfg->auth.master_key;
-    if (!master.empty() && constantTimeEquals(key, master)) co_return Step::Continue;
-    const pipeline::VirtualKeyEntry* vk = nullptr;
-    if (pipeline::looksLikeVirtualKey(key)) vk = ex.snap.keys->find(pipeline::hashVirtualKeySecret(key));
-    std::string message;
-    if (!vk) {
-      message = "the API key is not valid for this gateway";
-    } else if (vk->revoked) {
-      message = fmt::format("the API key {}... ({}) was revoked", vk->prefix, vk->name);
-    } else if (vk->expired(unixNowMs())) {
-      message = fmt::format("the API key {}... ({}) expired", vk->prefix, vk->name);
-    }
-    if (!message.empty()) {
-      http::Response reply = refusal(ex, "invalid_api_key", message);
-      co_await ex.r.send(std::move(reply));
-      co_return Step::Answered;
-    }
-    ex.caller.vk = vk;
-    ex.rec.virtual_key_id = vk->id;
+    ex.caller.vk = check.vk;
+    if (check.vk) ex.rec.virtual_key_id = check.vk->id;
     co_return Step::Continue;
   }
 

@@ -308,7 +308,28 @@ for (const model of ['llama-3.1-8b', 'claude-sonnet-4-5']) {
 const CODEX_DEFAULT_MODEL = 'gpt-6.2-sol'; // @openai/codex 0.171.0's default
 const JS_PROMPT = 'Use the exec tool to run: text("hi from js")';
 
-async function codexDefaultModel(type, { failover = false } = {}) {
+// Codex's built-in OpenAI provider: no [model_providers] table, only openai_base_url, and the key
+// from `codex login --with-api-key` (the auth.json it writes). It opens the Responses WebSocket
+// (GET /v1/responses, upgraded) and falls back to POST only if that fails.
+function codexBuiltInSetup(url) {
+  const { home, work } = freshHome();
+  const codexHome = join(home, '.codex');
+  mkdirSync(codexHome);
+  writeFileSync(join(codexHome, 'config.toml'), [
+    `openai_base_url = "${url}/v1"`,
+    'check_for_update_on_startup = false',
+    'approval_policy = "never"',
+    'sandbox_mode = "read-only"',
+    '[analytics]', 'enabled = false',
+    '[feedback]', 'enabled = false',
+    '[otel]', 'exporter = "none"',
+    '',
+  ].join('\n'));
+  writeFileSync(join(codexHome, 'auth.json'), JSON.stringify({ auth_mode: 'apikey', OPENAI_API_KEY: MASTER }));
+  return { cwd: work, env: { HOME: home, CODEX_HOME: codexHome } };
+}
+
+async function codexDefaultModel(type, { failover = false, builtIn = false } = {}) {
   const served = type === 'openai'
     ? { name: 'target', type, url: mock.url, models: [CODEX_DEFAULT_MODEL], priority: 2 }
     : { name: 'target', type, base_url: type === 'openai-compatible' ? mock.url + '/v1' : mock.url, models: [CODEX_DEFAULT_MODEL], priority: 2 };
@@ -317,14 +338,14 @@ async function codexDefaultModel(type, { failover = false } = {}) {
   if (failover) channels.unshift({ name: 'down', type: 'openai', base_url: 'http://127.0.0.1:9/v1', models: [CODEX_DEFAULT_MODEL], priority: 1 });
   const g = await startGateway({ channels });
   try {
-    const { cwd, env } = codexSetup(null, { url: g.url });
+    const { cwd, env } = builtIn ? codexBuiltInSetup(g.url) : codexSetup(null, { url: g.url });
     const run = await runCli('codex', ['exec', '--json', '--skip-git-repo-check', '--sandbox', 'read-only', JS_PROMPT], { cwd, env });
     const why = () => `--- codex exit=${run.code} timedOut=${run.timedOut}\n--- stdout:\n${tail(run.stdout)}\n--- stderr:\n${tail(run.stderr)}\n` +
       `--- gateway:\n${tail(g.proc.output)}`;
     assert.equal(run.timedOut, false, why());
     assert.equal(run.code, 0, why());
     // Access lines leave the gateway in 50 ms batches: wait for the run's two.
-    const responsesLines = () => g.accessLines().filter((l) => l.path === '/v1/responses');
+    const responsesLines = () => g.accessLines().filter((l) => l.method === 'POST' && l.path === '/v1/responses');
     await waitFor(() => responsesLines().length >= 2, 3000);
     const lines = responsesLines();
     assert.ok(lines.length >= 2, `two model calls (the tool call and the answer to its result)\n${why()}`);
@@ -341,6 +362,16 @@ async function codexDefaultModel(type, { failover = false } = {}) {
     const last = (await mock.stats()).last_request;
     const body = JSON.stringify(last?.body ?? null);
     assert.match(body, /hi from js/, `the upstream never received exec's output: ${tail(body, 1500)}`);
+    if (builtIn) {
+      // It stayed on the WebSocket: one upgrade, held for the whole run, and no fallback to POST.
+      await waitFor(() => g.accessLines().some((l) => l.method === 'GET' && l.status === 101), 3000);
+      const upgrades = g.accessLines().filter((l) => l.method === 'GET' && l.path === '/v1/responses');
+      assert.ok(upgrades.length >= 1 && upgrades.every((l) => l.status === 101), `${JSON.stringify(upgrades)}\n${why()}`);
+      assert.doesNotMatch(run.stdout + run.stderr, /Falling back from WebSockets|failed to connect to Responses WebSocket/, why());
+      // The second turn named the first response and sent only its new input; the gateway
+      // expanded it: the upstream got the tool call and its output in one conversation.
+      assert.match(body, /text\(\\"hi from js\\"\)|text\(\"hi from js\"\)/, `the call is missing upstream: ${tail(body, 1500)}`);
+    }
     return { last, lines };
   } finally {
     await g.stop();
@@ -375,6 +406,16 @@ test(`Codex on its default model (${CODEX_DEFAULT_MODEL}) -> an openai-compatibl
 
 test(`Codex on its default model (${CODEX_DEFAULT_MODEL}): the OpenAI channel is down, the Anthropic one behind it answers (translated)`, async () => {
   const { last } = await codexDefaultModel('anthropic', { failover: true });
+  assert.equal(last.path, '/v1/messages');
+});
+
+test(`Codex's built-in OpenAI provider on its default model -> an openai channel: stays on the Responses WebSocket`, async () => {
+  const { last } = await codexDefaultModel('openai', { builtIn: true });
+  assert.equal(last.path, '/v1/responses');
+});
+
+test(`Codex's built-in OpenAI provider on its default model -> an anthropic channel: the WebSocket's turns translated`, async () => {
+  const { last } = await codexDefaultModel('anthropic', { builtIn: true });
   assert.equal(last.path, '/v1/messages');
 });
 

@@ -1,0 +1,57 @@
+// The Responses WebSocket mode's messages (gateway/ResponsesSocket.hpp ResponseChain): any bytes,
+// cut at NUL bytes into the messages of one socket, each prepared in turn and every accepted one
+// kept for the next to chain from. Checks: no crash; an error message is a JSON object of type
+// "error"; an accepted turn is a JSON object body with stream:true, an input array and no
+// previous_response_id or type; a warm-up answers with two JSON events.
+#include <boost/json/parse.hpp>
+
+#include <string>
+
+#include "FuzzUtil.hpp"
+#include "gateway/ResponsesSocket.hpp"
+
+using namespace sluice;
+namespace json = boost::json;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  gateway::ResponsesSocketOptions o;
+  o.kept_responses = 3;
+  o.kept_bytes = 1u << 16;
+  gateway::ResponseChain chain(o);
+  const std::string_view all(reinterpret_cast<const char*>(data), size);
+  std::size_t pos = 0;
+  int n = 0;
+  while (pos <= all.size() && n < 16) {
+    auto end = all.find('\0', pos);
+    if (end == std::string_view::npos) end = all.size();
+    const std::string_view msg = all.substr(pos, end - pos);
+    pos = end + 1;
+    auto turn = chain.prepare(msg);
+    if (turn.error) {
+      boost::system::error_code ec;
+      auto v = json::parse(*turn.error, ec);
+      if (ec || !v.is_object() || v.as_object().at("type") != "error")
+        fuzz::fail("an error message that is not an error object", *turn.error);
+      continue;
+    }
+    if (turn.warmup) {
+      auto events = chain.warmup(turn);
+      if (events.size() != 2) fuzz::fail("a warm-up without its two events");
+      for (const auto& e : events)
+        if (!fuzz::isJson(e)) fuzz::fail("a warm-up event that is not JSON", e);
+      continue;
+    }
+    boost::system::error_code ec;
+    auto v = json::parse(turn.body, ec);
+    if (ec || !v.is_object()) fuzz::fail("a turn body that is not a JSON object", turn.body);
+    const auto& b = v.as_object();
+    const auto* stream = b.if_contains("stream");
+    const auto* input = b.if_contains("input");
+    if (!stream || !stream->is_bool() || !stream->as_bool()) fuzz::fail("a turn body without stream:true", turn.body);
+    if (!input || !input->is_array()) fuzz::fail("a turn body without an input array", turn.body);
+    if (b.contains("previous_response_id") || b.contains("type"))
+      fuzz::fail("a turn body that keeps WebSocket-only fields", turn.body);
+    chain.keep("resp_" + std::to_string(n++), std::move(turn.items), json::array{json::object{{"type", "message"}}});
+  }
+  return 0;
+}
