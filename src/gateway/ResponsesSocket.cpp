@@ -8,8 +8,6 @@
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 
-#include <ctime>
-#include <random>
 #include <vector>
 
 #include "core/JsonText.hpp"
@@ -26,14 +24,6 @@ namespace json = boost::json;
 namespace {
 
 constexpr auto kTuple = net::as_tuple(net::use_awaitable);
-
-std::string randomHex(std::size_t n) {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string s(n, '0');
-  for (auto& c : s) c = kHex[rng() & 15u];
-  return s;
-}
 
 bool terminalEvent(std::string_view type) {
   return type == "response.completed" || type == "response.incomplete" || type == "response.failed";
@@ -233,136 +223,6 @@ net::awaitable<void> session(Ws& ws, http::Request& upgrade, http::Responder& r,
 }
 
 }  // namespace
-
-std::string ResponseChain::errorMessage(int status, std::string_view type, std::string_view code,
-                                        std::string_view message, std::string_view param) {
-  json::object err{{"type", type}, {"code", code}, {"message", message}};
-  err["param"] = param.empty() ? json::value(nullptr) : json::value(param);
-  json::object msg{{"type", "error"}, {"status", status}, {"error", std::move(err)}};
-  return json::serialize(msg);
-}
-
-const ResponseChain::Kept* ResponseChain::find(std::string_view id) const {
-  for (const auto& k : kept_)
-    if (k.id == id) return &k;
-  return nullptr;
-}
-
-ResponseChain::Turn ResponseChain::prepare(std::string_view message) const {
-  Turn t;
-  boost::system::error_code ec;
-  json::value v = sluice::parseJson(message, ec);
-  if (ec || !v.is_object()) {
-    t.error = errorMessage(400, "invalid_request_error", "invalid_json", "the message is not a JSON object");
-    return t;
-  }
-  json::object& o = v.as_object();
-  const auto* type = o.if_contains("type");
-  if (!type || !type->is_string()) {
-    t.error = errorMessage(400, "invalid_request_error", "missing_required_parameter",
-                           "the message has no type; send {\"type\":\"response.create\", ...}", "type");
-    return t;
-  }
-  if (type->as_string() != "response.create") {
-    t.error = errorMessage(400, "invalid_request_error", "unsupported_event_type",
-                           "'" + std::string(type->as_string()) + "' is not supported; send response.create", "type");
-    return t;
-  }
-  if (const auto* bg = o.if_contains("background"); bg && bg->is_bool() && bg->as_bool()) {
-    t.error = errorMessage(400, "invalid_request_error", "unsupported_parameter",
-                           "background is not supported over WebSocket", "background");
-    return t;
-  }
-  if (const auto* m = o.if_contains("model"); m && m->is_string()) t.model = std::string(m->as_string());
-
-  // The turn's whole input: what it chains from, then its own items.
-  if (const auto* prev = o.if_contains("previous_response_id"); prev && !prev->is_null()) {
-    if (!prev->is_string()) {
-      t.error = errorMessage(400, "invalid_request_error", "invalid_type", "previous_response_id must be a string",
-                             "previous_response_id");
-      return t;
-    }
-    const Kept* k = find(prev->as_string());
-    if (!k) {
-      t.error = errorMessage(400, "invalid_request_error", "previous_response_not_found",
-                             "Previous response with id '" + std::string(prev->as_string()) +
-                                 "' not found: this connection keeps its own last responses; send the whole "
-                                 "conversation in input",
-                             "previous_response_id");
-      return t;
-    }
-    t.items = k->items;
-  }
-  if (const auto* in = o.if_contains("input")) {
-    if (in->is_string()) {
-      t.items.push_back(json::object{{"type", "message"}, {"role", "user"}, {"content", in->as_string()}});
-    } else if (in->is_array()) {
-      for (const auto& item : in->as_array()) t.items.push_back(item);
-    } else if (!in->is_null()) {
-      t.error =
-          errorMessage(400, "invalid_request_error", "invalid_type", "input must be a string or an array", "input");
-      return t;
-    }
-  }
-  if (const auto* g = o.if_contains("generate"); g && g->is_bool() && !g->as_bool()) {
-    t.warmup = true;
-    return t;
-  }
-  o.erase("type");
-  o.erase("generate");
-  o.erase("previous_response_id");
-  o.erase("stream_options");
-  o["stream"] = true;
-  o["input"] = t.items;
-  t.body = json::serialize(o);
-  return t;
-}
-
-void ResponseChain::keep(std::string id, json::array items, const json::array& output) {
-  for (const auto& item : output) items.push_back(item);
-  Kept k;
-  k.id = std::move(id);
-  k.bytes = json::serialize(items).size();
-  k.items = std::move(items);
-  if (k.bytes > o_.kept_bytes) return;  // too large to keep: a later turn sends the whole input
-  for (auto it = kept_.begin(); it != kept_.end(); ++it) {
-    if (it->id == k.id) {
-      bytes_ -= it->bytes;
-      kept_.erase(it);
-      break;
-    }
-  }
-  bytes_ += k.bytes;
-  kept_.push_back(std::move(k));
-  while (!kept_.empty() && (kept_.size() > o_.kept_responses || bytes_ > o_.kept_bytes)) {
-    bytes_ -= kept_.front().bytes;
-    kept_.pop_front();
-  }
-}
-
-std::vector<std::string> ResponseChain::warmup(Turn& turn) {
-  const std::string id = "resp_" + randomHex(32);
-  json::object resp{{"id", id},
-                    {"object", "response"},
-                    {"created_at", static_cast<std::int64_t>(std::time(nullptr))},
-                    {"status", "in_progress"},
-                    {"model", turn.model},
-                    {"output", json::array{}},
-                    {"usage", nullptr}};
-  std::vector<std::string> events;
-  events.push_back(
-      json::serialize(json::object{{"type", "response.created"}, {"sequence_number", 0}, {"response", resp}}));
-  resp["status"] = "completed";
-  resp["usage"] = json::object{{"input_tokens", 0},
-                               {"input_tokens_details", json::object{{"cached_tokens", 0}}},
-                               {"output_tokens", 0},
-                               {"output_tokens_details", json::object{{"reasoning_tokens", 0}}},
-                               {"total_tokens", 0}};
-  events.push_back(
-      json::serialize(json::object{{"type", "response.completed"}, {"sequence_number", 1}, {"response", resp}}));
-  keep(id, std::move(turn.items), json::array{});
-  return events;
-}
 
 net::awaitable<void> serveResponsesSocket(http::Request& upgrade, http::Responder& r, const ResponsesSocketOptions& o,
                                           PostHandler post) {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "FuzzUtil.hpp"
-#include "gateway/ResponsesSocket.hpp"
+#include "gateway/ResponseChain.hpp"
 
 using namespace sluice;
 namespace json = boost::json;

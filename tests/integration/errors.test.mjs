@@ -85,7 +85,7 @@ test('headers over the limit: 431', async () => {
   await stillServing();
 });
 
-test('unknown path 404, wrong method 405, websocket upgrade on /v1/responses 426', async () => {
+test('unknown path 404, wrong method 405, websocket upgrade on /v1/responses 101, without a key 401', async () => {
   await expectError(await fetch(`${gw.url}/v2/nothing`), 404, 'not_found');
   await expectError(await fetch(`${gw.url}/v1/chat/completions`, { headers: { authorization: `Bearer ${MASTER}` } }), 405);
   const ws = await new Promise((resolve, reject) => {
@@ -96,7 +96,19 @@ test('unknown path 404, wrong method 405, websocket upgrade on /v1/responses 426
     s.on('data', (d) => { buf += d; if (buf.includes('\r\n\r\n')) { s.destroy(); resolve(buf); } });
     s.on('error', reject);
   });
-  assert.match(ws, /^HTTP\/1\.1 426/);
+  assert.match(ws, /^HTTP\/1\.1 101/);
+  // RFC 6455's own example key and the accept value it gives.
+  assert.match(ws, /sec-websocket-accept: s3pPLMBiTxaQ9kYGzzhZRbK\+xOo=/i);
+  const refused = await new Promise((resolve, reject) => {
+    const s = net.connect(gw.port, '127.0.0.1', () => {
+      s.write('GET /v1/responses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-wrong\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+    });
+    let buf = '';
+    s.on('data', (d) => { buf += d; if (buf.includes('\r\n\r\n')) { s.destroy(); resolve(buf); } });
+    s.on('error', reject);
+  });
+  assert.match(refused, /^HTTP\/1\.1 401/);
+  await stillServing();
 });
 
 test('garbage instead of HTTP: 400 and the connection closes', async () => {

@@ -1,6 +1,6 @@
 // The WebSocket mode's message handling without a socket: what a response.create becomes, the
 // connection-local chain (expansion, the count and byte caps) and the warm-up's answer.
-#include "gateway/ResponsesSocket.hpp"
+#include "gateway/ResponseChain.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/json/parse.hpp>
