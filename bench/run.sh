@@ -38,6 +38,9 @@
 # Nor BENCH_ONLY=streams, bench/streams.sh (~2 min): streams that fail after the provider's 200
 # (in-band error events) through Sluice, nginx and haproxy with the same spare upstream (success
 # rate, TTFB / close, upstream calls per request); its own block, its knobs (STREAMS_*) in its header.
+# Nor BENCH_ONLY=ws, bench/ws.sh (~2 min): an agent loop's turns over the Responses WebSocket mode
+# against POSTs, native and translated, with the mock itself as the floor; its own block, its knobs
+# (WS_*) in its header.
 #
 # Everything it starts listens on 127.0.0.1 and is killed on exit.
 # Knobs (environment): BUILD_DIR, SLUICE, LOADGEN, NGINX, NGINX_WORKERS (auto),
@@ -102,7 +105,9 @@ case $BENCH_ONLY in
   scale) exec bash "$ROOT/bench/scale.sh" ;;
   # Streams that fail after the provider's 200 (bench/streams.sh); ~2 minutes.
   streams) exec bash "$ROOT/bench/streams.sh" ;;
-  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect, tls, store_scale, scale or streams" ;;
+  # The Responses WebSocket mode's turns against POSTs (bench/ws.sh); ~2 minutes.
+  ws) exec bash "$ROOT/bench/ws.sh" ;;
+  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect, tls, store_scale, scale, streams or ws" ;;
 esac
 
 # ---------------------------------------------------------------- build

@@ -132,7 +132,8 @@ void runPost(const Args& a, Result& r) {
       answer.append(res.body(), pos, end - pos);
     }
     if (!ok) ++r.failed;
-    history.push_back(json::object{{"type", "message"}, {"role", "assistant"},
+    history.push_back(json::object{{"type", "message"},
+                                   {"role", "assistant"},
                                    {"content", json::array{json::object{{"type", "output_text"}, {"text", answer}}}}});
   }
 }

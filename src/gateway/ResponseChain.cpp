@@ -83,11 +83,15 @@ ResponseChain::Turn ResponseChain::prepare(std::string_view message) const {
     }
     t.items = k->items;
   }
+  auto append = [&](const json::value& item) {
+    if (!t.items.empty()) t.items.push_back(',');
+    t.items += json::serialize(item);
+  };
   if (const auto* in = o.if_contains("input")) {
     if (in->is_string()) {
-      t.items.push_back(json::object{{"type", "message"}, {"role", "user"}, {"content", in->as_string()}});
+      append(json::object{{"type", "message"}, {"role", "user"}, {"content", in->as_string()}});
     } else if (in->is_array()) {
-      for (const auto& item : in->as_array()) t.items.push_back(item);
+      for (const auto& item : in->as_array()) append(item);
     } else if (!in->is_null()) {
       t.error =
           errorMessage(400, "invalid_request_error", "invalid_type", "input must be a string or an array", "input");
@@ -102,30 +106,34 @@ ResponseChain::Turn ResponseChain::prepare(std::string_view message) const {
   o.erase("generate");
   o.erase("previous_response_id");
   o.erase("stream_options");
+  o.erase("input");
   o["stream"] = true;
-  o["input"] = t.items;
+  // The object always serializes to "{...}" with at least stream in it: input goes before the
+  // closing brace, spliced as text.
   t.body = json::serialize(o);
+  t.body.pop_back();
+  t.body.append(",\"input\":[").append(t.items).append("]}");
   return t;
 }
 
-void ResponseChain::keep(std::string id, json::array items, const json::array& output) {
-  for (const auto& item : output) items.push_back(item);
-  Kept k;
-  k.id = std::move(id);
-  k.bytes = json::serialize(items).size();
-  k.items = std::move(items);
-  if (k.bytes > o_.kept_bytes) return;  // too large to keep: a later turn sends the whole input
+void ResponseChain::keep(std::string id, std::string items, const json::array& output) {
+  for (const auto& item : output) {
+    if (!items.empty()) items.push_back(',');
+    items += json::serialize(item);
+  }
+  Kept k{std::move(id), std::move(items)};
+  if (k.items.size() > o_.kept_bytes) return;  // too large to keep: a later turn sends the whole input
   for (auto it = kept_.begin(); it != kept_.end(); ++it) {
     if (it->id == k.id) {
-      bytes_ -= it->bytes;
+      bytes_ -= it->items.size();
       kept_.erase(it);
       break;
     }
   }
-  bytes_ += k.bytes;
+  bytes_ += k.items.size();
   kept_.push_back(std::move(k));
   while (!kept_.empty() && (kept_.size() > o_.kept_responses || bytes_ > o_.kept_bytes)) {
-    bytes_ -= kept_.front().bytes;
+    bytes_ -= kept_.front().items.size();
     kept_.pop_front();
   }
 }
@@ -150,7 +158,7 @@ std::vector<std::string> ResponseChain::warmup(Turn& turn) {
                                {"total_tokens", 0}};
   events.push_back(
       json::serialize(json::object{{"type", "response.completed"}, {"sequence_number", 1}, {"response", resp}}));
-  keep(id, std::move(turn.items), json::array{});
+  keep(id, std::move(turn.items), {});
   return events;
 }
 

@@ -4,7 +4,6 @@
 // Pure; not thread-safe (one per socket).
 #pragma once
 #include <boost/json/array.hpp>
-#include <boost/json/value.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -34,12 +33,15 @@ class ResponseChain {
     bool warmup = false;               // generate:false: answer with warmupEvents(), keep `items`
     std::string body;                  // the POST /v1/responses body to run
     std::string model;
-    boost::json::array items;  // the turn's whole input (the chain expanded)
+    // The turn's whole input (the chain expanded) as JSON text: the items joined by commas,
+    // without the brackets. Kept as text so that a long conversation is copied, not rebuilt
+    // as a tree, on every turn.
+    std::string items;
   };
   Turn prepare(std::string_view message) const;
 
-  // A response the client may chain from: its whole input and its output items.
-  void keep(std::string id, boost::json::array items, const boost::json::array& output);
+  // A response the client may chain from: its whole input (a Turn's `items`) and its output items.
+  void keep(std::string id, std::string items, const boost::json::array& output);
   // The events of a warm-up's answer, with a new response id (kept with `items`).
   std::vector<std::string> warmup(Turn& turn);
 
@@ -49,8 +51,7 @@ class ResponseChain {
  private:
   struct Kept {
     std::string id;
-    boost::json::array items;
-    std::size_t bytes = 0;
+    std::string items;  // as Turn::items
   };
   const Kept* find(std::string_view id) const;
 

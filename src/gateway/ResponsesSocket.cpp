@@ -8,6 +8,10 @@
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <vector>
 
 #include "core/JsonText.hpp"
@@ -59,12 +63,29 @@ http::Request turnRequest(const http::Request& upgrade, std::string body) {
   return req;
 }
 
+// TCP_CORK for a scope: the writes inside it go out together when it ends (or when a full
+// segment is ready), instead of a segment each.
+class Cork {
+ public:
+  Cork(beast::tcp_stream& tcp, bool on) : fd_(on ? tcp.socket().native_handle() : -1) { set(1); }
+  ~Cork() { set(0); }
+  Cork(const Cork&) = delete;
+  Cork& operator=(const Cork&) = delete;
+
+ private:
+  void set(int v) const {
+    if (fd_ >= 0) ::setsockopt(fd_, IPPROTO_TCP, TCP_CORK, &v, sizeof v);  // best effort
+  }
+  int fd_;
+};
+
 // Takes one turn's answer from the request path: SSE events become text messages; a whole
 // answer becomes one message (an error, or a completed response).
 template <class Ws>
 class SocketSink final : public http::ResponseSink {
  public:
-  explicit SocketSink(Ws& ws) : ws_(ws) {}
+  // `tcp` is the connection's TCP layer (under TLS too), corked around a burst of messages.
+  SocketSink(Ws& ws, beast::tcp_stream& tcp) : ws_(ws), tcp_(tcp) {}
 
   net::awaitable<bool> whole(const http::Response& res) override {
     ended_ = true;
@@ -99,6 +120,10 @@ class SocketSink final : public http::ResponseSink {
       if (payload.empty() || payload == "[DONE]") return;
       events_.emplace_back(name, payload);
     });
+    // The events of one upstream read leave as one TCP segment where they fit: a frame per event,
+    // each its own write, would wake the client once per event (measured by bench/ws.sh: most of
+    // a turn's cost over POST was those wake-ups).
+    Cork cork(tcp_, events_.size() > 1);
     for (auto& [name, payload] : events_) {
       if (terminalEvent(name) || (name.empty() && payload.find("\"response.") != std::string::npos)) {
         boost::system::error_code ec;
@@ -147,6 +172,7 @@ class SocketSink final : public http::ResponseSink {
   }
 
   Ws& ws_;
+  beast::tcp_stream& tcp_;
   providers::detail::SseSplitter split_;
   std::vector<std::pair<std::string, std::string>> events_;
   int status_ = 0;
@@ -205,7 +231,7 @@ net::awaitable<void> session(Ws& ws, http::Request& upgrade, http::Responder& r,
       continue;
     }
     http::Request req = turnRequest(upgrade, std::move(turn.body));
-    SocketSink<Ws> sink(ws);
+    SocketSink<Ws> sink(ws, r.stream());
     http::Responder sub(sink, r.stream(), r.worker(), r.remote(), r.listener());
     co_await post(req, sub);
     if (sink.lost()) co_return;  // the client is gone: nothing to close politely

@@ -85,7 +85,7 @@ class RouteStage final : public Stage {
       return res;
     }
     if (ex.call.responses() && boost::beast::iequals(ex.req[bhttp::field::upgrade], "websocket"))
-      return refused(ex, 426, "upgrade_required", "WebSocket is not supported on /v1/responses; use HTTP");
+      return refused(ex, 426, "upgrade_required", "the WebSocket mode opens with GET /v1/responses");
     if (method != bhttp::verb::post)
       return refused(ex, 405, "method_not_allowed", fmt::format("{} takes POST", ex.ctx.path));
     return routeBody(ex);

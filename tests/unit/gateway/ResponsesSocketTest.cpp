@@ -90,7 +90,9 @@ TEST(ResponseChain, KeepsOnlyTheLastResponsesWithinTheByteCap) {
   o.kept_responses = 2;
   o.kept_bytes = 200;
   ResponseChain chain(o);
-  auto items = [](const std::string& text) { return json::array{json::object{{"role", "user"}, {"content", text}}}; };
+  auto items = [](const std::string& text) {
+    return json::serialize(json::object{{"role", "user"}, {"content", text}});
+  };
   chain.keep("r1", items("a"), {});
   chain.keep("r2", items("b"), {});
   chain.keep("r3", items("c"), {});
