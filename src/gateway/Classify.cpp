@@ -16,7 +16,69 @@ bool isProxied(std::string_view path) {
   return std::find(std::begin(kProxied), std::end(kProxied), path) != std::end(kProxied);
 }
 
+// The rest of the OpenAI API, relayed as it is: the path under /v1, the methods it takes and
+// how its body names the model. False: not one of these paths.
+bool classifyPassthrough(std::string_view p, ClientCall& call) {
+  struct Fixed {
+    std::string_view path, methods;
+    bool json, multipart;
+  };
+  static constexpr Fixed kFixed[] = {
+      {"/moderations", "POST", true, false},        {"/images/generations", "POST", true, false},
+      {"/images/edits", "POST", false, true},       {"/images/variations", "POST", false, true},
+      {"/audio/speech", "POST", true, false},       {"/audio/transcriptions", "POST", false, true},
+      {"/audio/translations", "POST", false, true}, {"/files", "GET POST", false, true},
+      {"/batches", "GET POST", true, false},
+  };
+  if (!p.starts_with("/v1/")) return false;
+  p.remove_prefix(3);
+  for (const auto& f : kFixed) {
+    if (p != f.path) continue;
+    call.passthrough = true;
+    call.op = std::string(p);
+    call.methods = f.methods;
+    call.json_body = f.json;
+    call.multipart = f.multipart;
+    return true;
+  }
+  // /files/{id}, /files/{id}/content, /batches/{id}, /batches/{id}/cancel
+  for (std::string_view family : {"/files/", "/batches/"}) {
+    if (!p.starts_with(family)) continue;
+    std::string_view rest = p.substr(family.size());
+    const auto slash = rest.find('/');
+    const std::string_view id = rest.substr(0, slash);
+    const std::string_view tail = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+    const bool files = family == "/files/";
+    std::string_view methods;
+    if (tail.empty())
+      methods = files ? "GET DELETE" : "GET";
+    else if (files && tail == "/content")
+      methods = "GET";
+    else if (!files && tail == "/cancel")
+      methods = "POST";
+    else
+      return false;
+    call.passthrough = true;
+    call.methods = methods;
+    call.json_body = !files;
+    // An id that may not go upstream keeps its place in op for the 400 the route stage gives.
+    call.object_id = std::string(id);
+    call.op = std::string(p);
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+// A file or batch id as it may go into an upstream path: OpenAI's ids are "file-..." and
+// "batch_..."; anything else is refused before it reaches a URL.
+bool validObjectId(std::string_view id) {
+  if (id.empty() || id.size() > 128) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  });
+}
 
 bool classify(const std::string& path, const http::Request& req, ClientCall& call) {
   std::string_view p = path;
@@ -62,7 +124,7 @@ bool classify(const std::string& path, const http::Request& req, ClientCall& cal
     call.op = std::string(p.substr(3));
     return true;
   }
-  return false;
+  return call.wire == Wire::OpenAI && classifyPassthrough(p, call);
 }
 
 }  // namespace sluice::gateway

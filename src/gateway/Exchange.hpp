@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -42,6 +43,8 @@ class RequestTrace;
 }  // namespace sluice::telemetry
 
 namespace sluice::gateway {
+
+class ObjectRoutes;
 
 struct Snapshot;
 struct ParsedBody;
@@ -93,6 +96,14 @@ struct ClientCall {
   std::string model;         // Gemini: from the path (the body has none)
   std::string query;         // Gemini: the query to pass on (the client's key= removed); set by the route stage
   bool models_list = false;  // GET /v1/models (or the Gemini and Anthropic equivalents)
+  // The rest of the OpenAI API (images, audio, moderations, files, batches): relayed as it is to
+  // an OpenAI-format channel. `op` is then the whole path under /v1, ids included
+  // ("/files/file-abc/content"); `methods` the methods it takes ("GET DELETE").
+  bool passthrough = false;
+  std::string_view methods;
+  std::string object_id;   // the file or batch the path names: its channel is remembered
+  bool json_body = false;  // a JSON body that may name the model
+  bool multipart = false;  // a multipart/form-data body whose `model` part names it
 
   bool responses() const { return wire == Wire::OpenAI && op == "/responses"; }
   // The client's format for translation.
@@ -118,6 +129,7 @@ struct Services {
   cluster::Limiter& limiter;
   cache::ResponseCache* cache = nullptr;  // null: no response cache
   telemetry::Tracer* tracer = nullptr;    // null: no tracing (tests)
+  ObjectRoutes* objects = nullptr;        // null: files and batches route without memory (tests)
 };
 
 // What the route stage decided: the model, the channels that may serve it, and the facts of the

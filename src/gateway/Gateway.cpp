@@ -41,6 +41,7 @@
 #include "gateway/EmbeddedConfig.hpp"
 #include "gateway/GatewayMetrics.hpp"
 #include "gateway/LiveAdmin.hpp"
+#include "gateway/ObjectRoutes.hpp"
 #include "gateway/Probe.hpp"
 #include "gateway/Proxy.hpp"
 #include "gateway/RequestLog.hpp"
@@ -584,7 +585,7 @@ class Gateway {
       co_return;
     }
     // The request path, stage by stage (gateway/Chain.cpp).
-    Exchange ex(snap, Services{ws.pool, limiter_, cache_.get(), &tracer_}, req, r, ctx, call, rec);
+    Exchange ex(snap, Services{ws.pool, limiter_, cache_.get(), &tracer_, &objects_}, req, r, ctx, call, rec);
     co_await runChain(ex);
   }
 
@@ -615,6 +616,7 @@ class Gateway {
 
   std::unique_ptr<store::LogWriter> logs_;  // declared first: outlives the server's workers
   telemetry::Tracer tracer_;                // idem: the workers hand it their spans
+  ObjectRoutes objects_;                    // idem: which channel holds each file and batch
   std::unique_ptr<admin::AdminApi> admin_;
   std::string path_;
   std::string embedded_text_;

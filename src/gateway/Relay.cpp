@@ -16,12 +16,13 @@
 #include "cache/Controls.hpp"
 #include "cache/Recorder.hpp"
 #include "cache/Replay.hpp"
-#include "core/Clock.hpp"
 #include "config/Scalars.hpp"
+#include "core/Clock.hpp"
 #include "core/JsonText.hpp"
 #include "gateway/BodyFacts.hpp"
 #include "gateway/CommitGate.hpp"
 #include "gateway/LimitRefusal.hpp"
+#include "gateway/ObjectRoutes.hpp"
 #include "gateway/StreamTaps.hpp"
 #include "gateway/stages/Stages.hpp"
 #include "guard/Webhook.hpp"
@@ -125,13 +126,20 @@ std::int64_t providerRetryMs(const bhttp::fields& h) {
 
 const char* outcomeAction(Outcome o) {
   switch (o) {
-    case Outcome::KeyRetry: return "retry";
-    case Outcome::ChannelFailure: return "failover";
-    case Outcome::KeyCooldown: return "cooldown";
-    case Outcome::KeyDisable: return "disable";
-    case Outcome::Fallback: return "fallback";
-    case Outcome::ClientError: return "return";
-    case Outcome::Success: break;
+    case Outcome::KeyRetry:
+      return "retry";
+    case Outcome::ChannelFailure:
+      return "failover";
+    case Outcome::KeyCooldown:
+      return "cooldown";
+    case Outcome::KeyDisable:
+      return "disable";
+    case Outcome::Fallback:
+      return "fallback";
+    case Outcome::ClientError:
+      return "return";
+    case Outcome::Success:
+      break;
   }
   return "success";
 }
@@ -248,7 +256,9 @@ std::optional<providers::TranslateError> Relay::prepareBody(const routing::Pick&
       }
       responses_echo = std::move(info.responses_echo);
     } else {
-      bool rename = upstream_model != facts.model && call.wire != Wire::Gemini;  // Gemini: model in the path
+      // Gemini: the model is in the path; the rest of the OpenAI API: only a JSON body names it.
+      bool rename = upstream_model != facts.model && call.wire != Wire::Gemini &&
+                    (!call.passthrough || (call.json_body && !facts.model.empty() && !req.body().empty()));
       if (rename || strip_usage) {
         body_made = rewriteBody(req.body(), facts, rename ? &upstream_model : nullptr, strip_usage);
       } else {
@@ -269,7 +279,10 @@ std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view se
   const bool azure = ch.cfg.type == config::ChannelType::Azure;
   providers::TargetParts target{ch.endpoint.base_path, ch.cfg.type, ch.cfg.api_version, translating(p), stream, call.op,
                                 upstream_model,        call.query};
-  h.append("POST ").append(providers::upstreamTarget(target)).append(" HTTP/1.1\r\n");
+  h.append(call.passthrough ? std::string_view(req.method_string()) : std::string_view("POST"))
+      .append(" ")
+      .append(providers::upstreamTarget(target))
+      .append(" HTTP/1.1\r\n");
   h.append("Host: ").append(ch.endpoint.host_header).append("\r\n");
   bool haveType = false;
   const telemetry::RequestTrace* trace = ex.trace;
@@ -291,7 +304,10 @@ std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view se
     else
       spdlog::error("request {}: a stage's header lines for the upstream are not well-formed; not sent", ctx.id);
   }
-  if (!haveType) h.append("Content-Type: application/json\r\n");
+  // A call without a body (a GET or DELETE of the files and batches endpoints) has no type and,
+  // unless it is a POST, no length either.
+  const bool bodiless = call.passthrough && sendBody.empty() && req.method() != bhttp::verb::post;
+  if (!haveType && !bodiless) h.append("Content-Type: application/json\r\n");
   if (trace) trace->appendUpstreamHeaders(h);
   if (!p.key->secret.empty()) {
     switch (up) {
@@ -308,7 +324,8 @@ std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view se
     h.append(p.key->secret).append("\r\n");
   }
   if (up == Wire::Anthropic && req["anthropic-version"].empty()) h.append("anthropic-version: 2023-06-01\r\n");
-  h.append("Content-Length: ").append(std::to_string(sendBody.size())).append("\r\n\r\n");
+  if (!bodiless) h.append("Content-Length: ").append(std::to_string(sendBody.size())).append("\r\n");
+  h.append("\r\n");
   return h;
 }
 
@@ -422,7 +439,11 @@ boost::asio::awaitable<void> Relay::open(const routing::Pick& p, const UpstreamA
   a.status = static_cast<int>(head.result_int());
   a.first_byte_ms = msSince(a.started);
   if (a.status >= 400) co_return;  // finish() reads why
-  o.sse = stream && head[bhttp::field::content_type].find("text/event-stream") != std::string_view::npos;
+  const std::string_view type = head[bhttp::field::content_type];
+  o.sse = (stream || call.passthrough) && type.find("text/event-stream") != std::string_view::npos;
+  // The rest of the OpenAI API: an answer that is not JSON (speech, a file's content) is relayed
+  // as a stream of bytes, never held whole.
+  if (call.passthrough && !o.sse && !type.starts_with("application/json")) o.sse = true;
   if (!o.sse) co_return;
   if (!call.translatable()) {
     a.first_byte_ms = -1;  // a stream's first byte is its first event the client gets
@@ -481,11 +502,12 @@ boost::asio::awaitable<Attempt> Relay::finish(const routing::Pick& p, int attemp
 }
 
 boost::asio::awaitable<void> Relay::failBegunStream(int status, std::string_view code, const std::string& why,
-                                                   std::string_view note) {
+                                                    std::string_view note) {
   const std::string message = why + std::string(note);
   std::string out;
   if (splice)  // the stream's encoder: it closes what it has open first
-    splice->fail(providers::ApiError{status, providers::errorKindForStatus(status), message, {}, std::string(code)}, out);
+    splice->fail(providers::ApiError{status, providers::errorKindForStatus(status), message, {}, std::string(code)},
+                 out);
   else
     out = streamErrorEvent(call.wire, status, code, message, call.format() == providers::Format::OpenAIResponses);
   r.setKeepAlive(false);
@@ -673,6 +695,14 @@ boost::asio::awaitable<Attempt> Relay::relayWhole(const routing::Pick& p, int at
   giveBack(std::move(conn), parser);
   rec.status = a.status;
   rec.ttfb_ms = msSince(ctx.start);
+  // Files and batches: whoever answered holds them, and every later call about them goes there.
+  if (call.passthrough && ex.svc.objects && a.status < 300 &&
+      (call.op.starts_with("/files") || call.op.starts_with("/batches"))) {
+    if (req.method() == bhttp::verb::delete_)
+      ex.svc.objects->forget(call.object_id);
+    else
+      ex.svc.objects->learnFrom(body, p.channel->cfg.name);
+  }
   // Settled and stored before the answer goes out: an immediate repeat finds both.
   if (wayback::takes(ex, Stage::kResponseCommit)) co_await wayback::commit(ex, end);
   http::Response res{head.result(), 11};
@@ -706,9 +736,15 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
       tc.wrap_encoder = std::move(rh.wrap_encoder);
     }
     tap = makeTranslatingTap(providers::makeStreamTranslator(call.format(), rh.upstream_format, tc));
+  } else if (call.passthrough) {
+    tap = makeByteTap();
   } else {
     tap = makeStreamTap(call.wire, strip_usage);
   }
+  // Bytes that are not events (speech, a file's content) cannot carry an error event: a break
+  // after they began leaves the client a chunked body without its end, never a whole-looking one.
+  const bool rawBytes =
+      call.passthrough && parser.get()[bhttp::field::content_type].find("text/event-stream") == std::string_view::npos;
   auto& filter = *tap;
   const bool stagesRead = wayback::takes(ex, Stage::kResponseData);
   const ResponseEnd end{.pick = p, .status = a.status, .stream = true, .upstream_body = {}};
@@ -829,10 +865,16 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
       a.outcome = Outcome::ChannelFailure;
       a.delivered = true;
       a.why = why;
-      co_await failBegunStream(timedOut ? 504 : 502,
-                               stalled ? "upstream_stalled" : (timedOut ? "upstream_timeout" : "upstream_stream_broken"),
-                               why, sp ? " (after the response started; not continued)"
-                                       : " (after the response started; not retried)");
+      if (rawBytes) {
+        r.abort();
+        rec.status = timedOut ? 504 : 502;
+        rec.error = why + " (after the response started; not retried)";
+        co_return a;
+      }
+      co_await failBegunStream(
+          timedOut ? 504 : 502,
+          stalled ? "upstream_stalled" : (timedOut ? "upstream_timeout" : "upstream_stream_broken"), why,
+          sp ? " (after the response started; not continued)" : " (after the response started; not retried)");
       co_return a;
     }
     if (parser.is_done()) break;

@@ -541,6 +541,22 @@ std::unique_ptr<StreamTap> makeRestoringChatTap(bool strip_usage, std::shared_pt
   return std::make_unique<RestoringChatTap>(strip_usage, std::move(cipher), std::move(stats), std::move(memo));
 }
 
+namespace {
+class ByteTap final : public StreamTap {
+ public:
+  bool feed(std::string_view in, std::string& out) override {
+    out.append(in);
+    return true;
+  }
+  void finish(std::string&) override {}
+  Usage usage() const override { return {}; }
+};
+}  // namespace
+
+std::unique_ptr<StreamTap> makeByteTap() {
+  return std::make_unique<ByteTap>();
+}
+
 std::unique_ptr<StreamTap> makeStreamTap(Wire w, bool strip_usage) {
   switch (w) {
     case Wire::Anthropic:

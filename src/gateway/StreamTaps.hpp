@@ -34,6 +34,9 @@ class StreamTap {
 
 // strip_usage: OpenAI only; the gateway added stream_options.include_usage itself.
 std::unique_ptr<StreamTap> makeStreamTap(Wire w, bool strip_usage);
+// The bytes as they come, read for nothing (speech, a file's content, the rest of the OpenAI
+// API's streams): no usage.
+std::unique_ptr<StreamTap> makeByteTap();
 // A same-format OpenAI Chat tap that also restores redaction tokens (content and tool-call
 // arguments, split across events at any byte), parsing only the events that may hold one.
 // memo (optional): the tokens the request sealed, put back without decrypting (Restorer.hpp).

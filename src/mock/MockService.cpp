@@ -413,6 +413,10 @@ net::awaitable<void> MockService::handle(http::Request& req, http::Responder& r)
 
   if (!internal(rt.endpoint)) stats_.record(MockStats::sample(req));
 
+  if (rt.endpoint == kNone && rt.family == Family::OpenAI && ResourcesMock::handles(path)) {
+    co_await resources_.serve(req, r, path, options_.chunks);
+    co_return;
+  }
   if (rt.endpoint == kNone) {
     ApiError e = openai::unknownPathError(req.method_string(), path);
     if (rt.family == Family::Anthropic) e = anthropic::error(404, "Not found");

@@ -7,6 +7,7 @@
 #include "mock/MockKnobs.hpp"
 #include "mock/MockServer.hpp"
 #include "mock/MockStats.hpp"
+#include "mock/ResourcesMock.hpp"
 #include "mock/SseScript.hpp"
 
 #include <string>
@@ -31,6 +32,7 @@ class MockService {
 
   MockOptions options_;
   MockStats stats_;
+  ResourcesMock resources_;  // images, audio, moderations, files, batches
 };
 
 }  // namespace sluice::mock

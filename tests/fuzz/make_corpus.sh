@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{responses_socket,token_estimate,model_list,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
+mkdir -p "$C"/{multipart,responses_socket,token_estimate,model_list,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -36,6 +36,10 @@ printf '{"type":"response.steer"}\0not json\0{"type":"response.create","backgrou
 # token_estimate: a count_tokens / countTokens body
 printf '{"model":"claude-sonnet-4-5","system":"s","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}]}]}' >$C/token_estimate/anthropic
 printf '{"contents":[{"role":"user","parts":[{"text":"Hello"}]}]}' >$C/token_estimate/gemini
+
+# multipart: [content type] LF [body]
+printf 'multipart/form-data; boundary=XyZ\n--XyZ\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\nRIFF\r\n--XyZ\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n--XyZ--\r\n' >$C/multipart/file_then_model
+printf 'multipart/form-data; boundary="a b"\npreamble\r\n--a b\r\ncontent-disposition: form-data; name="model"\r\n\r\ngpt-image-1\r\n--a b--' >$C/multipart/quoted_boundary
 
 # model_list: [gemini bit] [a provider's model-list body]
 { printf '\x00'; printf '{"object":"list","data":[{"id":"gpt-4o"},{"id":"gpt-4x/../../admin"},{"id":"gpt-4 x"},{"id":5},"s"]}'; } >$C/model_list/openai

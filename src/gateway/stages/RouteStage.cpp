@@ -9,9 +9,13 @@
 
 #include <optional>
 
+#include "core/JsonText.hpp"
 #include "gateway/BodyFacts.hpp"
+#include "gateway/Classify.hpp"
 #include "gateway/Exchange.hpp"
 #include "gateway/LimitRefusal.hpp"
+#include "gateway/Multipart.hpp"
+#include "gateway/ObjectRoutes.hpp"
 #include "gateway/Snapshot.hpp"
 #include "gateway/TokenEstimate.hpp"
 #include "gateway/stages/Stages.hpp"
@@ -84,6 +88,7 @@ class RouteStage final : public Stage {
       res.body() = json::serialize(modelList(ex.snap, ex.call.wire, ex.caller.vk));
       return res;
     }
+    if (ex.call.passthrough) return routePassthrough(ex);
     if (ex.call.responses() && boost::beast::iequals(ex.req[bhttp::field::upgrade], "websocket"))
       return refused(ex, 426, "upgrade_required", "the WebSocket mode opens with GET /v1/responses");
     if (method != bhttp::verb::post)
@@ -94,6 +99,120 @@ class RouteStage final : public Stage {
   static http::Response refused(Exchange& ex, int status, std::string_view code, const std::string& msg) {
     const std::string_view type = status == 403 ? "permission_error" : "invalid_request_error";
     return ex.failure(status, type, code, msg);
+  }
+
+  // The rest of the OpenAI API (images, audio, moderations, files, batches): to OpenAI-format
+  // channels as it is. A body that names a model routes by it like a chat request; a call about a
+  // file or batch goes to the channel that made it; anything else to the channel the
+  // x-sluice-channel header names, or else the caller's first channel by priority.
+  static std::optional<http::Response> routePassthrough(Exchange& ex) {
+    const auto& snap = ex.snap;
+    auto& call = ex.call;
+    auto& route = ex.route;
+    auto& rec = ex.rec;
+    const auto* vk = ex.caller.vk;
+    const std::string_view method = ex.req.method_string();
+    bool listed = false;
+    for (std::string_view rest = call.methods; !rest.empty();) {
+      const auto sp = rest.find(' ');
+      listed = listed || rest.substr(0, sp) == method;
+      rest = sp == std::string_view::npos ? std::string_view() : rest.substr(sp + 1);
+    }
+    if (!listed) {
+      std::string takes(call.methods);
+      if (auto sp = takes.find(' '); sp != std::string::npos) takes.replace(sp, 1, " or ");
+      return refused(ex, 405, "method_not_allowed", fmt::format("{} takes {}", ex.ctx.path, takes));
+    }
+    if (!call.object_id.empty() && !validObjectId(call.object_id))
+      return refused(ex, 400, "invalid_id",
+                     "the id in the path must be 1-128 letters, digits, '-' or '_' (as the provider gave it)");
+    const std::string& text = ex.req.body();
+    std::string model;
+    std::string file_ref;  // a batch's input file: its channel holds the batch too
+    BodyFacts& facts = route.facts;
+    const bool post = ex.req.method() == bhttp::verb::post;
+    // A POST about an id (a batch's cancel) may come without a body.
+    if (post && call.json_body && !(text.empty() && !call.object_id.empty())) {
+      boost::system::error_code ec;
+      json::value v = sluice::parseJson(text, ec);
+      if (ec || !v.is_object()) return refused(ex, 400, "invalid_request", "the body must be a JSON object");
+      const auto& o = v.as_object();
+      if (const auto* m = o.if_contains("model")) {
+        if (!m->is_string()) return refused(ex, 400, "invalid_request", "\"model\" must be a string");
+        model = std::string(m->as_string());
+      }
+      if (const auto* st = o.if_contains("stream"); st && st->is_bool()) facts.stream = st->as_bool();
+      if (const auto* sf = o.if_contains("stream_format"); sf && sf->is_string())
+        facts.stream = sf->as_string() == "sse";
+      if (const auto* f = o.if_contains("input_file_id"); f && f->is_string()) file_ref = std::string(f->as_string());
+      if (snap.cfg->store.log_bodies) rec.request_body = text.substr(0, snap.cfg->store.log_body_max_bytes);
+    } else if (post && call.multipart) {
+      auto boundary = multipartBoundary(ex.req[bhttp::field::content_type]);
+      if (!boundary) return refused(ex, 400, "invalid_request", "the body must be multipart/form-data with a boundary");
+      if (auto m = multipartField(text, *boundary, "model")) model = std::move(*m);
+      if (auto st = multipartField(text, *boundary, "stream")) facts.stream = *st == "true";
+    }
+    if (!model.empty()) {
+      if (auto problem = routing::modelNameProblem(model)) {
+        rec.model = routing::printableModelName(model);
+        return refused(ex, 400, "invalid_model", routing::modelNameError(model, *problem));
+      }
+    }
+    facts.model = model;
+    rec.model = model;
+    rec.stream = facts.stream;
+    auto openaiApi = [](const routing::Channel* c) {
+      return channelWire(c->cfg.type) == Wire::OpenAI && c->cfg.type != config::ChannelType::Azure;
+    };
+    auto& candidates = route.candidates;
+    const std::string_view pinned = ex.req["x-sluice-channel"];
+    std::optional<std::string> holder;
+    if (ex.svc.objects) {
+      if (!call.object_id.empty()) holder = ex.svc.objects->channelOf(call.object_id);
+      if (!holder && !file_ref.empty()) holder = ex.svc.objects->channelOf(file_ref);
+    }
+    if (holder || !pinned.empty()) {
+      const std::string name = holder ? *holder : std::string(pinned);
+      const routing::Channel* c = snap.router->channelByName(name);
+      if (!c)
+        return refused(ex, 404, "channel_not_found",
+                       fmt::format("no channel named \"{}\"", routing::printableModelName(name)));
+      if (!openaiApi(c))
+        return refused(ex, 400, "format_not_supported",
+                       fmt::format("channel \"{}\" of type {} does not take {}", c->cfg.name,
+                                   config::channelTypeName(c->cfg.type), ex.ctx.path));
+      candidates = {c};
+      route.routed_model = model;
+    } else if (!model.empty()) {
+      candidates = snap.router->candidates(model, route.routed_model);
+      std::erase_if(candidates, [&](const routing::Channel* c) { return !openaiApi(c); });
+      if (candidates.empty())
+        return refused(ex, 404, "model_not_found",
+                       fmt::format("model \"{}\" is not served by any OpenAI-format channel", model));
+    } else {
+      for (const auto& c : snap.router->channels())
+        if (openaiApi(c.get()) && (!vk || vk->allowsChannel(c->cfg.name))) candidates.push_back(c.get());
+      std::stable_sort(candidates.begin(), candidates.end(), [](const routing::Channel* a, const routing::Channel* b) {
+        return a->cfg.priority < b->cfg.priority;
+      });
+      if (candidates.size() > 1) candidates.resize(1);  // a list or an upload is one provider's
+      if (candidates.empty())
+        return refused(ex, 404, "channel_not_found",
+                       fmt::format("no OpenAI-format channel {}takes {}", vk ? "this key may use " : "", ex.ctx.path));
+    }
+    if (vk && !model.empty() && !vk->allowsModel(model) && !vk->allowsModel(route.routed_model))
+      return refused(ex, 403, "model_not_allowed",
+                     fmt::format("this key ({}) may not use model \"{}\"", vk->name, model));
+    if (vk) {
+      std::erase_if(candidates, [&](const routing::Channel* c) { return !vk->allowsChannel(c->cfg.name); });
+      if (candidates.empty())
+        return refused(ex, 403, "channel_not_allowed",
+                       fmt::format("this key ({}) may not use the channel that serves {}", vk->name, ex.ctx.path));
+    }
+    if (route.routed_model.empty()) route.routed_model = model;
+    route.est_tokens = 0;
+    if (!model.empty()) ex.settle.price = snap.prices->find(route.routed_model);
+    return std::nullopt;
   }
 
   static std::optional<http::Response> routeBody(Exchange& ex) {
@@ -163,8 +282,8 @@ class RouteStage final : public Stage {
         res.set(bhttp::field::content_type, "application/json");
         res.set("x-request-id", ex.ctx.id);
         res.set("x-sluice-token-count", "estimate");
-        res.body() = json::serialize(anthropicCount ? json::object{{"input_tokens", *n}}
-                                                    : json::object{{"totalTokens", *n}});
+        res.body() =
+            json::serialize(anthropicCount ? json::object{{"input_tokens", *n}} : json::object{{"totalTokens", *n}});
         return res;
       }
       const auto* c = candidates.front();
