@@ -41,4 +41,20 @@ std::optional<std::vector<std::string>> parseModelList(bool gemini, std::string_
   return out;
 }
 
+std::optional<std::string> nextPageToken(bool gemini, std::string_view body) {
+  boost::system::error_code ec;
+  const json::value v = sluice::parseJson(body, ec);
+  if (ec || !v.is_object()) return std::nullopt;
+  const auto& o = v.as_object();
+  const json::value* token = nullptr;
+  if (gemini) {
+    token = o.if_contains("nextPageToken");
+  } else if (const auto* more = o.if_contains("has_more"); more && more->is_bool() && more->as_bool()) {
+    token = o.if_contains("last_id");
+  }
+  if (!token || !token->is_string() || token->as_string().empty() || token->as_string().size() > 1024)
+    return std::nullopt;
+  return std::string(token->as_string());
+}
+
 }  // namespace sluice::gateway

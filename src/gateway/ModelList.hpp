@@ -19,4 +19,9 @@ std::optional<std::vector<std::string>> parseModelList(bool gemini, std::string_
                                                        const std::function<bool(std::string_view)>& serves,
                                                        std::string& why);
 
+// Where the provider's next page starts, when its answer says there is one: Gemini's
+// nextPageToken, Anthropic's last_id when has_more is true. Untrusted: at most 1024 bytes, and it
+// goes into the next request only percent-encoded. nullopt: this was the last page.
+std::optional<std::string> nextPageToken(bool gemini, std::string_view body);
+
 }  // namespace sluice::gateway

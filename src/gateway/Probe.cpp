@@ -2,12 +2,17 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <optional>
+#include <vector>
+
 #include <fmt/format.h>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
 #include "core/JsonText.hpp"
 #include "gateway/ModelList.hpp"
+#include "providers/UpstreamPath.hpp"
 
 namespace sluice::gateway {
 
@@ -16,19 +21,32 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+// The pages of a provider's model list read in one discovery: 20 of 1000 models each.
+constexpr int kMaxListPages = 20;
+
 // The provider's model list: `whole` asks for as many entries as a page holds (discovery), else
 // one (a probe).
-std::string probeHead(const routing::Channel& ch, const routing::UpstreamKey& key, bool whole = false) {
+// `page`: where the page starts (the provider's token from the page before), encoded here.
+std::string probeHead(const routing::Channel& ch, const routing::UpstreamKey& key, bool whole = false,
+                      std::string_view page = {}) {
   using config::ChannelType;
   std::string path = ch.endpoint.base_path;
   std::string auth;
   switch (ch.cfg.type) {
     case ChannelType::Anthropic:
       path += whole ? "/v1/models?limit=1000" : "/v1/models?limit=1";
+      if (!page.empty()) {
+        path += "&after_id=";
+        providers::appendEncoded(path, page);
+      }
       auth = "x-api-key: " + key.secret + "\r\nanthropic-version: 2023-06-01\r\n";
       break;
     case ChannelType::Gemini:
       path += whole ? "/v1beta/models?pageSize=1000" : "/v1beta/models?pageSize=1";
+      if (!page.empty()) {
+        path += "&pageToken=";
+        providers::appendEncoded(path, page);
+      }
       auth = "x-goog-api-key: " + key.secret + "\r\n";
       break;
     case ChannelType::Azure:
@@ -123,22 +141,39 @@ boost::asio::awaitable<ProbeResult> probeKey(upstream::Pool& pool, const routing
 boost::asio::awaitable<ModelListing> listModels(upstream::Pool& pool, const routing::Channel& ch,
                                                 const routing::UpstreamKey& key, std::chrono::milliseconds timeout,
                                                 const pipeline::SecretScrubber& scrubber) {
-  Fetched f = co_await fetch(pool, ch, probeHead(ch, key, true), timeout, 4u << 20, scrubber);
   ModelListing out;
-  if (f.status == 0 || !f.failure.empty()) {
-    out.message = f.failure;
-    co_return out;
+  const bool gemini = ch.cfg.type == config::ChannelType::Gemini;
+  std::vector<std::string> all;
+  std::string page;
+  std::vector<std::string> seen;  // the tokens followed: a provider that repeats one is not followed round
+  // Pages until the provider says there is no next one, bounded (kMaxListPages pages, the model bound).
+  for (int n = 0; n < kMaxListPages; ++n) {
+    Fetched f = co_await fetch(pool, ch, probeHead(ch, key, true, page), timeout, 4u << 20, scrubber);
+    if (f.status == 0 || !f.failure.empty()) {
+      out.message = f.failure;
+      co_return out;
+    }
+    if (f.status < 200 || f.status >= 300) {
+      out.message = fmt::format("upstream answered {}: {}", f.status, messageOf(f.body));
+      co_return out;
+    }
+    auto models = parseModelList(gemini, f.body, [&ch](std::string_view name) { return ch.servesModel(name); },
+                                 out.message);
+    if (!models) co_return out;
+    all.insert(all.end(), models->begin(), models->end());
+    // Only Gemini's and Anthropic's lists page; an OpenAI-style list is one answer.
+    std::optional<std::string> next;
+    if (gemini || ch.cfg.type == config::ChannelType::Anthropic) next = nextPageToken(gemini, f.body);
+    if (!next || all.size() >= kMaxListedModels || std::find(seen.begin(), seen.end(), *next) != seen.end()) break;
+    seen.push_back(*next);
+    page = std::move(*next);
   }
-  if (f.status < 200 || f.status >= 300) {
-    out.message = fmt::format("upstream answered {}: {}", f.status, messageOf(f.body));
-    co_return out;
-  }
-  auto models = parseModelList(ch.cfg.type == config::ChannelType::Gemini, f.body,
-                               [&ch](std::string_view name) { return ch.servesModel(name); }, out.message);
-  if (models) {
-    out.models = std::move(*models);
-    out.ok = true;
-  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  if (all.size() > kMaxListedModels) all.resize(kMaxListedModels);
+  out.models = std::move(all);
+  out.message.clear();
+  out.ok = true;
   co_return out;
 }
 

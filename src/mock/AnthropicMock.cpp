@@ -357,14 +357,20 @@ std::string countTokensJson(std::int64_t input_tokens) {
   return "{\"input_tokens\":" + std::to_string(input_tokens) + "}";
 }
 
-std::string modelsJson() {
+std::string modelsJson(std::size_t limit, std::string_view after_id) {
+  std::size_t from = 0;
+  if (!after_id.empty()) {
+    while (from < kModels.size() && kModels[from].id != after_id) ++from;
+    from = from < kModels.size() ? from + 1 : kModels.size();
+  }
+  const std::size_t to = std::min(kModels.size(), from + std::max<std::size_t>(limit, 1));
   json::array data;
-  for (const auto& m : kModels) data.push_back(modelObject(m));
+  for (std::size_t i = from; i < to; ++i) data.push_back(modelObject(kModels[i]));
   json::object o;
   o["data"] = std::move(data);
-  o["has_more"] = false;
-  o["first_id"] = kModels.front().id;
-  o["last_id"] = kModels.back().id;
+  o["has_more"] = to < kModels.size();
+  o["first_id"] = from < to ? json::value(kModels[from].id) : json::value(nullptr);
+  o["last_id"] = from < to ? json::value(kModels[to - 1].id) : json::value(nullptr);
   return json::serialize(o);
 }
 

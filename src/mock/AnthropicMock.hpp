@@ -40,7 +40,8 @@ std::string messageJson(const MessagesRequest& req, const Generation& gen, std::
 SseScript messageStream(const MessagesRequest& req, const Generation& gen, std::string_view id);
 std::string countTokensJson(std::int64_t input_tokens);
 
-std::string modelsJson();
+// One page of the model list: at most `limit` models after `after_id` (has_more, last_id).
+std::string modelsJson(std::size_t limit = 1000, std::string_view after_id = {});
 std::optional<std::string> modelJson(std::string_view id);
 
 // {"type":"error","error":{"type","message"},"request_id"}

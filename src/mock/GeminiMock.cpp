@@ -416,11 +416,23 @@ std::string embedJson(const EmbedRequest& req, bool batch) {
   return out;
 }
 
-std::string modelsJson() {
+std::string modelsJson(std::size_t page_size, std::string_view page_token) {
+  // The page token is the index of the page's first model, as text: opaque to a client.
+  std::size_t from = 0;
+  if (!page_token.empty()) {
+    from = kModels.size();
+    if (page_token.starts_with("p") && page_token.size() < 8) {
+      const std::string digits(page_token.substr(1));
+      if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos)
+        from = std::min<std::size_t>(std::stoul(digits), kModels.size());
+    }
+  }
+  const std::size_t to = std::min(kModels.size(), from + std::max<std::size_t>(page_size, 1));
   json::array models;
-  for (const auto& m : kModels) models.push_back(modelObject(m));
+  for (std::size_t i = from; i < to; ++i) models.push_back(modelObject(kModels[i]));
   json::object o;
   o["models"] = std::move(models);
+  if (to < kModels.size()) o["nextPageToken"] = "p" + std::to_string(to);
   return json::serialize(o);
 }
 

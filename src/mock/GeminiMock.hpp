@@ -50,7 +50,8 @@ SseScript generateStream(const GenerateRequest& req, const Generation& gen, std:
 std::string countTokensJson(std::int64_t tokens);
 std::string embedJson(const EmbedRequest& req, bool batch);
 
-std::string modelsJson();
+// One page of the model list: at most `page_size` models from `page_token` (nextPageToken).
+std::string modelsJson(std::size_t page_size = 1000, std::string_view page_token = {});
 std::optional<std::string> modelJson(std::string_view name);  // name without "models/"
 
 // {"error":{"code","message","status"}}

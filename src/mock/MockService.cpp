@@ -1,10 +1,13 @@
 #include "mock/MockService.hpp"
 
+#include "providers/UpstreamPath.hpp"
+
 #include "core/JsonText.hpp"
 #include "mock/AnthropicMock.hpp"
 #include "mock/GeminiMock.hpp"
 #include "mock/OpenAIMock.hpp"
 #include "mock/ResponsesMock.hpp"
+#include "providers/UpstreamPath.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -132,6 +135,21 @@ std::optional<std::string_view> queryParam(std::string_view target, std::string_
     rest.remove_prefix(amp + 1);
   }
   return std::nullopt;
+}
+
+// A model-list page a client asked for: its size (the query's, capped by the x-mock-page-size
+// knob so a test can make a provider paginate) and where it starts (decoded).
+struct ListPage {
+  std::size_t size = 1000;
+  std::string token;
+};
+ListPage listPage(const http::Request& req, std::string_view size_param, std::string_view token_param) {
+  ListPage p;
+  if (auto v = queryParam(req.target(), size_param)) p.size = std::strtoul(std::string(*v).c_str(), nullptr, 10);
+  if (auto cap = req["x-mock-page-size"]; !cap.empty())
+    p.size = std::min<std::size_t>(p.size, std::strtoul(std::string(cap).c_str(), nullptr, 10));
+  if (auto t = queryParam(req.target(), token_param)) p.token = providers::percentDecode(*t, true).value_or("");
+  return p;
 }
 
 bool internal(Endpoint e) { return e == kHealth || e == kStats || e == kStatsReset; }
@@ -517,7 +535,9 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
       co_return;
     }
     case kAnthropicModels: {
-      http::Response res = makeResponse(200, anthropic::modelsJson(), "application/json", request_id);
+      const auto page = listPage(req, "limit", "after_id");
+      http::Response res =
+          makeResponse(200, anthropic::modelsJson(page.size, page.token), "application/json", request_id);
       res.set("request-id", request_id);
       co_await r.send(std::move(res));
       co_return;
@@ -535,7 +555,8 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
       co_return;
     }
     case kGeminiModels: {
-      http::Response res = makeResponse(200, gemini::modelsJson(), gjson, request_id);
+      const auto page = listPage(req, "pageSize", "pageToken");
+      http::Response res = makeResponse(200, gemini::modelsJson(page.size, page.token), gjson, request_id);
       co_await r.send(std::move(res));
       co_return;
     }

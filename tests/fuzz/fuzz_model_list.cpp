@@ -1,5 +1,5 @@
 // Model discovery (gateway/ModelList.hpp): a provider's model-list body, untrusted. Input: [gemini
-// bit] [body]. Checks: no crash; every name kept is one `serves` accepted (a model name starting
+// bit] [body]. Checks: no crash; a next-page token is 1-1024 bytes; every name kept is one `serves` accepted (a model name starting
 // "gpt-" or "gemini-"), has no space or quote, and the list is sorted, without repeats, bounded.
 #include <string>
 
@@ -16,6 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto serves = [](std::string_view n) {
     return routing::isModelName(n) && (n.starts_with("gpt-") || n.starts_with("gemini-"));
   };
+  if (auto next = gateway::nextPageToken(gemini, body); next && (next->empty() || next->size() > 1024))
+    fuzz::fail("a page token outside 1-1024 bytes", *next);
   std::string why;
   auto models = gateway::parseModelList(gemini, body, serves, why);
   if (!models) {

@@ -127,3 +127,42 @@ test('discovery_interval: 0 turns it off', async () => {
   assert.equal(d.data[0].refreshed_at_ms, null);
   assert.equal((await mock.stats()).requests, 0, 'the provider was not asked');
 });
+
+test('Gemini and Anthropic lists are read page by page until the provider says there is no next one', async () => {
+  const mock = await mockP();
+  const gw = await gwP({
+    channels: [
+      // The mock pages its lists two models at a time when a request carries this knob.
+      { name: 'an', type: 'anthropic', base_url: mock.url, models: ['claude-*'], headers: { 'x-mock-page-size': '2' } },
+      { name: 'ge', type: 'gemini', base_url: mock.url, models: ['gemini-*'], headers: { 'x-mock-page-size': '2' } },
+    ],
+    routing: { discovery_interval: '10m' },
+  });
+  const d = await discovery(gw, refreshed);
+  const whole = async (path, headers) => (await fetch(`${mock.url}${path}`, { headers })).json();
+  const claude = (await whole('/anthropic/v1/models?limit=1000', { 'anthropic-version': '2023-06-01' })).data.map((m) => m.id);
+  const gem = (await whole('/v1beta/models?pageSize=1000', {})).models.map((m) => m.name.replace(/^models\//, ''));
+  assert.ok(claude.length > 2 && gem.length > 2, 'more models than one page holds');
+  assert.deepEqual(d.data.find((x) => x.channel === 'an').models, claude.filter((m) => m.startsWith('claude-')).sort());
+  assert.deepEqual(d.data.find((x) => x.channel === 'ge').models, gem.filter((m) => m.startsWith('gemini-')).sort());
+});
+
+test('a page token is the provider\'s: it goes back percent-encoded, and a repeated one ends the walk', async () => {
+  const seen = [];
+  const token = 'a&key=x/../b c%';
+  const upstream = http.createServer((req, res) => {
+    seen.push(req.url);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const first = !req.url.includes('pageToken=');
+    res.end(JSON.stringify({ models: [{ name: first ? 'models/gemini-one' : 'models/gemini-two' }], nextPageToken: token }));
+  });
+  await new Promise((ok) => upstream.listen(0, '127.0.0.1', ok));
+  started.push({ stop: () => new Promise((ok) => { upstream.closeAllConnections(); upstream.close(ok); }) });
+  const gw = await gwP({
+    channels: [{ name: 'ge', type: 'gemini', base_url: `http://127.0.0.1:${upstream.address().port}`, models: ['gemini-*'] }],
+    routing: { discovery_interval: '10m' },
+  });
+  const d = await discovery(gw, refreshed);
+  assert.deepEqual(d.data[0].models, ['gemini-one', 'gemini-two']);
+  assert.deepEqual(seen, ['/v1beta/models?pageSize=1000', '/v1beta/models?pageSize=1000&pageToken=a%26key%3Dx%2F..%2Fb%20c%25']);
+});

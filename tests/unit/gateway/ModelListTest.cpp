@@ -40,6 +40,18 @@ TEST(ModelList, ABodyOfAnotherShapeSaysWhy) {
   EXPECT_NE(why.find("\"models\""), std::string::npos);
 }
 
+TEST(ModelList, NextPageTokenOnlyWhenTheProviderSaysThereIsMore) {
+  EXPECT_EQ(nextPageToken(true, R"({"models":[],"nextPageToken":"abc"})"), "abc");
+  EXPECT_FALSE(nextPageToken(true, R"({"models":[]})"));
+  EXPECT_FALSE(nextPageToken(true, R"({"models":[],"nextPageToken":""})"));
+  EXPECT_FALSE(nextPageToken(true, R"({"models":[],"nextPageToken":7})"));
+  EXPECT_FALSE(nextPageToken(true, std::string(R"({"nextPageToken":")") + std::string(1025, 'x') + "\"}"));
+  EXPECT_EQ(nextPageToken(false, R"({"data":[],"has_more":true,"last_id":"claude-x"})"), "claude-x");
+  EXPECT_FALSE(nextPageToken(false, R"({"data":[],"has_more":false,"last_id":"claude-x"})"));
+  EXPECT_FALSE(nextPageToken(false, R"({"data":[],"last_id":"claude-x"})"));
+  EXPECT_FALSE(nextPageToken(false, "not json"));
+}
+
 }  // namespace model_list_test
 }  // namespace
 }  // namespace sluice::gateway
