@@ -1,6 +1,9 @@
 #include "gateway/Classify.hpp"
 
+#include <boost/beast/core/string.hpp>
+
 #include <algorithm>
+#include <charconv>
 #include <iterator>
 #include <string_view>
 
@@ -78,6 +81,23 @@ bool validObjectId(std::string_view id) {
   return std::all_of(id.begin(), id.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
   });
+}
+
+bool streamsBody(const boost::beast::http::request_header<>& head) {
+  namespace bhttp = boost::beast::http;
+  if (head.method() != bhttp::verb::post) return false;
+  std::string_view target = head.target();
+  target = target.substr(0, target.find('?'));
+  static constexpr std::string_view kUploads[] = {"/v1/images/edits", "/v1/images/variations", "/v1/audio/transcriptions",
+                                                  "/v1/audio/translations", "/v1/files"};
+  if (std::find(std::begin(kUploads), std::end(kUploads), target) == std::end(kUploads)) return false;
+  const std::string_view type = head[bhttp::field::content_type];
+  if (type.size() < 19 || !boost::beast::iequals(type.substr(0, 19), "multipart/form-data")) return false;
+  const std::string_view cl = head[bhttp::field::content_length];
+  if (cl.empty()) return !head[bhttp::field::transfer_encoding].empty();
+  std::uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(cl.data(), cl.data() + cl.size(), n);
+  return ec == std::errc() && end == cl.data() + cl.size() && n >= kStreamedBodyFrom;
 }
 
 bool classify(const std::string& path, const http::Request& req, ClientCall& call) {

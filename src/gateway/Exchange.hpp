@@ -147,6 +147,9 @@ struct Route {
   bool inject_usage = false;                        // OpenAI chat streams: the gateway asks for usage itself
   std::int64_t est_tokens = 0;                      // what the limits charge up front
   std::unique_ptr<ParsedBody> parsed;               // the body as inspectBody parsed it, for the scan stage
+  // A streamed upload (Responder::body): the first bytes, read ahead for the model field; the
+  // relay sends them, then the rest as it arrives.
+  std::string body_prefix;
 };
 
 // The one parse of the body the protect stages share (the scan stage makes it).

@@ -143,6 +143,7 @@ class Gateway {
     limits.keepalive_timeout = s.keepalive_timeout;
     server_ = std::make_unique<http::Server>(s.workers, limits,
                                              [this](http::Request& req, http::Responder& r) { return handle(req, r); });
+    server_->setStreamBody(streamsBody);  // large uploads stream through to the provider
     for (int i = 0; i < server_->workerCount(); ++i) {
       auto ws = std::make_unique<WorkerState>(server_->workerContext(i), tls_);
       ws->snap = first;

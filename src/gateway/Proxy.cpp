@@ -217,7 +217,8 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
       Attempt a;
       routing::Pick served = pick;
       // No hedge for a continuation: the client is waiting on a stream already under way.
-      const relay::Millis hedgeIn = hedgeUsed || tries + 1 >= maxAttempts || relay.continuing()
+      // Nor for a streamed upload: its body can go to one provider only.
+      const relay::Millis hedgeIn = hedgeUsed || tries + 1 >= maxAttempts || relay.continuing() || ex.r.body()
                                         ? relay::Millis(0)
                                         : hedgeDelay(cfg.routing, pick);
       if (hedgeIn.count() <= 0) {
@@ -365,8 +366,9 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
         co_return;
       }
       if (!co_await failed(served, a, true)) break;  // a rule: this model's channels won't do
+      if (relay.body_spent) break;  // a streamed upload went (partly) to this one: nothing can resend it
     }
-    if (relay.deadline.passed()) break;
+    if (relay.deadline.passed() || relay.body_spent) break;
     // This model is spent: the next fallback model that has a channel for this request.
     bool moved = false;
     while (!moved && nextFallback < fallbacks.size()) {

@@ -324,7 +324,15 @@ std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view se
     h.append(p.key->secret).append("\r\n");
   }
   if (up == Wire::Anthropic && req["anthropic-version"].empty()) h.append("anthropic-version: 2023-06-01\r\n");
-  if (!bodiless) h.append("Content-Length: ").append(std::to_string(sendBody.size())).append("\r\n");
+  if (const http::RequestBody* up = r.body(); up && call.passthrough) {
+    // A streamed upload: the length the client declared, or chunked as the client sent it.
+    if (up->content_length)
+      h.append("Content-Length: ").append(std::to_string(*up->content_length)).append("\r\n");
+    else
+      h.append("Transfer-Encoding: chunked\r\n");
+  } else if (!bodiless) {
+    h.append("Content-Length: ").append(std::to_string(sendBody.size())).append("\r\n");
+  }
   h.append("\r\n");
   return h;
 }
@@ -399,6 +407,19 @@ boost::asio::awaitable<void> Relay::open(const routing::Pick& p, const UpstreamA
     o.own_body.assign(sendBody);
     sendBody = o.own_body;
   }
+  // A streamed upload: what was read ahead goes first (framed as a chunk when the client's body
+  // was chunked), the rest as it arrives, once the head and those bytes are out.
+  http::RequestBody* const upload = call.passthrough ? r.body() : nullptr;
+  const bool chunkedUpload = upload && !upload->content_length;
+  std::string framedPrefix;
+  if (upload) {
+    sendBody = ex.route.body_prefix;
+    if (chunkedUpload && !sendBody.empty()) {
+      framedPrefix = fmt::format("{:x}\r\n", sendBody.size());
+      framedPrefix.append(sendBody).append("\r\n");
+    }
+    if (chunkedUpload) sendBody = framedPrefix;
+  }
   const std::string upHead = buildUpstreamHead(p, sendBody, stages ? std::string_view(stages->header_lines) : "");
 
   // A pooled connection the provider closed while idle shows up as a failed write or an
@@ -418,6 +439,40 @@ boost::asio::awaitable<void> Relay::open(const routing::Pick& p, const UpstreamA
     const auto sentAt = Clock::now();
     auto wec = co_await o.conn->writeRaw(upHead, sendBody, deadline.cap(t.connect));
     if (lost()) co_return;
+    if (!wec && upload) {
+      // From here the client's body is being spent: nothing can send it again.
+      body_spent = true;
+      std::string frame;
+      while (!wec && !upload->done()) {
+        auto [bec, piece] = co_await upload->read();
+        if (bec) {
+          o.conn->close();
+          o.conn.reset();
+          o.client_failure = upload->failure(bec);
+          a.outcome = Outcome::ClientError;
+          a.why = "the client's upload broke: " + bec.message();
+          o.done = true;
+          co_return;
+        }
+        if (piece.empty()) continue;
+        if (chunkedUpload) {
+          frame = fmt::format("{:x}\r\n", piece.size());
+          wec = co_await o.conn->writeRaw(frame, piece, deadline.cap(t.idle));
+          if (!wec) wec = co_await o.conn->writeRaw("\r\n", {}, deadline.cap(t.idle));
+        } else {
+          wec = co_await o.conn->writeRaw({}, piece, deadline.cap(t.idle));
+        }
+      }
+      if (!wec && chunkedUpload) wec = co_await o.conn->writeRaw("0\r\n\r\n", {}, deadline.cap(t.idle));
+      if (wec) {
+        o.conn->close();
+        o.conn.reset();
+        a.timeout = wec == boost::beast::error::timeout;
+        a.why = "the upload to the provider failed: " + wec.message() + " (not retried: the body is spent)";
+        o.done = true;
+        co_return;
+      }
+    }
     if (!wec) {
       o.parser.emplace();
       o.parser->body_limit(boost::none);
@@ -429,7 +484,7 @@ boost::asio::awaitable<void> Relay::open(const routing::Pick& p, const UpstreamA
     bool stale = o.conn->reused && wec != boost::beast::error::timeout;
     o.conn->close();
     o.conn.reset();
-    if (stale && fresh == 0) continue;
+    if (stale && fresh == 0 && !body_spent) continue;
     a.timeout = wec == boost::beast::error::timeout;
     a.why = a.timeout ? "no response header within the first_byte timeout" : "upstream failed: " + wec.message();
     o.done = true;
@@ -495,6 +550,21 @@ boost::asio::awaitable<void> Relay::open(const routing::Pick& p, const UpstreamA
 
 boost::asio::awaitable<Attempt> Relay::finish(const routing::Pick& p, int attemptNo, Opening& o) {
   if (o.untranslatable) co_return co_await refuseUntranslatable(*o.untranslatable);
+  if (o.client_failure || (o.done && o.a.outcome == Outcome::ClientError)) {
+    // The client's upload broke (past max_body_bytes, too slow, malformed): its answer, if the
+    // client is still there to read one.
+    rec.status = o.client_failure ? o.client_failure->result_int() : 499;
+    rec.error = o.a.why;
+    if (o.client_failure) {
+      o.client_failure->set("x-request-id", ctx.id);
+      co_await r.send(std::move(*o.client_failure));
+    } else {
+      r.abort();
+    }
+    o.a.status = rec.status;
+    o.a.delivered = true;
+    co_return o.a;
+  }
   if (o.done) co_return o.a;
   if (o.a.status >= 400) co_return co_await upstreamError(p, attemptNo, std::move(o.conn), *o.parser, std::move(o.a));
   if (!o.sse) co_return co_await relayWhole(p, attemptNo, std::move(o.conn), *o.parser, o.a);

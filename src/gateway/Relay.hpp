@@ -83,6 +83,7 @@ struct Opening {
   boost::system::error_code held_ec;          // the read that committed also ended the stream so
   std::optional<providers::TranslateError> untranslatable;  // the channel cannot take the request
   std::string own_body;                       // a hedged attempt's body, its own copy
+  std::optional<http::Response> client_failure;  // a streamed upload broke on the client's side: its answer
   // A hedged attempt's: set when the other won; open() then stops at its next step, closes its
   // connection and touches nothing of the relay's (the request may be over).
   const bool* cancelled = nullptr;
@@ -133,6 +134,8 @@ struct Relay {
   std::string body_key;
   std::string body_made;
   bool body_is_original = false;
+  // A streamed upload's body has begun to go to a provider: no other attempt can send it.
+  bool body_spent = false;
   std::string& upstream_model;  // for the current attempt (the limits stage prices by it)
   // The headers every answer carries and whether Responses clients are answered from a Chat
   // translation (the stages before decided).

@@ -11,6 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
@@ -20,12 +21,14 @@
 #include <boost/json/value.hpp>
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <charconv>
 #include <optional>
 #include <list>
 #include <span>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 namespace sluice::http {
 
@@ -496,6 +499,83 @@ net::awaitable<void> Server::serveTlsConnection(Worker& w, int tag, std::shared_
   tcp.close();
 }
 
+namespace {
+
+// What the client still sends after its answer, read and dropped (nginx's lingering close):
+// closing with unread bytes would reset the connection, and a client still uploading would lose
+// the answer with it. Bounded: 5 s without a byte, 30 s in all.
+template <class Stream>
+net::awaitable<void> lingeringClose(Stream& stream, beast::tcp_stream& tcp, beast::flat_buffer& buffer) {
+  constexpr std::chrono::seconds kQuiet{5};
+  constexpr std::chrono::seconds kTotal{30};
+  const auto until = std::chrono::steady_clock::now() + kTotal;
+  buffer.consume(buffer.size());
+  std::array<char, 16 * 1024> scratch{};
+  while (std::chrono::steady_clock::now() < until) {
+    tcp.expires_after(kQuiet);
+    auto [ec, n] = co_await stream.async_read_some(net::buffer(scratch), kTuple);
+    if (ec) break;
+  }
+  tcp.expires_never();
+}
+
+// A body the handler streams: Beast's parser moved to a buffer body once the head is read, each
+// read decoding what arrives into a buffer of its own.
+template <class Stream>
+class StreamedBody final : public RequestBody {
+ public:
+  StreamedBody(Stream& stream, beast::tcp_stream& tcp, beast::flat_buffer& buffer,
+               bhttp::request_parser<bhttp::string_body>&& head, const ServerLimits& limits)
+      : stream_(stream), tcp_(tcp), buffer_(buffer), parser_(std::move(head)), limits_(limits) {
+    parser_.body_limit(limits.max_body_bytes);
+    parser_.on_chunk_header(check_);
+    fields_ = std::distance(parser_.get().begin(), parser_.get().end());
+    if (auto cl = parser_.content_length()) content_length = *cl;
+    buf_.resize(kPiece);
+  }
+  const bhttp::request_header<>& header() const { return parser_.get().base(); }
+
+  net::awaitable<std::pair<beast::error_code, std::string_view>> read() override {
+    if (parser_.is_done()) co_return std::pair{beast::error_code{}, std::string_view()};
+    auto& b = parser_.get().body();
+    b.data = buf_.data();
+    b.size = buf_.size();
+    tcp_.expires_after(limits_.body_timeout);
+    auto [ec, n] = co_await bhttp::async_read_some(stream_, buffer_, parser_, kTuple);
+    tcp_.expires_never();
+    if (ec == bhttp::error::need_buffer) ec = {};
+    const std::size_t got = buf_.size() - b.size;
+    // Beast merges trailer fields into the header, past every check made on it: refused.
+    if (!ec && parser_.is_done() && std::distance(parser_.get().begin(), parser_.get().end()) != fields_) {
+      trailers_ = true;
+      ec = bhttp::error::bad_field;
+    }
+    co_return std::pair{ec, std::string_view(buf_.data(), ec ? 0 : got)};
+  }
+  bool done() const override { return parser_.is_done(); }
+
+  std::optional<Response> failure(const beast::error_code& ec) const override {
+    return bodyFailure(ec, trailers_, limits_);
+  }
+
+ private:
+  static constexpr std::size_t kPiece = 64u * 1024;
+  Stream& stream_;
+  beast::tcp_stream& tcp_;
+  beast::flat_buffer& buffer_;
+  bhttp::request_parser<bhttp::buffer_body> parser_;
+  const ServerLimits& limits_;
+  std::function<void(std::uint64_t, std::string_view, beast::error_code&)> check_ =
+      [](std::uint64_t, std::string_view ext, beast::error_code& ec) {
+        if (checkChunkExtension(ext)) ec = bhttp::error::bad_chunk_extension;
+      };
+  std::ptrdiff_t fields_ = 0;
+  bool trailers_ = false;
+  std::vector<char> buf_;
+};
+
+}  // namespace
+
 template <class Stream>
 net::awaitable<void> Server::serveRequests(Worker& w, int tag, Stream& stream, beast::tcp_stream& tcp,
                                            beast::flat_buffer& buffer, bool& idle, const std::string& remote) {
@@ -509,8 +589,12 @@ net::awaitable<void> Server::serveRequests(Worker& w, int tag, Stream& stream, b
   auto refuse = [&](Response reply) -> net::awaitable<void> {
     Responder r = responder({});
     r.setKeepAlive(false);
+    // A refused body (413 for a declared length past the limit, 400, 408): the client may still be
+    // sending it, and should read its answer rather than a reset.
+    const bool body = reply.result() == bhttp::status::payload_too_large;
     // The coroutine's copy of `reply` is moved once; clang-tidy reads the frame's copy as a reuse.
     co_await r.send(std::move(reply));  // NOLINT(bugprone-use-after-move)
+    if (body && r.finished()) co_await lingeringClose(stream, tcp, buffer);
   };
   for (;;) {
     idle = true;
@@ -540,6 +624,23 @@ net::awaitable<void> Server::serveRequests(Worker& w, int tag, Stream& stream, b
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       auto [cec, cn] = co_await net::async_write(stream, net::buffer(kContinue), kTuple);
       if (cec) break;
+    }
+    if (!parser.is_done() && stream_body_ && stream_body_(hreq)) {
+      // The handler streams this body: nothing past the head is read here. The connection
+      // closes after the answer (an unread rest must never be taken for the next request).
+      StreamedBody<Stream> body(stream, tcp, buffer, std::move(parser), limits_);
+      Request req;
+      req.base() = body.header();
+      Responder r = responder(remote);
+      r.setKeepAlive(false);
+      r.setBody(&body);
+      co_await handler_(req, r);
+      if (!r.started()) {
+        http::Response reply = serverError(bhttp::status::internal_server_error, "server_error", "no response produced");
+        co_await r.send(std::move(reply));
+      }
+      if (!body.done() && r.finished()) co_await lingeringClose(stream, tcp, buffer);
+      break;
     }
     if (!parser.is_done()) {
       auto checkChunk = [](std::uint64_t, std::string_view ext, beast::error_code& ec) {

@@ -16,8 +16,10 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace boost::beast {
@@ -66,6 +68,23 @@ class ResponseSink {
   virtual net::awaitable<bool> streamEnd() = 0;  // the stream finished (not called when aborted)
 };
 
+// A request body the server did not read before the handler (Server::setStreamBody): the
+// handler pulls it piece by piece, bounded by max_body_bytes and the body timeout, as Beast
+// decodes it (Content-Length or chunked, with the same checks as a body read whole). A
+// connection whose body was streamed closes after its answer, read to the end or not.
+class RequestBody {
+ public:
+  virtual ~RequestBody() = default;
+  // The next decoded bytes (valid until the next call; may be empty before the end); an empty
+  // view with done() at the end.
+  virtual net::awaitable<std::pair<beast::error_code, std::string_view>> read() = 0;
+  virtual bool done() const = 0;
+  // The client's answer for a read that failed: 413 past max_body_bytes, 408, 400 (malformed
+  // chunking, trailers); nullopt when the client is simply gone.
+  virtual std::optional<Response> failure(const beast::error_code& ec) const = 0;
+  std::optional<std::uint64_t> content_length;  // as the client declared it; unset: chunked
+};
+
 // How a handler answers: either one complete response, or a chunked stream
 // (beginStream, writeChunk..., endStream). Every call reports whether the client is still
 // there; after a false the handler should stop writing.
@@ -101,6 +120,10 @@ class Responder {
     keep_alive_ = false;
   }
 
+  // The request's body when the server left it for the handler to stream (else null).
+  RequestBody* body() const { return body_; }
+  void setBody(RequestBody* b) { body_ = b; }
+
   bool started() const { return started_; }  // any byte sent to the client
   bool finished() const { return finished_; }
   bool keepAlive() const { return keep_alive_ && !aborted_; }
@@ -119,6 +142,7 @@ class Responder {
   beast::tcp_stream& stream_;
   TlsStream* tls_ = nullptr;  // writes branch on this rather than through a virtual stream
   ResponseSink* sink_ = nullptr;
+  RequestBody* body_ = nullptr;
   int worker_;
   int listener_ = 0;
   std::chrono::milliseconds write_timeout_;
@@ -139,6 +163,10 @@ class Server {
   Server(int workers, ServerLimits limits, Handler handler);
   // Replaces the handler; before run() only (a handler that needs the server it runs in).
   void setHandler(Handler handler) { handler_ = std::move(handler); }
+  // Which requests' bodies the handler streams (Responder::body) instead of the server reading
+  // them whole first; asked once the head is read, for a request with a body. Before run() only.
+  using StreamBodyTest = std::function<bool(const bhttp::request_header<>&)>;
+  void setStreamBody(StreamBodyTest test) { stream_body_ = std::move(test); }
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -179,6 +207,7 @@ class Server {
 
   ServerLimits limits_;
   Handler handler_;
+  StreamBodyTest stream_body_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> accepted_{0};

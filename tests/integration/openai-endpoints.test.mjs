@@ -218,3 +218,90 @@ test('a virtual key: its allowed models and channels apply to every endpoint', a
   res = await fetch(`${gw.url}/v1/files`, { headers: auth('sk-wrong') });
   assert.equal(res.status, 401);
 });
+
+// Uploads of kStreamedBodyFrom (1 MiB) or more stream through: the provider gets the client's
+// bytes as they arrive, whatever their framing, and a body past max_body_bytes is cut with a 413
+// before the provider has all of it.
+test('large uploads stream through: Content-Length and chunked bodies reach the provider byte for byte', async () => {
+  alpha.clear();
+  const big = Buffer.alloc(3 * 1024 * 1024 + 17);
+  for (let i = 0; i < big.length; i++) big[i] = (i * 31 + 7) & 0xff;
+  let res = await fetch(`${gw.url}/v1/files`, {
+    method: 'POST', headers: auth(),
+    body: form([['purpose', 'fine-tune'], ['file', null]], { field: 'file', name: 'big.bin', bytes: big }),
+  });
+  assert.equal(res.status, 200, await res.clone().text());
+  const file = await res.json();
+  assert.equal(file.bytes, big.length);
+  assert.equal(res.headers.get('x-sluice-channel'), 'alpha');
+  const up = last(alpha);
+  assert.match(header(up, 'content-length'), /^\d+$/);
+  res = await fetch(`${gw.url}/v1/files/${file.id}/content`, { headers: auth() });
+  assert.ok(Buffer.from(await res.arrayBuffer()).equals(big), 'the content the provider kept is the upload');
+
+  // Chunked, as a client streaming from a pipe sends it; the model after the file, past the
+  // read-ahead: a call without a model (the first channel), since the master key may use any.
+  const boundary = 'sluice-test-boundary';
+  const parts = [
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="long.wav"\r\nContent-Type: audio/wav\r\n\r\n`),
+    big,
+    Buffer.from(`\r\n--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n--${boundary}--\r\n`),
+  ];
+  async function* pieces() { for (const p of parts) for (let i = 0; i < p.length; i += 100000) yield p.subarray(i, i + 100000); }
+  res = await fetch(`${gw.url}/v1/audio/transcriptions`, {
+    method: 'POST', duplex: 'half', body: pieces(),
+    headers: { ...auth(), 'content-type': `multipart/form-data; boundary=${boundary}` },
+  });
+  assert.equal(res.status, 200, await res.clone().text());
+  assert.equal((await res.json()).text, `Mock transcription of long.wav (${big.length} bytes).`);
+  const chunked = last(alpha);
+  assert.equal(header(chunked, 'transfer-encoding'), 'chunked');
+  assert.equal(Buffer.from(chunked.body, 'utf8').length > 0, true);
+
+  // A key held to some models: the model must come before a large file.
+  const { secret } = await createKey(gw, { name: 'whisper-only', allowed_models: ['whisper-*'] });
+  res = await fetch(`${gw.url}/v1/audio/transcriptions`, {
+    method: 'POST', headers: auth(secret), body: form([['file', null], ['model', 'whisper-1']], { field: 'file', name: 'a.wav', bytes: big }),
+  });
+  assert.equal(res.status, 400);
+  assert.equal((await res.json()).error.code, 'model_after_file');
+  res = await fetch(`${gw.url}/v1/audio/transcriptions`, {
+    method: 'POST', headers: auth(secret), body: form([['model', 'whisper-1'], ['file', null]], { field: 'file', name: 'a.wav', bytes: big }),
+  });
+  assert.equal(res.status, 200);
+  assert.equal((await fetch(`${gw.url}/healthz`)).status, 200);
+});
+
+test('a streamed upload past max_body_bytes: 413, and the provider never gets a whole body', async () => {
+  const small = await startGateway({
+    server: { workers: 1, max_body_bytes: '2MiB' },
+    channels: [{ name: 'alpha', url: alpha.url, keys: ['k-alpha'], models: ['whisper-*'] }],
+  });
+  try {
+    alpha.clear();
+    const big = Buffer.alloc(3 * 1024 * 1024, 0x61);
+    const res = await fetch(`${small.url}/v1/files`, {
+      method: 'POST', headers: auth(), body: form([['purpose', 'batch'], ['file', null]], { field: 'file', name: 'x.jsonl', bytes: big }),
+    });
+    assert.equal(res.status, 413);
+    assert.match((await res.json()).error.message, /exceeds the limit/);
+    // The head and what was sent stay partial: the tap frames no complete request.
+    assert.equal(alpha.requests().filter((r) => r.target === '/v1/files' && r.body.length >= big.length).length, 0);
+    const files = await (await fetch(`${alpha.mock.url}/v1/files`)).json();
+    assert.ok(!files.data.some((f) => f.filename === 'x.jsonl'), 'the provider kept nothing');
+    // Chunked: no length to refuse up front; the stream is cut where it passes the limit.
+    const boundary = 'b-over';
+    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n--${boundary}\r\n` +
+      'Content-Disposition: form-data; name="file"; filename="y.jsonl"\r\n\r\n');
+    async function* pieces() { yield head; for (let i = 0; i < big.length; i += 65536) yield big.subarray(i, i + 65536); }
+    const cut = await fetch(`${small.url}/v1/files`, {
+      method: 'POST', duplex: 'half', body: pieces(), headers: { ...auth(), 'content-type': `multipart/form-data; boundary=${boundary}` },
+    });
+    assert.equal(cut.status, 413);
+    const after = await (await fetch(`${alpha.mock.url}/v1/files`)).json();
+    assert.ok(!after.data.some((f) => f.filename === 'y.jsonl'), 'the provider kept nothing');
+    assert.equal((await fetch(`${small.url}/healthz`)).status, 200);
+  } finally {
+    await small.stop();
+  }
+});

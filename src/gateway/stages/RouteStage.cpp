@@ -63,6 +63,24 @@ class RouteStage final : public Stage {
   static bool applies(const Exchange&) { return true; }
 
   boost::asio::awaitable<Step> onRequest(Exchange& ex) override {
+    // A streamed upload: its first bytes are read ahead, for the model field to route by.
+    if (http::RequestBody* body = ex.r.body(); body && ex.call.passthrough) {
+      while (!body->done() && ex.route.body_prefix.size() < kReadAhead) {
+        auto [ec, piece] = co_await body->read();
+        if (ec) {
+          ex.rec.status = 400;
+          ex.rec.error = "the request body broke: " + ec.message();
+          if (std::optional<http::Response> reply = body->failure(ec)) {
+            ex.rec.status = reply->result_int();
+            co_await ex.r.send(std::move(*reply));
+          } else {
+            ex.r.abort();
+          }
+          co_return Step::Answered;
+        }
+        ex.route.body_prefix.append(piece);
+      }
+    }
     std::optional<http::Response> answer = decide(ex);
     if (!answer) co_return Step::Continue;
     co_await ex.r.send(std::move(*answer));
@@ -70,6 +88,10 @@ class RouteStage final : public Stage {
   }
 
  private:
+  // How much of a streamed upload is read before it is routed: its model field is found when it
+  // comes first or after a small file; otherwise the upload routes as a call without a model.
+  static constexpr std::size_t kReadAhead = 64u * 1024;
+
   // The answer this stage gives (a refusal, or the model list), or nullopt: routed.
   static std::optional<http::Response> decide(Exchange& ex) {
     // What of the client's query may travel upstream: re-encoded, the gateway's key left out.
@@ -149,8 +171,15 @@ class RouteStage final : public Stage {
     } else if (post && call.multipart) {
       auto boundary = multipartBoundary(ex.req[bhttp::field::content_type]);
       if (!boundary) return refused(ex, 400, "invalid_request", "the body must be multipart/form-data with a boundary");
-      if (auto m = multipartField(text, *boundary, "model")) model = std::move(*m);
-      if (auto st = multipartField(text, *boundary, "stream")) facts.stream = *st == "true";
+      const std::string_view form = ex.r.body() ? std::string_view(route.body_prefix) : std::string_view(text);
+      if (auto m = multipartField(form, *boundary, "model")) model = std::move(*m);
+      if (auto st = multipartField(form, *boundary, "stream")) facts.stream = *st == "true";
+      // A key held to some models may not send what its read-ahead cannot see the model of.
+      if (model.empty() && ex.r.body() && vk && !vk->allowed_models.empty() && call.op != "/files")
+        return refused(ex, 400, "model_after_file",
+                       fmt::format("this key ({}) may use only some models, and this upload is too large to read "
+                                   "its model after the file: put the model field before the file",
+                                   vk->name));
     }
     if (!model.empty()) {
       if (auto problem = routing::modelNameProblem(model)) {
