@@ -42,7 +42,7 @@ std::int64_t anthropicCacheWrites(const json::object& u) {
   for (const auto& kv : cc->as_object()) {
     const auto* v = &kv.value();
     std::int64_t n = v->is_int64() ? v->as_int64() : v->is_uint64() ? static_cast<std::int64_t>(v->as_uint64()) : -1;
-    if (n >= 0) sum = std::max<std::int64_t>(sum, 0) + n;
+    if (n >= 0) sum = providers::detail::addCounts(std::max<std::int64_t>(sum, 0), n);
   }
   return sum;
 }
@@ -54,7 +54,9 @@ void anthropicUsage(const json::object& u, Usage& usage, bool output_only) {
     auto in = intAt(u, "input_tokens");
     auto read = intAt(u, "cache_read_input_tokens");
     auto created = anthropicCacheWrites(u);
-    if (in >= 0) usage.prompt_tokens = in + std::max<std::int64_t>(read, 0) + std::max<std::int64_t>(created, 0);
+    if (in >= 0)
+      usage.prompt_tokens = providers::detail::addCounts(
+          providers::detail::addCounts(in, std::max<std::int64_t>(read, 0)), std::max<std::int64_t>(created, 0));
     if (read >= 0) usage.cached_tokens = read;
     if (created >= 0) usage.cache_write_tokens = created;
   }
@@ -70,8 +72,8 @@ void geminiUsage(const json::object& m, Usage& usage) {
   auto c = intAt(m, "candidatesTokenCount");
   auto t = intAt(m, "thoughtsTokenCount");
   auto cached = intAt(m, "cachedContentTokenCount");
-  usage.prompt_tokens = (p < 0 ? 0 : p) + (tool < 0 ? 0 : tool);
-  usage.completion_tokens = (c < 0 ? 0 : c) + (t < 0 ? 0 : t);
+  usage.prompt_tokens = providers::detail::addCounts(p < 0 ? 0 : p, tool < 0 ? 0 : tool);
+  usage.completion_tokens = providers::detail::addCounts(c < 0 ? 0 : c, t < 0 ? 0 : t);
   if (cached >= 0) usage.cached_tokens = cached;
   if (t >= 0) usage.reasoning_tokens = t;
 }

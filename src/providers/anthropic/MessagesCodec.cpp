@@ -274,7 +274,7 @@ struct RawUsage {
       bool any = false;
       for (const auto& kv : cc->as_object()) {
         if (auto n = detail::asInt(&kv.value()); n && *n >= 0) {
-          sum += *n;
+          sum = detail::addCounts(sum, *n);
           any = true;
         }
       }
@@ -284,7 +284,8 @@ struct RawUsage {
   }
   Usage canonical() const {
     Usage u;
-    if (input >= 0) u.input = input + (read > 0 ? read : 0) + (creation > 0 ? creation : 0);
+    if (input >= 0)
+      u.input = detail::addCounts(detail::addCounts(input, read > 0 ? read : 0), creation > 0 ? creation : 0);
     u.output = output;
     u.cached = read;
     u.cache_creation = creation;

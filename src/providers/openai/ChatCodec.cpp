@@ -371,7 +371,7 @@ void appendChatUsage(std::string& out, const Usage& u) {
   out += ",\"completion_tokens\":";
   detail::appendInt(out, o);
   out += ",\"total_tokens\":";
-  detail::appendInt(out, in + o);
+  detail::appendInt(out, detail::addCounts(in, o));
   out += ",\"prompt_tokens_details\":{\"cached_tokens\":";
   detail::appendInt(out, u.cached < 0 ? 0 : u.cached);
   if (u.cache_creation > 0) {

@@ -764,7 +764,7 @@ void appendResponsesUsage(std::string& out, const Usage& u) {
   out += ",\"output_tokens_details\":{\"reasoning_tokens\":";
   detail::appendInt(out, u.reasoning < 0 ? 0 : u.reasoning);
   out += "},\"total_tokens\":";
-  detail::appendInt(out, in + o);
+  detail::appendInt(out, detail::addCounts(in, o));
   out += '}';
 }
 

@@ -322,6 +322,22 @@ TEST(UsageTranslateTest, AnthropicCacheCreationSplitCountsAsCacheWrites) {
   EXPECT_EQ(canonicalCounts(canonical), (Counts{1000, 300, 600, 200, 0}));
 }
 
+// Counts are the upstream's word: sums of huge ones saturate rather than overflow.
+TEST(UsageTranslateTest, HugeCountsSaturate) {
+  constexpr std::string_view kHuge =
+      R"({"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Hi"}],)"
+      R"("stop_reason":"end_turn","usage":{"input_tokens":9000000000000000000,)"
+      R"("cache_read_input_tokens":9000000000000000000,"cache_creation":{"ephemeral_5m_input_tokens":)"
+      R"(9000000000000000000,"ephemeral_1h_input_tokens":9000000000000000000},"output_tokens":1}})";
+  std::string body;
+  Usage canonical;
+  ASSERT_FALSE(
+      translateResponse(Format::OpenAIChat, Format::AnthropicMessages, kHuge, body, fixedContext(), &canonical));
+  EXPECT_EQ(canonical.input, INT64_MAX);
+  EXPECT_EQ(canonical.cache_creation, INT64_MAX);
+  EXPECT_NE(body.find("\"total_tokens\":9223372036854775807"), std::string::npos) << body;
+}
+
 }  // namespace usage_translate_test
 }  // namespace
 }  // namespace sluice::providers
