@@ -172,6 +172,8 @@ export interface LogEntry {
   input_tokens: number;
   output_tokens: number;
   cached_tokens: number;
+  cache_write_tokens?: number; // of input_tokens, written to a prompt cache
+  reasoning_tokens?: number; // of output_tokens, spent on reasoning
   cost_usd: number;
   client_addr: string;
   user_agent: string;

@@ -213,6 +213,8 @@ json::object logJson(const store::LogEntry& e) {
                       {"input_tokens", r.input_tokens},
                       {"output_tokens", r.output_tokens},
                       {"cached_tokens", r.cached_tokens},
+                      {"cache_write_tokens", r.cache_write_tokens},
+                      {"reasoning_tokens", r.reasoning_tokens},
                       {"cost_usd", r.cost_usd},
                       {"client_addr", r.client_addr},
                       {"user_agent", r.user_agent}};
@@ -232,7 +234,8 @@ http::Response usageCsv(const store::UsageQuery& uq, const std::vector<store::Us
   if (uq.by_virtual_key) out += "virtual_key_id,virtual_key_name,";
   if (uq.by_model) out += "model,";
   if (uq.by_channel) out += "channel,";
-  out += "requests,errors,input_tokens,output_tokens,cached_tokens,cost_usd\r\n";
+  // The columns added later go last, so a sheet reading columns by position keeps working.
+  out += "requests,errors,input_tokens,output_tokens,cached_tokens,cost_usd,cache_write_tokens,reasoning_tokens\r\n";
   for (const auto& u : rows) {
     if (uq.by_day) out += utcDate(u.day_ms) + ",";
     if (uq.by_virtual_key) {
@@ -249,8 +252,8 @@ http::Response usageCsv(const store::UsageQuery& uq, const std::vector<store::Us
       appendCsvText(out, u.channel);
       out += ',';
     }
-    out += fmt::format("{},{},{},{},{},{}\r\n", u.requests, u.errors, u.input_tokens, u.output_tokens, u.cached_tokens,
-                       csvUsd(u.cost_usd));
+    out += fmt::format("{},{},{},{},{},{},{},{}\r\n", u.requests, u.errors, u.input_tokens, u.output_tokens,
+                       u.cached_tokens, csvUsd(u.cost_usd), u.cache_write_tokens, u.reasoning_tokens);
   }
   http::Response res{bhttp::status::ok, 11};
   res.set(bhttp::field::content_type, "text/csv; charset=utf-8");
@@ -434,9 +437,14 @@ http::Response AdminApi::State::usage(Call& c) {
   if (format == "csv") return usageCsv(uq, rows, keyName);
   json::array data;
   for (const auto& u : rows) {
-    json::object o{{"requests", u.requests},           {"errors", u.errors},
-                   {"input_tokens", u.input_tokens},   {"output_tokens", u.output_tokens},
-                   {"cached_tokens", u.cached_tokens}, {"cost_usd", u.cost_usd}};
+    json::object o{{"requests", u.requests},
+                   {"errors", u.errors},
+                   {"input_tokens", u.input_tokens},
+                   {"output_tokens", u.output_tokens},
+                   {"cached_tokens", u.cached_tokens},
+                   {"cache_write_tokens", u.cache_write_tokens},
+                   {"reasoning_tokens", u.reasoning_tokens},
+                   {"cost_usd", u.cost_usd}};
     if (uq.by_day) o["day_ms"] = u.day_ms;
     if (uq.by_model) o["model"] = u.model;
     if (uq.by_channel) o["channel"] = u.channel;

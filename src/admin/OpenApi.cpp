@@ -69,7 +69,7 @@ constexpr std::string_view kDocument = R"json({
           {"name": "model", "in": "query", "schema": {"type": "string"}},
           {"name": "channel", "in": "query", "schema": {"type": "string"}},
           {"name": "virtual_key_id", "in": "query", "description": "only requests made with this virtual key", "schema": {"type": "integer", "minimum": 1}},
-          {"name": "format", "in": "query", "description": "csv: a text/csv attachment with one line per row and a column per grouped dimension (day as YYYY-MM-DD, key as virtual_key_id and virtual_key_name), then requests, errors, input_tokens, output_tokens, cached_tokens, cost_usd", "schema": {"type": "string", "enum": ["json", "csv"], "default": "json"}}
+          {"name": "format", "in": "query", "description": "csv: a text/csv attachment with one line per row and a column per grouped dimension (day as YYYY-MM-DD, key as virtual_key_id and virtual_key_name), then requests, errors, input_tokens, output_tokens, cached_tokens, cost_usd, cache_write_tokens, reasoning_tokens", "schema": {"type": "string", "enum": ["json", "csv"], "default": "json"}}
         ],
         "responses": {
           "200": {"description": "One row per group", "content": {
@@ -78,7 +78,7 @@ constexpr std::string_view kDocument = R"json({
               "properties": {
                 "data": {"type": "array", "items": {"$ref": "#/components/schemas/UsageRow"}},
                 "from_ms": {"type": "integer"}, "to_ms": {"type": "integer"}}}},
-            "text/csv": {"schema": {"type": "string"}, "example": "day,model,requests,errors,input_tokens,output_tokens,cached_tokens,cost_usd\r\n2026-01-31,gpt-4o-mini,120,2,5400,9100,0,0.00627\r\n"}}},
+            "text/csv": {"schema": {"type": "string"}, "example": "day,model,requests,errors,input_tokens,output_tokens,cached_tokens,cost_usd,cache_write_tokens,reasoning_tokens\r\n2026-01-31,gpt-4o-mini,120,2,5400,9100,0,0.00627,0,0\r\n"}}},
           "400": {"$ref": "#/components/responses/BadRequest"},
           "401": {"$ref": "#/components/responses/Unauthorized"},
           "503": {"$ref": "#/components/responses/Unavailable"}
@@ -404,7 +404,9 @@ constexpr std::string_view kDocument = R"json({
               "type": "object", "required": ["model", "input_per_mtok", "output_per_mtok", "source"], "properties": {
                 "model": {"type": "string", "description": "a name or a glob"},
                 "input_per_mtok": {"type": "number"}, "output_per_mtok": {"type": "number"},
-                "cached_input_per_mtok": {"type": "number"},
+                "cached_input_per_mtok": {"type": "number", "description": "cache reads; absent: as input"},
+                "cache_write_per_mtok": {"type": "number", "description": "cache writes; absent: as input"},
+                "reasoning_per_mtok": {"type": "number", "description": "reasoning tokens; absent: as output"},
                 "source": {"type": "string", "enum": ["shipped", "config"]}}}}}}}}},
           "401": {"$ref": "#/components/responses/Unauthorized"}
         }
@@ -633,9 +635,11 @@ constexpr std::string_view kDocument = R"json({
             "error": {"type": ["string", "null"], "description": "why the attempt failed"}}}},
           "ttfb_ms": {"type": "integer"},
           "duration_ms": {"type": "integer"},
-          "input_tokens": {"type": "integer"},
-          "output_tokens": {"type": "integer"},
-          "cached_tokens": {"type": "integer"},
+          "input_tokens": {"type": "integer", "description": "every prompt token, cache reads and writes included"},
+          "output_tokens": {"type": "integer", "description": "every answer token, reasoning included"},
+          "cached_tokens": {"type": "integer", "description": "of input_tokens, read from a prompt cache"},
+          "cache_write_tokens": {"type": "integer", "description": "of input_tokens, written to a prompt cache (Anthropic cache_creation_input_tokens)"},
+          "reasoning_tokens": {"type": "integer", "description": "of output_tokens, spent on reasoning"},
           "cost_usd": {"type": "number"},
           "client_addr": {"type": "string"},
           "user_agent": {"type": "string"}
@@ -698,7 +702,7 @@ constexpr std::string_view kDocument = R"json({
       },
       "UsageRow": {
         "type": "object",
-        "required": ["requests", "errors", "input_tokens", "output_tokens", "cached_tokens", "cost_usd"],
+        "required": ["requests", "errors", "input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens", "cost_usd"],
         "properties": {
           "day_ms": {"type": "integer", "description": "start of the UTC day; when grouped by day"},
           "model": {"type": "string", "description": "when grouped by model"},
@@ -710,6 +714,8 @@ constexpr std::string_view kDocument = R"json({
           "input_tokens": {"type": "integer"},
           "output_tokens": {"type": "integer"},
           "cached_tokens": {"type": "integer"},
+          "cache_write_tokens": {"type": "integer"},
+          "reasoning_tokens": {"type": "integer"},
           "cost_usd": {"type": "number"}
         }
       }

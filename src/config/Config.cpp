@@ -64,7 +64,7 @@ constexpr std::array<std::string_view, 14> kRoutingKeys = {
     "aliases",           "recovery_interval", "rules",   "fallbacks",        "stall_timeout",
     "on_stall",          "balance",  "hedge_after",      "discovery_interval"};
 constexpr std::array<std::string_view, 4> kErrorRuleKeys = {"status", "body", "action", "for"};
-constexpr std::array<std::string_view, 3> kPriceKeys = {"input", "output", "cached_input"};
+constexpr std::array<std::string_view, 5> kPriceKeys = {"input", "output", "cached_input", "cache_write", "reasoning"};
 constexpr std::array<std::string_view, 4> kTimeoutKeys = {"connect", "first_byte", "idle", "total"};
 constexpr std::array<std::string_view, 18> kChannelKeys = {
     "name",      "type",    "base_url",  "keys",     "models",         "priority", "weight",
@@ -406,7 +406,6 @@ class Loader {
     return buf;
   }
 
-  // pricing: {MODEL_OR_GLOB: {input: USD_PER_MTOK, output: USD_PER_MTOK, cached_input: USD_PER_MTOK}}
   ScreenAction screenAction(const YAML::Node& n, const std::string& path) {
     const std::string v = scalar(n, path, "off, log, warn or block");
     const auto a = parseScreenAction(v);
@@ -580,6 +579,8 @@ class Loader {
     });
   }
 
+  // pricing: {MODEL_OR_GLOB: {input, output, cached_input, cache_write, reasoning}}, each USD per
+  // million tokens; input and output required (pipeline/Pricing.hpp has the cost rule).
   void pricing(const YAML::Node& node, std::map<std::string, Price>& out) {
     if (node.IsNull()) return;
     if (!node.IsMap()) fail(node, "pricing: expected a mapping of model names to prices, got " + describeNode(node));
@@ -595,7 +596,11 @@ class Loader {
         std::string ppath = path;
         ppath.append(".").append(pk);
         double usd = number(v, ppath, 0, 1'000'000);
-        (pk == "input" ? p.input : pk == "output" ? p.output : p.cached_input) = usd;
+        (pk == "input"          ? p.input
+         : pk == "output"       ? p.output
+         : pk == "cached_input" ? p.cached_input
+         : pk == "cache_write"  ? p.cache_write
+                                : p.reasoning) = usd;
       });
       if (!present.contains("input") || !present.contains("output"))
         fail(kv.second, path + ": needs input and output (USD per million tokens), e.g. {input: 2.5, output: 10}");
@@ -1373,6 +1378,8 @@ std::string describeConfig(const Config& c) {
       e << YAML::Key << model << YAML::Value << YAML::Flow << YAML::BeginMap;
       e << YAML::Key << "input" << YAML::Value << p.input << YAML::Key << "output" << YAML::Value << p.output;
       if (p.cached_input >= 0) e << YAML::Key << "cached_input" << YAML::Value << p.cached_input;
+      if (p.cache_write >= 0) e << YAML::Key << "cache_write" << YAML::Value << p.cache_write;
+      if (p.reasoning >= 0) e << YAML::Key << "reasoning" << YAML::Value << p.reasoning;
       e << YAML::EndMap;
     }
     e << YAML::EndMap;

@@ -130,11 +130,14 @@ struct RoutingConfig {
   bool hedge_auto = false;
 };
 
-// USD per million tokens. cached_input < 0: cached prompt tokens cost the same as input.
+// USD per million tokens. A rate < 0 is unset: cache reads (cached_input) and cache writes
+// (cache_write) then cost the input rate, reasoning tokens the output rate.
 struct Price {
   double input = 0;
   double output = 0;
   double cached_input = -1;
+  double cache_write = -1;
+  double reasoning = -1;
 };
 
 inline constexpr const char* kAzureApiVersion = "2024-10-21";

@@ -73,7 +73,9 @@ struct RequestRecord {
   double duration_ms = 0;
   std::int64_t input_tokens = -1;
   std::int64_t output_tokens = -1;
-  std::int64_t cached_tokens = 0;
+  std::int64_t cached_tokens = 0;       // of input_tokens, read from a prompt cache
+  std::int64_t cache_write_tokens = 0;  // of input_tokens, written to a prompt cache
+  std::int64_t reasoning_tokens = 0;    // of output_tokens, spent on reasoning
   bool stream = false;
   std::string error;
   // JSON array, one object per upstream attempt: {"channel","key","status","error"}.

@@ -139,6 +139,8 @@ net::awaitable<std::optional<http::Response>> LiveAdmin::handle(const Snapshot& 
     for (const auto& [model, price] : snap.prices->entries()) {
       json::object m{{"model", model}, {"input_per_mtok", price.input}, {"output_per_mtok", price.output}};
       if (price.cached_input >= 0) m["cached_input_per_mtok"] = price.cached_input;
+      if (price.cache_write >= 0) m["cache_write_per_mtok"] = price.cache_write;
+      if (price.reasoning >= 0) m["reasoning_per_mtok"] = price.reasoning;
       m["source"] = overrides.contains(model) ? "config" : "shipped";
       models.push_back(std::move(m));
     }

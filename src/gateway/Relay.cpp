@@ -144,6 +144,14 @@ const char* outcomeAction(Outcome o) {
   return "success";
 }
 
+void recordUsage(RequestRecord& rec, const Usage& u) {
+  rec.input_tokens = u.prompt_tokens;
+  rec.output_tokens = u.completion_tokens;
+  rec.cached_tokens = u.cached_tokens;
+  rec.cache_write_tokens = u.cache_write_tokens;
+  rec.reasoning_tokens = u.reasoning_tokens;
+}
+
 std::string errorMessageFromBody(std::string_view body) {
   boost::system::error_code ec;
   auto v = sluice::parseJson(body, ec);
@@ -737,11 +745,7 @@ boost::asio::awaitable<Attempt> Relay::relayWhole(const routing::Pick& p, int at
       body.swap(whole);  // one body for both views: no stage rewrites it
   }
   const std::string_view upstreamBytes = rh.translated || stagesRead ? std::string_view(whole) : std::string_view(body);
-  if (usage.known()) {
-    rec.input_tokens = usage.prompt_tokens;
-    rec.output_tokens = usage.completion_tokens;
-    rec.cached_tokens = usage.cached_tokens;
-  }
+  if (usage.known()) recordUsage(rec, usage);
   ex.keepBody(body);  // the log keeps the answer as it came, tokens sealed
   const ResponseEnd end{.pick = p, .status = a.status, .stream = false, .upstream_body = upstreamBytes};
   if (wayback::takes(ex, Stage::kResponseData)) {
@@ -868,11 +872,7 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
       }
     }
     if (last) {
-      if (const auto u = sp ? fromCanonical(sp->usage()) : filter.usage(); u.known()) {
-        rec.input_tokens = u.prompt_tokens;
-        rec.output_tokens = u.completion_tokens;
-        rec.cached_tokens = u.cached_tokens;
-      }
+      if (const auto u = sp ? fromCanonical(sp->usage()) : filter.usage(); u.known()) recordUsage(rec, u);
       // Settled (and recorded) before the last bytes go out: the client's next request finds it.
       if (wayback::takes(ex, Stage::kResponseCommit)) co_await wayback::commit(ex, end);
     }

@@ -27,6 +27,8 @@ store::LogRecord logRecord(const http::Request& req, RequestContext& ctx, Reques
   l.input_tokens = std::max<std::int64_t>(rec.input_tokens, 0);
   l.output_tokens = std::max<std::int64_t>(rec.output_tokens, 0);
   l.cached_tokens = std::max<std::int64_t>(rec.cached_tokens, 0);
+  l.cache_write_tokens = std::max<std::int64_t>(rec.cache_write_tokens, 0);
+  l.reasoning_tokens = std::max<std::int64_t>(rec.reasoning_tokens, 0);
   l.virtual_key_id = rec.virtual_key_id;
   l.cost_usd = rec.cost_usd;
   if (!rec.request_body.empty()) l.request_body = std::move(rec.request_body);
@@ -71,6 +73,8 @@ std::string accessLogLine(const http::Request& req, const RequestContext& ctx, c
   integer("input_tokens", rec.input_tokens);
   integer("output_tokens", rec.output_tokens);
   integer("cached_tokens", rec.cached_tokens);
+  if (rec.cache_write_tokens > 0) integer("cache_write_tokens", rec.cache_write_tokens);
+  if (rec.reasoning_tokens > 0) integer("reasoning_tokens", rec.reasoning_tokens);
   if (rec.cost_usd > 0) {
     key("cost_usd");
     line.append(fmt::format("{:.6f}", rec.cost_usd));

@@ -22,7 +22,12 @@ bool Settlement::begin(const pipeline::PriceTable& prices, RequestRecord& rec, s
   if (in + out > 0) {
     auto p = upstream_model.empty() || upstream_model == routed_model ? price : prices.find(upstream_model);
     if (!p) p = price;
-    if (p) rec.cost_usd = pipeline::PriceTable::cost(*p, in, out, rec.cached_tokens);
+    if (p)
+      rec.cost_usd = pipeline::PriceTable::cost(*p, {.input = in,
+                                                     .output = out,
+                                                     .cached = rec.cached_tokens,
+                                                     .cache_write = rec.cache_write_tokens,
+                                                     .reasoning = rec.reasoning_tokens});
   }
   return !held_.empty();
 }

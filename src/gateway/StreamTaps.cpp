@@ -32,28 +32,50 @@ std::int64_t intAt(const json::object& o, std::string_view k) {
   return -1;
 }
 
-// Anthropic usage object: input_tokens excludes cache reads, so add them for the total.
+// Anthropic's cache writes: cache_creation_input_tokens, or else the sum of its per-lifetime
+// split (cache_creation: {ephemeral_5m_input_tokens, ephemeral_1h_input_tokens}).
+std::int64_t anthropicCacheWrites(const json::object& u) {
+  if (auto n = intAt(u, "cache_creation_input_tokens"); n >= 0) return n;
+  const auto* cc = u.if_contains("cache_creation");
+  if (!cc || !cc->is_object()) return -1;
+  std::int64_t sum = -1;
+  for (const auto& kv : cc->as_object()) {
+    const auto* v = &kv.value();
+    std::int64_t n = v->is_int64() ? v->as_int64() : v->is_uint64() ? static_cast<std::int64_t>(v->as_uint64()) : -1;
+    if (n >= 0) sum = providers::detail::addCounts(std::max<std::int64_t>(sum, 0), n);
+  }
+  return sum;
+}
+
+// Anthropic usage object: input_tokens excludes cache reads and writes, so add them for the
+// total (MessagesCodec.hpp has the rule).
 void anthropicUsage(const json::object& u, Usage& usage, bool output_only) {
   if (!output_only) {
     auto in = intAt(u, "input_tokens");
     auto read = intAt(u, "cache_read_input_tokens");
-    auto created = intAt(u, "cache_creation_input_tokens");
-    if (in >= 0) usage.prompt_tokens = in + std::max<std::int64_t>(read, 0) + std::max<std::int64_t>(created, 0);
+    auto created = anthropicCacheWrites(u);
+    if (in >= 0)
+      usage.prompt_tokens = providers::detail::addCounts(
+          providers::detail::addCounts(in, std::max<std::int64_t>(read, 0)), std::max<std::int64_t>(created, 0));
     if (read >= 0) usage.cached_tokens = read;
+    if (created >= 0) usage.cache_write_tokens = created;
   }
   auto out = intAt(u, "output_tokens");
   if (out >= 0) usage.completion_tokens = out;
   if (usage.prompt_tokens < 0 && usage.completion_tokens >= 0) usage.prompt_tokens = 0;
 }
 
+// Gemini usageMetadata, as GenerateCodec reads it: candidatesTokenCount excludes the thoughts.
 void geminiUsage(const json::object& m, Usage& usage) {
   auto p = intAt(m, "promptTokenCount");
+  auto tool = intAt(m, "toolUsePromptTokenCount");
   auto c = intAt(m, "candidatesTokenCount");
   auto t = intAt(m, "thoughtsTokenCount");
   auto cached = intAt(m, "cachedContentTokenCount");
-  usage.prompt_tokens = p < 0 ? 0 : p;
-  usage.completion_tokens = (c < 0 ? 0 : c) + (t < 0 ? 0 : t);
+  usage.prompt_tokens = providers::detail::addCounts(p < 0 ? 0 : p, tool < 0 ? 0 : tool);
+  usage.completion_tokens = providers::detail::addCounts(c < 0 ? 0 : c, t < 0 ? 0 : t);
   if (cached >= 0) usage.cached_tokens = cached;
+  if (t >= 0) usage.reasoning_tokens = t;
 }
 
 class OpenAITap final : public StreamTap {
@@ -528,6 +550,8 @@ Usage fromCanonical(const providers::Usage& u) {
   out.prompt_tokens = u.input < 0 ? 0 : u.input;
   out.completion_tokens = u.output < 0 ? 0 : u.output;
   out.cached_tokens = u.cached < 0 ? 0 : u.cached;
+  out.cache_write_tokens = u.cache_creation < 0 ? 0 : u.cache_creation;
+  out.reasoning_tokens = u.reasoning < 0 ? 0 : u.reasoning;
   return out;
 }
 

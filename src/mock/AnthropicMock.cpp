@@ -159,12 +159,20 @@ std::optional<ApiError> parseCommon(const json::value& body, bool with_model, st
   return std::nullopt;
 }
 
-std::string usageJson(std::int64_t input, std::int64_t output) {
-  std::string s = "{\"input_tokens\":" + std::to_string(input);
-  s += ",\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":0,\"output_tokens\":";
-  s += std::to_string(output);
-  s += ",\"service_tier\":\"standard\"}";
+// input_tokens without the cache reads and writes; output_tokens with the thinking.
+std::string usageFields(std::int64_t input, std::int64_t output, const ExtraUsage& x) {
+  std::string s = "\"input_tokens\":" + std::to_string(input);
+  s += ",\"cache_creation_input_tokens\":" + std::to_string(x.cache_write);
+  s += ",\"cache_read_input_tokens\":" + std::to_string(x.cache_read);
+  if (x.cache_write > 0)
+    s += ",\"cache_creation\":{\"ephemeral_5m_input_tokens\":" + std::to_string(x.cache_write) +
+         ",\"ephemeral_1h_input_tokens\":0}";
+  s += ",\"output_tokens\":" + std::to_string(output + x.reasoning);
   return s;
+}
+
+std::string usageJson(std::int64_t input, std::int64_t output, const ExtraUsage& x) {
+  return "{" + usageFields(input, output, x) + ",\"service_tier\":\"standard\"}";
 }
 
 std::string event(std::string_view name, std::string_view data) {
@@ -283,7 +291,7 @@ std::string messageJson(const MessagesRequest& req, const Generation& gen, std::
   if (gen.stop_sequence && !gen.hasToolCalls()) appendJsonString(out, *gen.stop_sequence);
   else out += "null";
   out += ",\"usage\":";
-  out += usageJson(req.input_tokens, static_cast<std::int64_t>(gen.tokensPerChoice()));
+  out += usageJson(req.input_tokens, static_cast<std::int64_t>(gen.tokensPerChoice()), gen.extra);
   out += '}';
   return out;
 }
@@ -296,7 +304,7 @@ SseScript messageStream(const MessagesRequest& req, const Generation& gen, std::
     d += ",\"type\":\"message\",\"role\":\"assistant\",\"model\":";
     appendJsonString(d, req.model);
     d += ",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":";
-    d += usageJson(req.input_tokens, 1);
+    d += usageJson(req.input_tokens, 1, {gen.extra.cache_read, gen.extra.cache_write, 0});
     d += "}}";
     s.head.push_back(event("message_start", d));
   }
@@ -344,9 +352,8 @@ SseScript messageStream(const MessagesRequest& req, const Generation& gen, std::
     d += "\",\"stop_sequence\":";
     if (gen.stop_sequence && !gen.hasToolCalls()) appendJsonString(d, *gen.stop_sequence);
     else d += "null";
-    d += "},\"usage\":{\"input_tokens\":" + std::to_string(req.input_tokens) +
-         ",\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":0,\"output_tokens\":" +
-         std::to_string(gen.tokensPerChoice()) + "}}";
+    d += "},\"usage\":{" + usageFields(req.input_tokens, static_cast<std::int64_t>(gen.tokensPerChoice()), gen.extra) +
+         "}}";
     s.tail.push_back(event("message_delta", d));
   }
   s.tail.push_back(event("message_stop", "{\"type\":\"message_stop\"}"));

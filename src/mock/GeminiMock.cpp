@@ -123,11 +123,17 @@ std::optional<ApiError> readInt(const json::object& o, std::string_view camel, s
   return std::nullopt;
 }
 
-std::string usageJson(std::int64_t prompt, std::optional<std::int64_t> candidates) {
-  std::string s = "{\"promptTokenCount\":" + std::to_string(prompt);
+// promptTokenCount with the cached content (Gemini reports no cache writes: they are prompt
+// tokens like the rest), candidatesTokenCount without the thoughts (told with the candidates).
+std::string usageJson(std::int64_t prompt, std::optional<std::int64_t> candidates, const ExtraUsage& x) {
+  const std::int64_t total_prompt = prompt + x.cache_read + x.cache_write;
+  const std::int64_t thoughts = candidates ? x.reasoning : 0;
+  std::string s = "{\"promptTokenCount\":" + std::to_string(total_prompt);
   if (candidates) s += ",\"candidatesTokenCount\":" + std::to_string(*candidates);
-  s += ",\"totalTokenCount\":" + std::to_string(prompt + candidates.value_or(0));
-  s += ",\"promptTokensDetails\":[{\"modality\":\"TEXT\",\"tokenCount\":" + std::to_string(prompt) + "}]}";
+  if (x.cache_read > 0) s += ",\"cachedContentTokenCount\":" + std::to_string(x.cache_read);
+  if (thoughts > 0) s += ",\"thoughtsTokenCount\":" + std::to_string(thoughts);
+  s += ",\"totalTokenCount\":" + std::to_string(total_prompt + candidates.value_or(0) + thoughts);
+  s += ",\"promptTokensDetails\":[{\"modality\":\"TEXT\",\"tokenCount\":" + std::to_string(total_prompt) + "}]}";
   return s;
 }
 
@@ -342,14 +348,14 @@ std::string generateJson(const GenerateRequest& req, const Generation& gen, std:
     out += "\",\"index\":" + std::to_string(c) + "}";
   }
   out += "],\"usageMetadata\":";
-  out += usageJson(req.prompt_tokens, static_cast<std::int64_t>(gen.completionTokens()));
+  out += usageJson(req.prompt_tokens, static_cast<std::int64_t>(gen.completionTokens()), gen.extra);
   out += trailer(req, response_id);
   return out;
 }
 
 SseScript generateStream(const GenerateRequest& req, const Generation& gen, std::string_view response_id, bool sse) {
-  auto tail = std::make_shared<const std::string>(",\"usageMetadata\":" + usageJson(req.prompt_tokens, std::nullopt) +
-                                                  trailer(req, response_id));
+  auto tail = std::make_shared<const std::string>(
+      ",\"usageMetadata\":" + usageJson(req.prompt_tokens, std::nullopt, gen.extra) + trailer(req, response_id));
   const std::string open = sse ? "data: " : "";
   const std::string close = sse ? "\r\n\r\n" : "";
   SseScript s;
@@ -389,7 +395,7 @@ SseScript generateStream(const GenerateRequest& req, const Generation& gen, std:
     last += "\",\"index\":" + std::to_string(c) + "}";
   }
   last += "],\"usageMetadata\":";
-  last += usageJson(req.prompt_tokens, static_cast<std::int64_t>(gen.completionTokens()));
+  last += usageJson(req.prompt_tokens, static_cast<std::int64_t>(gen.completionTokens()), gen.extra);
   last += trailer(req, response_id);
   last += close;
   if (!sse) last += "]";

@@ -16,6 +16,18 @@
 
 namespace sluice::mock {
 
+// Prompt-cache and reasoning counts an answer reports beside its own (x-mock-usage), each format
+// in its own terms: the cache reads and writes are prompt tokens on top of the request's own
+// (Anthropic's input_tokens leaves them out, OpenAI's prompt_tokens and Gemini's
+// promptTokenCount hold them; Gemini reports no writes), the reasoning tokens are answer tokens
+// on top of the text's (inside OpenAI's completion_tokens and Anthropic's output_tokens, beside
+// Gemini's candidatesTokenCount).
+struct ExtraUsage {
+  std::int64_t cache_read = 0;
+  std::int64_t cache_write = 0;
+  std::int64_t reasoning = 0;
+};
+
 // One function/tool call the mock decided to make. Ids are format-specific prefixes
 // ("call_", "toolu_", "fc_") + `id_token`, so one answer has the same ids in every format.
 struct ToolCall {
@@ -45,6 +57,7 @@ struct Generation {
   std::optional<std::string> stop_sequence;                // the stop sequence that ended the text
   std::shared_ptr<const std::vector<std::string>> script;  // text pieces instead of the sentence
   std::shared_ptr<const ToolCalls> tools;                  // tool calls instead of text
+  ExtraUsage extra;                                        // reported beside the counts above
 
   bool hasToolCalls() const { return tools && !tools->calls.empty(); }
   // OpenAI's names; other formats map them (e.g. Anthropic end_turn / max_tokens / tool_use).

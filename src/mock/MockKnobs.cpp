@@ -44,6 +44,40 @@ std::optional<std::string> rateHeader(const http::Request& req, std::string_view
   return std::nullopt;
 }
 
+// x-mock-usage: comma-separated NAME=N, each name once at most.
+std::optional<std::string> usageHeader(const http::Request& req, ExtraUsage& out) {
+  auto it = req.find("x-mock-usage");
+  if (it == req.end()) return std::nullopt;
+  std::string_view rest = it->value();
+  auto bad = [&](std::string_view why) {
+    std::string msg = "x-mock-usage ";
+    msg.append(why).append(" (expected cache_read=N,cache_write=N,reasoning=N), got '");
+    msg.append(it->value()).append("'");
+    return msg;
+  };
+  ExtraUsage u;
+  bool seen[3] = {false, false, false};
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    std::string_view item = trim(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const auto eq = item.find('=');
+    if (eq == std::string_view::npos) return bad("has an item without '='");
+    const std::string_view name = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
+    const int which = name == "cache_read" ? 0 : name == "cache_write" ? 1 : name == "reasoning" ? 2 : -1;
+    if (which < 0) return bad("names an unknown count");
+    if (seen[which]) return bad("names a count twice");
+    seen[which] = true;
+    std::int64_t n = 0;
+    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (value.empty() || ec != std::errc() || p != value.data() + value.size() || n < 0 || n > 1'000'000'000)
+      return bad("needs counts from 0 to 1000000000");
+    (which == 0 ? u.cache_read : which == 1 ? u.cache_write : u.reasoning) = n;
+  }
+  out = u;
+  return std::nullopt;
+}
+
 }  // namespace
 
 MockKnobs MockKnobs::fromOptions(const MockOptions& o) {
@@ -107,6 +141,7 @@ std::optional<std::string> applyKnobHeaders(const http::Request& req, MockKnobs&
   if (auto e = rateHeader(req, "x-mock-stall-rate", k.stall_rate)) return e;
   if (auto e = rateHeader(req, "x-mock-slow-rate", k.slow_rate)) return e;
   if (auto e = intHeader(req, "x-mock-slow-ms", 0, kMaxKnobDelayMs, k.slow_ms)) return e;
+  if (auto e = usageHeader(req, k.usage)) return e;
   for (auto [name, flag] : {std::pair<std::string_view, bool*>{"x-mock-echo", &k.echo}, {"x-mock-echo-key", &k.echo_key}}) {
     auto it = req.find(name);
     if (it == req.end()) continue;

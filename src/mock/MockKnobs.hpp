@@ -2,6 +2,7 @@
 // process-wide MockOptions and overridden per request by x-mock-* headers. Pure; thread-safe.
 #pragma once
 #include "http/Server.hpp"
+#include "mock/MockGeneration.hpp"
 #include "mock/MockServer.hpp"
 
 #include <optional>
@@ -31,6 +32,7 @@ struct MockKnobs {
   double stall_rate = 1.0;                // ... this share of streams
   double slow_rate = 0.0;                 // the first byte waits slow_ms (not ttfb_ms) this often
   int slow_ms = 0;
+  ExtraUsage usage;  // cache and reasoning counts the answer reports
 
   static MockKnobs fromOptions(const MockOptions& o);
 };
@@ -50,7 +52,9 @@ std::optional<std::string> validateOptions(const MockOptions& o);
 // or 529, rate limit for 429, a server error otherwise), x-mock-stall-after (a stream sends N
 // content chunks, then nothing more while the connection stays open) and x-mock-stall-rate (the
 // share of streams that do; 1 by default), x-mock-slow-rate and
-// x-mock-slow-ms (that share of answers waits slow-ms before its first byte instead of ttfb-ms).
+// x-mock-slow-ms (that share of answers waits slow-ms before its first byte instead of ttfb-ms),
+// x-mock-usage (`cache_read=N,cache_write=N,reasoning=N`, any of them: the answer's usage reports
+// that many cache reads, cache writes and reasoning tokens, as ExtraUsage says).
 // Returns a message naming the malformed header, or nullopt.
 std::optional<std::string> applyKnobHeaders(const http::Request& req, MockKnobs& k);
 

@@ -595,6 +595,7 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
       if (k.echo) echoUserText(cr.tools);
       Generation gen = planAnswer(cr.tools, chunks, cr.max_tokens, cr.stop, cr.n);
       gen.piece_bytes = piece_bytes;
+      gen.extra = k.usage;
       openai::ResponseMeta m{randomId("chatcmpl-", 29), created};
       if (cr.stream) {
         SseScript script = openai::chatCompletionStream(cr, gen, m);
@@ -613,6 +614,7 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
       }
       Generation gen = planGeneration(chunks, cr.max_tokens, cr.stop, cr.choices);
       gen.piece_bytes = piece_bytes;
+      gen.extra = k.usage;
       openai::ResponseMeta m{randomId("cmpl-", 29), created};
       if (cr.stream) {
         SseScript script = openai::completionStream(cr, gen, m);
@@ -641,6 +643,7 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
       if (k.echo) echoUserText(rr.tools);
       Generation gen = planAnswer(rr.tools, chunks, rr.max_output_tokens, {}, 1);
       gen.piece_bytes = piece_bytes;
+      gen.extra = k.usage;
       responses::ResponseMeta m{randomId("resp_", 48), created, randomId("msg_", 48)};
       if (rr.stream) {
         SseScript script = responses::responseStream(rr, gen, m);
@@ -662,6 +665,7 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
       if (k.echo) echoUserText(mr.tools);
       Generation gen = planAnswer(mr.tools, chunks, mr.max_tokens, mr.stop, 1);
       gen.piece_bytes = piece_bytes;
+      gen.extra = k.usage;
       const std::string id = randomId("msg_01", 22);
       if (mr.stream) {
         SseScript script = anthropic::messageStream(mr, gen, id);
@@ -696,6 +700,7 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
       if (k.echo) echoUserText(gr.tools);
       Generation gen = planAnswer(gr.tools, chunks, gr.max_tokens, gr.stop, gr.candidates);
       gen.piece_bytes = piece_bytes;
+      gen.extra = k.usage;
       const std::string response_id = randomId("", 22);
       if (endpoint == kGeminiStream) {
         const bool sse = queryParam(req.target(), "alt") == std::optional<std::string_view>("sse");

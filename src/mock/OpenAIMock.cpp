@@ -289,23 +289,28 @@ std::optional<ApiError> readChatTools(const json::object& o, const json::array& 
 
 // ------------------------------------------------------------------ rendering
 
-std::string usageJson(std::int64_t prompt, std::int64_t completion, bool details) {
+std::string usageJson(std::int64_t prompt, std::int64_t completion, bool details, const ExtraUsage& x) {
+  prompt += x.cache_read + x.cache_write;
+  completion += x.reasoning;
   std::string s;
   s.reserve(256);
   s += "{\"prompt_tokens\":" + std::to_string(prompt);
   s += ",\"completion_tokens\":" + std::to_string(completion);
   s += ",\"total_tokens\":" + std::to_string(prompt + completion);
   if (details) {
-    s += ",\"prompt_tokens_details\":{\"cached_tokens\":0,\"audio_tokens\":0}";
-    s += ",\"completion_tokens_details\":{\"reasoning_tokens\":0,\"audio_tokens\":0,"
-         "\"accepted_prediction_tokens\":0,\"rejected_prediction_tokens\":0}";
+    s += ",\"prompt_tokens_details\":{\"cached_tokens\":" + std::to_string(x.cache_read);
+    // OpenAI reports no cache writes; OpenAI-compatible routers in front of Anthropic do, here.
+    if (x.cache_write > 0) s += ",\"cache_write_tokens\":" + std::to_string(x.cache_write);
+    s += ",\"audio_tokens\":0}";
+    s += ",\"completion_tokens_details\":{\"reasoning_tokens\":" + std::to_string(x.reasoning) +
+         ",\"audio_tokens\":0,\"accepted_prediction_tokens\":0,\"rejected_prediction_tokens\":0}";
   }
   s += '}';
   return s;
 }
 
-json::value usageValue(std::int64_t prompt, std::int64_t completion, bool details) {
-  return json::parse(usageJson(prompt, completion, details));
+json::value usageValue(std::int64_t prompt, std::int64_t completion, bool details, const ExtraUsage& x) {
+  return json::parse(usageJson(prompt, completion, details, x));
 }
 
 constexpr std::string_view kDone = "data: [DONE]\n\n";
@@ -377,7 +382,8 @@ SseScript chatToolCallStream(const Generation& gen, const std::shared_ptr<const 
                      ",\"delta\":{},\"logprobs\":null,\"finish_reason\":\"tool_calls\"}" + *suffix);
   if (include_usage)
     s.tail.push_back(*prefix + "],\"usage\":" +
-                     usageJson(prompt_tokens, static_cast<std::int64_t>(gen.completionTokens()), true) + "}\n\n");
+                     usageJson(prompt_tokens, static_cast<std::int64_t>(gen.completionTokens()), true, gen.extra) +
+                     "}\n\n");
   s.tail.emplace_back(kDone);
   return s;
 }
@@ -615,7 +621,7 @@ std::string chatCompletionJson(const ChatRequest& req, const Generation& gen, co
   o["created"] = meta.created;
   o["model"] = req.model;
   o["choices"] = std::move(choices);
-  o["usage"] = usageValue(req.prompt_tokens, static_cast<std::int64_t>(gen.completionTokens()), true);
+  o["usage"] = usageValue(req.prompt_tokens, static_cast<std::int64_t>(gen.completionTokens()), true, gen.extra);
   o["service_tier"] = "default";
   o["system_fingerprint"] = kSystemFingerprint;
   return json::serialize(o);
@@ -653,7 +659,7 @@ SseScript chatCompletionStream(const ChatRequest& req, const Generation& gen, co
   }
   if (req.include_usage) {
     s.tail.push_back(*prefix + "],\"usage\":" +
-                     usageJson(req.prompt_tokens, static_cast<std::int64_t>(gen.completionTokens()), true) +
+                     usageJson(req.prompt_tokens, static_cast<std::int64_t>(gen.completionTokens()), true, gen.extra) +
                      "}\n\n");
   }
   s.tail.emplace_back(kDone);
@@ -680,7 +686,7 @@ std::string completionJson(const CompletionRequest& req, const Generation& gen, 
   o["model"] = req.model;
   o["system_fingerprint"] = kSystemFingerprint;
   o["choices"] = std::move(choices);
-  o["usage"] = usageValue(req.prompt_tokens, static_cast<std::int64_t>(gen.completionTokens()), false);
+  o["usage"] = usageValue(req.prompt_tokens, static_cast<std::int64_t>(gen.completionTokens()), false, {});
   return json::serialize(o);
 }
 
@@ -707,7 +713,7 @@ SseScript completionStream(const CompletionRequest& req, const Generation& gen, 
   }
   if (req.include_usage) {
     s.tail.push_back(*prefix + "],\"usage\":" +
-                     usageJson(req.prompt_tokens, static_cast<std::int64_t>(gen.completionTokens()), false) +
+                     usageJson(req.prompt_tokens, static_cast<std::int64_t>(gen.completionTokens()), false, {}) +
                      "}\n\n");
   }
   s.tail.emplace_back(kDone);

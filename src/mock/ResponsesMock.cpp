@@ -34,10 +34,17 @@ std::string echoValue(const json::object& o, std::string_view key, std::string_v
   return v ? json::serialize(*v) : std::string(fallback);
 }
 
-std::string usageJson(std::int64_t input, std::int64_t output) {
-  return "{\"input_tokens\":" + std::to_string(input) + ",\"input_tokens_details\":{\"cached_tokens\":0}" +
-         ",\"output_tokens\":" + std::to_string(output) +
-         ",\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":" + std::to_string(input + output) + "}";
+// As Chat's: input_tokens with the cache reads and writes, output_tokens with the reasoning.
+std::string usageJson(std::int64_t input, std::int64_t output, const ExtraUsage& x) {
+  input += x.cache_read + x.cache_write;
+  output += x.reasoning;
+  std::string s = "{\"input_tokens\":" + std::to_string(input) +
+                  ",\"input_tokens_details\":{\"cached_tokens\":" + std::to_string(x.cache_read);
+  if (x.cache_write > 0) s += ",\"cache_write_tokens\":" + std::to_string(x.cache_write);
+  s += "},\"output_tokens\":" + std::to_string(output);
+  s += ",\"output_tokens_details\":{\"reasoning_tokens\":" + std::to_string(x.reasoning) +
+       "},\"total_tokens\":" + std::to_string(input + output) + "}";
+  return s;
 }
 
 bool incomplete(const Generation& gen) {
@@ -348,7 +355,7 @@ std::optional<ApiError> parseResponsesRequest(const json::value& body, Responses
 std::string responseJson(const ResponsesRequest& req, const Generation& gen, const ResponseMeta& meta) {
   const bool trunc = incomplete(gen);
   return responseObject(req, meta, trunc ? "incomplete" : "completed", trunc, outputItems(gen, meta),
-                        usageJson(req.input_tokens, static_cast<std::int64_t>(gen.tokensPerChoice())));
+                        usageJson(req.input_tokens, static_cast<std::int64_t>(gen.tokensPerChoice()), gen.extra));
 }
 
 SseScript responseStream(const ResponsesRequest& req, const Generation& gen, const ResponseMeta& meta) {
@@ -359,7 +366,7 @@ SseScript responseStream(const ResponsesRequest& req, const Generation& gen, con
   const bool trunc = incomplete(gen);
   const std::string final_response =
       responseObject(req, meta, trunc ? "incomplete" : "completed", trunc, outputItems(gen, meta),
-                     usageJson(req.input_tokens, static_cast<std::int64_t>(gen.tokensPerChoice())));
+                     usageJson(req.input_tokens, static_cast<std::int64_t>(gen.tokensPerChoice()), gen.extra));
   const char* terminal = trunc ? "response.incomplete" : "response.completed";
 
   if (gen.hasToolCalls()) {

@@ -15,8 +15,10 @@ struct Shipped {
 };
 
 // List prices per million tokens (standard tier, prompts up to 200k tokens where a provider
-// charges more past that), as published by the providers in late 2025. Anthropic's cache
-// writes (1.25x input) are not modelled: the usage the gateway counts does not tell them apart.
+// charges more past that), as published by the providers in late 2025. Cache writes cost the
+// input rate, except Anthropic's (kAnthropicCacheWrite x input: the price of its default
+// 5-minute cache; 1-hour writes cost 2x, which the usage reports only as a split the gateway
+// does not price apart). Reasoning tokens cost the output rate everywhere.
 constexpr Shipped kShipped[] = {
     // OpenAI
     {"gpt-5.1", 1.25, 10, 0.125},
@@ -85,13 +87,17 @@ std::string_view undated(std::string_view m) {
   return m;
 }
 
+constexpr double kAnthropicCacheWrite = 1.25;
+
 }  // namespace
 
 PriceTable::PriceTable(const std::map<std::string, config::Price>& overrides) {
   for (const auto& [model, p] : overrides) entries_.emplace_back(model, p);
   for (const auto& s : kShipped) {
     if (overrides.contains(s.model)) continue;
-    entries_.emplace_back(s.model, config::Price{s.input, s.output, s.cached_input});
+    config::Price p{s.input, s.output, s.cached_input};
+    if (std::string_view(s.model).starts_with("claude-")) p.cache_write = s.input * kAnthropicCacheWrite;
+    entries_.emplace_back(s.model, p);
   }
   for (const auto& [name, p] : entries_) {
     if (name.find_first_of("*?") == std::string::npos) {
@@ -132,19 +138,24 @@ std::optional<config::Price> PriceTable::find(std::string_view model) const {
   return std::nullopt;
 }
 
-double PriceTable::cost(const config::Price& p, std::int64_t input, std::int64_t output, std::int64_t cached) {
-  input = std::max<std::int64_t>(input, 0);
-  output = std::max<std::int64_t>(output, 0);
-  cached = std::clamp<std::int64_t>(cached, 0, input);
+double PriceTable::cost(const config::Price& p, const Tokens& t) {
+  const std::int64_t input = std::max<std::int64_t>(t.input, 0);
+  const std::int64_t output = std::max<std::int64_t>(t.output, 0);
+  const std::int64_t cached = std::clamp<std::int64_t>(t.cached, 0, input);
+  const std::int64_t written = std::clamp<std::int64_t>(t.cache_write, 0, input - cached);
+  const std::int64_t reasoning = std::clamp<std::int64_t>(t.reasoning, 0, output);
   const double cachedRate = p.cached_input < 0 ? p.input : p.cached_input;
-  return (static_cast<double>(input - cached) * p.input + static_cast<double>(cached) * cachedRate +
-          static_cast<double>(output) * p.output) /
+  const double writeRate = p.cache_write < 0 ? p.input : p.cache_write;
+  const double reasoningRate = p.reasoning < 0 ? p.output : p.reasoning;
+  return (static_cast<double>(input - cached - written) * p.input + static_cast<double>(cached) * cachedRate +
+          static_cast<double>(written) * writeRate + static_cast<double>(output - reasoning) * p.output +
+          static_cast<double>(reasoning) * reasoningRate) /
          1e6;
 }
 
-double PriceTable::cost(std::string_view model, std::int64_t input, std::int64_t output, std::int64_t cached) const {
+double PriceTable::cost(std::string_view model, const Tokens& t) const {
   auto p = find(model);
-  return p ? cost(*p, input, output, cached) : 0.0;
+  return p ? cost(*p, t) : 0.0;
 }
 
 }  // namespace sluice::pipeline

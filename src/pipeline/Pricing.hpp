@@ -25,10 +25,28 @@ class PriceTable {
   // MODEL. nullopt: unknown (the request costs 0 and is reported as unpriced).
   std::optional<config::Price> find(std::string_view model) const;
 
-  // USD for the tokens of one request. `input` counts every prompt token, cached ones
-  // included (the gateway's usage rule); `cached` of them are billed at cached_input.
-  static double cost(const config::Price& p, std::int64_t input, std::int64_t output, std::int64_t cached);
-  double cost(std::string_view model, std::int64_t input, std::int64_t output, std::int64_t cached) const;
+  // The tokens of one request, in the gateway's usage rule (OpenAI's sense, whatever the
+  // provider): `input` counts every prompt token, cache reads (`cached`) and writes
+  // (`cache_write`) included; `output` every answer token, `reasoning` included.
+  struct Tokens {
+    std::int64_t input = 0;
+    std::int64_t output = 0;
+    std::int64_t cached = 0;
+    std::int64_t cache_write = 0;
+    std::int64_t reasoning = 0;
+  };
+
+  // USD for the tokens of one request, each token at one rate and never twice:
+  //   (input - cached - cache_write) x input + cached x cached_input + cache_write x cache_write
+  //   + (output - reasoning) x output + reasoning x reasoning,
+  // an unset cached_input or cache_write at the input rate, an unset reasoning at the output
+  // rate. Counts are clamped into their totals (cached first, then writes, of the input), so
+  // nonsense usage never makes a negative cost.
+  static double cost(const config::Price& p, const Tokens& t);
+  static double cost(const config::Price& p, std::int64_t input, std::int64_t output, std::int64_t cached) {
+    return cost(p, Tokens{input, output, cached, 0, 0});
+  }
+  double cost(std::string_view model, const Tokens& t) const;
 
   // Every entry, overrides applied (for the admin API and docs).
   const std::vector<std::pair<std::string, config::Price>>& entries() const { return entries_; }

@@ -112,6 +112,11 @@ struct Fields {
 
 std::string indexPath(std::string_view base, std::size_t i);  // base[i]
 std::optional<std::int64_t> asInt(const boost::json::value* v);
+// Token counts added from untrusted usage objects: saturating, never overflowing.
+inline std::int64_t addCounts(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
 std::string_view asStr(const boost::json::value* v);  // empty when not a string
 
 // Appends one turn {"role": role, items_key: items} to `turns`, or, when the last turn has the

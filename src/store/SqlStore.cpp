@@ -31,19 +31,23 @@ constexpr std::int64_t kMigrationLockId = 0x51C3'0001;
 
 #define SLUICE_LOG_COLUMNS_NO_BODIES                                                                            \
   "time_ms, request_id, virtual_key_id, channel, upstream_key, model, status, attempts, ttfb_ms, duration_ms, " \
-  "input_tokens, output_tokens, cached_tokens, cost_usd, client_addr, user_agent, stream"
+  "input_tokens, output_tokens, cached_tokens, cost_usd, client_addr, user_agent, stream, cache_write_tokens, " \
+  "reasoning_tokens"
 #define SLUICE_LOG_COLUMNS SLUICE_LOG_COLUMNS_NO_BODIES ", request_body, response_body"
-constexpr std::size_t kLogColumnCount = 19;
+constexpr std::size_t kLogColumnCount = 21;
 
 // The rollup tables' columns after the period start (hour_ms or day_ms), and the upsert that
 // adds to a row already there. Both dialects take it (SQLite >= 3.24, PostgreSQL >= 9.5).
-#define SLUICE_ROLLUP_COLUMNS \
-  "virtual_key_id, model, channel, requests, errors, input_tokens, output_tokens, cached_tokens, cost_usd"
-#define SLUICE_ROLLUP_UPDATE                                                                         \
-  ", virtual_key_id, model, channel) DO UPDATE SET requests = cur.requests + excluded.requests, "    \
-  "errors = cur.errors + excluded.errors, input_tokens = cur.input_tokens + excluded.input_tokens, " \
-  "output_tokens = cur.output_tokens + excluded.output_tokens, "                                     \
-  "cached_tokens = cur.cached_tokens + excluded.cached_tokens, cost_usd = cur.cost_usd + excluded.cost_usd"
+#define SLUICE_ROLLUP_COLUMNS                                                                                \
+  "virtual_key_id, model, channel, requests, errors, input_tokens, output_tokens, cached_tokens, cost_usd, " \
+  "cache_write_tokens, reasoning_tokens"
+#define SLUICE_ROLLUP_UPDATE                                                                                  \
+  ", virtual_key_id, model, channel) DO UPDATE SET requests = cur.requests + excluded.requests, "             \
+  "errors = cur.errors + excluded.errors, input_tokens = cur.input_tokens + excluded.input_tokens, "          \
+  "output_tokens = cur.output_tokens + excluded.output_tokens, "                                              \
+  "cached_tokens = cur.cached_tokens + excluded.cached_tokens, cost_usd = cur.cost_usd + excluded.cost_usd, " \
+  "cache_write_tokens = cur.cache_write_tokens + excluded.cache_write_tokens, "                               \
+  "reasoning_tokens = cur.reasoning_tokens + excluded.reasoning_tokens"
 
 // The two rollup levels. usage() reads days for whole days, hours around them, rows for the rest.
 struct RollupLevel {
@@ -61,12 +65,17 @@ std::string rollupUpsert(const RollupLevel& level, const std::string& values) {
 }
 
 void appendLogParams(std::vector<SqlParam>& out, const LogRecord& r) {
-  out.insert(out.end(),
-             {P::integer(r.time_ms), P::text(r.request_id), P::optInt(r.virtual_key_id), P::text(r.channel),
-              P::text(r.upstream_key), P::text(r.model), P::integer(r.status), P::text(r.attempts),
-              P::integer(r.ttfb_ms), P::integer(r.duration_ms), P::integer(r.input_tokens), P::integer(r.output_tokens),
-              P::integer(r.cached_tokens), P::real(r.cost_usd), P::text(r.client_addr), P::text(r.user_agent),
-              P::boolean(r.stream), P::optText(r.request_body), P::optText(r.response_body)});
+  out.insert(out.end(), {P::integer(r.time_ms),          P::text(r.request_id),
+                         P::optInt(r.virtual_key_id),    P::text(r.channel),
+                         P::text(r.upstream_key),        P::text(r.model),
+                         P::integer(r.status),           P::text(r.attempts),
+                         P::integer(r.ttfb_ms),          P::integer(r.duration_ms),
+                         P::integer(r.input_tokens),     P::integer(r.output_tokens),
+                         P::integer(r.cached_tokens),    P::real(r.cost_usd),
+                         P::text(r.client_addr),         P::text(r.user_agent),
+                         P::boolean(r.stream),           P::integer(r.cache_write_tokens),
+                         P::integer(r.reasoning_tokens), P::optText(r.request_body),
+                         P::optText(r.response_body)});
 }
 
 // SQLite: OR ROLLBACK, because a failed row fails the whole batch anyway (see insertLogs);
@@ -192,8 +201,10 @@ LogEntry readLog(SqlRows& rows) {
   r.client_addr = rows.getText(15);
   r.user_agent = rows.getText(16);
   r.stream = rows.getBool(17);
-  r.request_body = rows.optText(18);
-  r.response_body = rows.optText(19);
+  r.cache_write_tokens = rows.getInt(18);
+  r.reasoning_tokens = rows.getInt(19);
+  r.request_body = rows.optText(20);
+  r.response_body = rows.optText(21);
   return e;
 }
 
@@ -367,7 +378,7 @@ void SqlStore::insertLogs(std::span<const LogRecord> records) {
 
 void SqlStore::addToRollups(std::span<const LogRecord> records) {
   struct Sums {
-    std::int64_t requests = 0, errors = 0, input = 0, output = 0, cached = 0;
+    std::int64_t requests = 0, errors = 0, input = 0, output = 0, cached = 0, cache_write = 0, reasoning = 0;
     double cost = 0;
   };
   // Ordered, so concurrent writers (PostgreSQL) take the rollup rows' locks in the same order.
@@ -381,6 +392,8 @@ void SqlStore::addToRollups(std::span<const LogRecord> records) {
     g.input += r.input_tokens;
     g.output += r.output_tokens;
     g.cached += r.cached_tokens;
+    g.cache_write += r.cache_write_tokens;
+    g.reasoning += r.reasoning_tokens;
     g.cost += r.cost_usd;
   }
   for (const auto& [k, g] : hours) {
@@ -391,17 +404,20 @@ void SqlStore::addToRollups(std::span<const LogRecord> records) {
     d.input += g.input;
     d.output += g.output;
     d.cached += g.cached;
+    d.cache_write += g.cache_write;
+    d.reasoning += g.reasoning;
     d.cost += g.cost;
   }
-  static const std::string kHourlySql = rollupUpsert(kHourly, "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  static const std::string kDailySql = rollupUpsert(kDaily, "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  static const std::string kHourlySql = rollupUpsert(kHourly, "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  static const std::string kDailySql = rollupUpsert(kDaily, "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   for (const auto* level : {&hours, &days}) {
     for (const auto& [k, g] : *level) {
       P p[] = {P::integer(std::get<0>(k)), P::integer(std::get<1>(k)),
                P::text(std::get<2>(k)),    P::text(std::get<3>(k)),
                P::integer(g.requests),     P::integer(g.errors),
                P::integer(g.input),        P::integer(g.output),
-               P::integer(g.cached),       P::real(g.cost)};
+               P::integer(g.cached),       P::real(g.cost),
+               P::integer(g.cache_write),  P::integer(g.reasoning)};
       conn_->execute(level == &hours ? kHourlySql : kDailySql, p);
     }
   }
@@ -455,7 +471,8 @@ RollupBackfill SqlStore::backfillRollups() {
     select += period;
     select +=
         ", COALESCE(virtual_key_id, 0), model, channel, COUNT(*), SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), "
-        "SUM(input_tokens), SUM(output_tokens), SUM(cached_tokens), SUM(cost_usd) FROM request_logs "
+        "SUM(input_tokens), SUM(output_tokens), SUM(cached_tokens), SUM(cost_usd), SUM(cache_write_tokens), "
+        "SUM(reasoning_tokens) FROM request_logs "
         "WHERE time_ms >= ? AND time_ms < ? AND id <= ? GROUP BY 1, 2, 3, 4";
     P p[] = {P::integer(hour), P::integer(before), P::integer(max_id)};
     out.groups += conn_->execute(rollupUpsert(level, select), p);
@@ -573,7 +590,8 @@ std::vector<UsageRow> SqlStore::usage(const UsageQuery& q) {
     sql = "SELECT " + select +
           "COUNT(*), COALESCE(SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), 0), "
           "COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
-          "COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(cost_usd), 0) "
+          "COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(cost_usd), 0), "
+          "COALESCE(SUM(cache_write_tokens), 0), COALESCE(SUM(reasoning_tokens), 0) "
           "FROM request_logs WHERE time_ms >= ? AND time_ms < ?" +
           filters;
     params = {P::integer(q.from_ms), P::integer(q.to_ms)};
@@ -597,7 +615,8 @@ std::vector<UsageRow> SqlStore::usage(const UsageQuery& q) {
       part(from, to,
            "SELECT (time_ms / 3600000) * 3600000 AS t, virtual_key_id AS k, model AS m, channel AS c, "
            "COUNT(*) AS n, SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END) AS e, SUM(input_tokens) AS i, "
-           "SUM(output_tokens) AS o, SUM(cached_tokens) AS ct, SUM(cost_usd) AS u FROM request_logs "
+           "SUM(output_tokens) AS o, SUM(cached_tokens) AS ct, SUM(cost_usd) AS u, SUM(cache_write_tokens) AS cw, "
+           "SUM(reasoning_tokens) AS rt FROM request_logs "
            "WHERE time_ms >= ? AND time_ms < ?");
       if (from < to) parts += " GROUP BY 1, 2, 3, 4";
     };
@@ -605,7 +624,8 @@ std::vector<UsageRow> SqlStore::usage(const UsageQuery& q) {
       part(from, to,
            std::string("SELECT ") + level.start +
                " AS t, NULLIF(virtual_key_id, 0) AS k, model AS m, channel AS c, requests AS n, errors AS e, "
-               "input_tokens AS i, output_tokens AS o, cached_tokens AS ct, cost_usd AS u FROM " +
+               "input_tokens AS i, output_tokens AS o, cached_tokens AS ct, cost_usd AS u, cache_write_tokens AS cw, "
+               "reasoning_tokens AS rt FROM " +
                level.table + " WHERE " + level.start + " >= ? AND " + level.start + " < ?");
     };
     rows(q.from_ms, h0);
@@ -615,7 +635,7 @@ std::vector<UsageRow> SqlStore::usage(const UsageQuery& q) {
     rows(h1, q.to_ms);
     sql = "SELECT " + select +
           "COALESCE(SUM(n), 0), COALESCE(SUM(e), 0), COALESCE(SUM(i), 0), COALESCE(SUM(o), 0), "
-          "COALESCE(SUM(ct), 0), COALESCE(SUM(u), 0) FROM (" +
+          "COALESCE(SUM(ct), 0), COALESCE(SUM(u), 0), COALESCE(SUM(cw), 0), COALESCE(SUM(rt), 0) FROM (" +
           parts + ") usage_parts";
   }
   if (!group.empty()) sql += " GROUP BY " + group + " ORDER BY " + group;
@@ -634,6 +654,8 @@ std::vector<UsageRow> SqlStore::usage(const UsageQuery& q) {
     u.output_tokens = rows->getInt(7);
     u.cached_tokens = rows->getInt(8);
     u.cost_usd = rows->getReal(9);
+    u.cache_write_tokens = rows->getInt(10);
+    u.reasoning_tokens = rows->getInt(11);
     out.push_back(std::move(u));
   }
   return out;

@@ -54,7 +54,7 @@ class SqlStore final : public Store {
                            std::optional<std::int64_t> cooldown_until_ms) override;
   bool deleteUpstreamKey(std::int64_t id) override;
 
-  // Most rows per multi-row INSERT statement in insertLogs (19 parameters each; SQLite takes
+  // Most rows per multi-row INSERT statement in insertLogs (21 parameters each; SQLite takes
   // up to 32766 per statement, PostgreSQL 65535). A power of two.
   static constexpr std::size_t kInsertChunk = 512;
   // Rows per DELETE statement in deleteLogsBefore.

@@ -51,7 +51,9 @@ struct LogRecord {
   std::int64_t duration_ms = 0;
   std::int64_t input_tokens = 0;
   std::int64_t output_tokens = 0;
-  std::int64_t cached_tokens = 0;
+  std::int64_t cached_tokens = 0;       // of input_tokens, read from a prompt cache
+  std::int64_t cache_write_tokens = 0;  // of input_tokens, written to a prompt cache
+  std::int64_t reasoning_tokens = 0;    // of output_tokens, spent on reasoning
   double cost_usd = 0;
   std::string client_addr;
   std::string user_agent;
@@ -113,6 +115,8 @@ struct UsageRow {
   std::int64_t input_tokens = 0;
   std::int64_t output_tokens = 0;
   std::int64_t cached_tokens = 0;
+  std::int64_t cache_write_tokens = 0;
+  std::int64_t reasoning_tokens = 0;
   double cost_usd = 0;
 };
 

@@ -87,6 +87,47 @@ for (const model of ['claude-sonnet-4-5', 'gpt-4o-mini', 'gemini-2.5-flash']) {
   });
 }
 
+// Claude Code and the Anthropic SDK read the prompt's size and the cache from the accumulated
+// usage (message_start, then message_delta's fields over it): whatever the provider, the final
+// message carries the cache reads and writes, and input_tokens without them.
+for (const model of ['claude-sonnet-4-5', 'gpt-4o-mini', 'gemini-2.5-flash']) {
+  test(`anthropic SDK -> ${model}: the streamed usage carries the cache counts`, async () => {
+    const c = anthropic();
+    const headers = { 'x-mock-usage': 'cache_read=600,cache_write=200,reasoning=50' };
+    const params = { model, max_tokens: 256, messages: [{ role: 'user', content: 'Say hi' }] };
+    const whole = await c.messages.create(params, { headers });
+    const final = await c.messages.stream(params, { headers }).finalMessage();
+    for (const u of [whole.usage, final.usage]) {
+      assert.equal(u.cache_read_input_tokens, 600, JSON.stringify(u));
+      // Gemini reports no cache writes: they stay in the prompt's count, so in input_tokens here.
+      const gem = model.startsWith('gemini');
+      assert.equal(u.cache_creation_input_tokens, gem ? 0 : 200, JSON.stringify(u));
+      assert.ok(u.input_tokens > (gem ? 200 : 0) && u.input_tokens < (gem ? 400 : 200), JSON.stringify(u));
+      assert.equal(u.output_tokens, 6 + 50, JSON.stringify(u));  // thinking is inside output_tokens
+    }
+    assert.equal(final.usage.input_tokens, whole.usage.input_tokens);
+  });
+}
+
+test('openai SDK: cache reads, cache writes and reasoning tokens from an Anthropic or Gemini channel', async () => {
+  const c = openai();
+  const headers = { 'x-mock-usage': 'cache_read=600,cache_write=200,reasoning=50' };
+  for (const model of ['claude-sonnet-4-5', 'gemini-2.5-flash']) {
+    const r = await c.chat.completions.create({ model, messages: [{ role: 'user', content: 'Say hi' }] }, { headers });
+    assert.equal(r.usage.prompt_tokens_details.cached_tokens, 600);
+    assert.ok(r.usage.prompt_tokens > 800);
+    assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+    if (model.startsWith('claude')) {
+      assert.equal(r.usage.prompt_tokens_details.cache_write_tokens, 200);
+    } else {
+      assert.equal(r.usage.completion_tokens_details.reasoning_tokens, 50);
+    }
+    const resp = await c.responses.create({ model, input: 'Say hi' }, { headers });
+    assert.equal(resp.usage.input_tokens_details.cached_tokens, 600);
+    assert.equal(resp.usage.output_tokens_details.reasoning_tokens, model.startsWith('gemini') ? 50 : 0);
+  }
+});
+
 test('anthropic SDK: count_tokens and typed errors', async () => {
   const c = anthropic();
   const n = await c.messages.countTokens({ model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: 'Hello there' }] });

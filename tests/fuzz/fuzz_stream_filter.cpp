@@ -39,7 +39,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                                "split:\n" + split.out + "\nwhole:\n" + whole.out);
   if (split.usage.prompt_tokens != whole.usage.prompt_tokens ||
       split.usage.completion_tokens != whole.usage.completion_tokens ||
-      split.usage.cached_tokens != whole.usage.cached_tokens)
+      split.usage.cached_tokens != whole.usage.cached_tokens ||
+      split.usage.cache_write_tokens != whole.usage.cache_write_tokens ||
+      split.usage.reasoning_tokens != whole.usage.reasoning_tokens)
     sluice::fuzz::fail("StreamFilter usage depends on how the stream is split");
   if (!strip && whole.out != payload) sluice::fuzz::fail("StreamFilter changed bytes without strip_usage");
 

@@ -49,7 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     fuzz::fail("translated stream depends on how the upstream stream is split",
                "split:\n" + split.out + "\nwhole:\n" + whole.out);
   if (split.usage.input != whole.usage.input || split.usage.output != whole.usage.output ||
-      split.usage.cached != whole.usage.cached)
+      split.usage.cached != whole.usage.cached || split.usage.cache_creation != whole.usage.cache_creation ||
+      split.usage.reasoning != whole.usage.reasoning)
     fuzz::fail("stream usage depends on how the upstream stream is split");
   return 0;
 }

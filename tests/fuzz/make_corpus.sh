@@ -140,6 +140,29 @@ seed $C/translate_stream/anthropic_patch_to_responses   13 02 $RX/anthropic_stre
   printf 'data: {"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"t","args":{"a":%s1%s}}}]},"finishReason":"STOP"}]}\r\n\r\n' "$(rep '[' 128)" "$(rep ']' 128)"
 } >$C/translate_stream/gemini_deep_args_to_openai
 
+# usage with cache reads, cache writes and reasoning in each format's own terms
+{ printf '\x01\x03'
+  printf 'event: message_start\ndata: {"type":"message_start","message":{"id":"m","usage":{"input_tokens":200,"cache_read_input_tokens":600,"cache_creation":{"ephemeral_5m_input_tokens":150,"ephemeral_1h_input_tokens":50},"output_tokens":1}}}\n\n'
+  printf 'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":300}}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n'
+} >$C/stream_tap/anthropic_cache_split
+{ printf '\x00\x04'
+  printf 'data: {"id":"c","choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":300,"prompt_tokens_details":{"cached_tokens":600,"cache_write_tokens":200},"completion_tokens_details":{"reasoning_tokens":120}}}\n\ndata: [DONE]\n\n'
+} >$C/stream_tap/openai_cache_reasoning
+{ printf '\x10\x00'
+  printf '{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":200,"cache_read_input_tokens":600,"cache_creation":{"ephemeral_5m_input_tokens":150,"ephemeral_1h_input_tokens":50},"output_tokens":300}}'
+} >$C/translate_response/anthropic_cache_split_to_openai
+{ printf '\x03\x00'
+  printf '{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":300,"prompt_tokens_details":{"cached_tokens":600,"cache_write_tokens":200},"completion_tokens_details":{"reasoning_tokens":120}}}'
+} >$C/translate_response/openai_cache_reasoning_to_responses
+{ printf '\x01\x02'
+  printf 'data: {"id":"c","choices":[{"index":0,"delta":{"content":"Hi"}}],"usage":{"prompt_tokens":1000,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":600,"cache_write_tokens":200}}}\n\n'
+  printf 'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":300,"completion_tokens_details":{"reasoning_tokens":120}}}\n\ndata: [DONE]\n\n'
+} >$C/translate_stream/openai_usage_every_chunk_to_anthropic
+{ printf '\x23\x01'
+  printf 'data: {"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"}}],"usageMetadata":{"promptTokenCount":1000,"cachedContentTokenCount":600}}\r\n\r\n'
+  printf 'data: {"candidates":[{"content":{"parts":[{"text":""}],"role":"model"},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":1000,"candidatesTokenCount":180,"cachedContentTokenCount":600,"thoughtsTokenCount":120}}\r\n\r\n'
+} >$C/translate_stream/gemini_cache_reasoning_to_responses
+
 # config: plain YAML text
 cat >$C/config/design_example.yaml <<'YAML'
 server:
@@ -227,6 +250,7 @@ channels:
   - &c {name: compat, type: openai-compatible, base_url: "http://localhost:8000/v1", models: ["*"]}
 YAML
 printf 'server:\n  listen: 127.0.0.1:8080\nrouting:\n  max_retries: abc\n' >$C/config/wrong_type.yaml
+printf 'pricing:\n  gpt-4o-mini: {input: 0.15, output: 0.6, cached_input: 0.075}\n  "claude-*": {input: 3, output: 15, cached_input: 0.3, cache_write: 3.75, reasoning: 15}\n  bad: {input: 1, output: -2, cache_write: x}\n' >$C/config/pricing_rates.yaml
 
 # http_request: [read-size selector] + raw client bytes
 { printf '\x03'

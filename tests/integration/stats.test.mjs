@@ -191,7 +191,7 @@ function scenario(backend, storeUrl) {
       const lines = text.trimEnd().split('\r\n').map((l) => l.split(','));
       const [header, ...rows] = lines;
       assert.deepEqual(header, ['day', 'virtual_key_id', 'virtual_key_name', 'model', 'channel', 'requests', 'errors',
-        'input_tokens', 'output_tokens', 'cached_tokens', 'cost_usd']);
+        'input_tokens', 'output_tokens', 'cached_tokens', 'cost_usd', 'cache_write_tokens', 'reasoning_tokens']);
       assert.equal(rows.length, j.data.length);
       const col = (name) => header.indexOf(name);
       assert.equal(rows.reduce((n, r) => n + Number(r[col('requests')]), 0), 10);
@@ -202,7 +202,7 @@ function scenario(backend, storeUrl) {
       assert.ok(Number(keyRow[col('cost_usd')]) > 0);
       assert.match(keyRow[col('cost_usd')], /^\d+(\.\d+)?$/, 'plain decimals');
       const plain = await admin(`/usage?from=${start - 1000}&to=${to}&format=csv`);
-      assert.equal((await plain.text()).split('\r\n')[0], 'requests,errors,input_tokens,output_tokens,cached_tokens,cost_usd');
+      assert.equal((await plain.text()).split('\r\n')[0], 'requests,errors,input_tokens,output_tokens,cached_tokens,cost_usd,cache_write_tokens,reasoning_tokens');
       const bad = await admin('/usage?format=xml');
       assert.equal(bad.status, 400);
       assert.equal((await bad.json()).error.param, 'format');
@@ -227,7 +227,7 @@ function scenario(backend, storeUrl) {
       assert.deepEqual([e.attempts[0].channel, e.attempts[0].status], ['flaky', 503]);
       assert.ok(e.attempts[0].error);
       assert.deepEqual([e.attempts[1].channel, e.attempts[1].status, e.attempts[1].error], ['a', 200, null]);
-      for (const k of ['ttfb_ms', 'duration_ms', 'input_tokens', 'output_tokens', 'cached_tokens'])
+      for (const k of ['ttfb_ms', 'duration_ms', 'input_tokens', 'output_tokens', 'cached_tokens', 'cache_write_tokens', 'reasoning_tokens'])
         assert.ok(Number.isInteger(e[k]), k);
       assert.ok(e.input_tokens > 0 && e.output_tokens > 0 && e.cost_usd > 0);
       assert.equal(e.request_body, JSON.stringify(sent[3].body));

@@ -77,7 +77,7 @@ export function LogDetail({ id }: { id: string }) {
               <div><dt>Stream</dt><dd>{e.stream ? 'yes' : 'no'}</dd></div>
               <div><dt>TTFB</dt><dd>{fmtMs(e.ttfb_ms)}</dd></div>
               <div><dt>Total time</dt><dd>{fmtMs(e.duration_ms)}</dd></div>
-              <div><dt>Tokens</dt><dd>{fmtInt(e.input_tokens)} in · {fmtInt(e.output_tokens)} out{e.cached_tokens ? ` · ${fmtInt(e.cached_tokens)} cached` : ''}</dd></div>
+              <div><dt>Tokens</dt><dd>{fmtInt(e.input_tokens)} in · {fmtInt(e.output_tokens)} out{e.cached_tokens ? ` · ${fmtInt(e.cached_tokens)} cached` : ''}{e.cache_write_tokens ? ` · ${fmtInt(e.cache_write_tokens)} cache writes` : ''}{e.reasoning_tokens ? ` · ${fmtInt(e.reasoning_tokens)} reasoning` : ''}</dd></div>
               <div><dt>Cost</dt><dd>{fmtUsd(e.cost_usd)}</dd></div>
               <div><dt>Client</dt><dd>{e.client_addr || '—'}</dd></div>
               <div><dt>User agent</dt><dd class="break">{e.user_agent || '—'}</dd></div>

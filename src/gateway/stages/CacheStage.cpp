@@ -72,6 +72,9 @@ boost::asio::awaitable<void> replayHit(Exchange& ex, const cache::Entry& e, cons
   rec.attempts = 0;
   if (e.response.usage.input >= 0) rec.input_tokens = e.response.usage.input;
   if (e.response.usage.output >= 0) rec.output_tokens = e.response.usage.output;
+  rec.cached_tokens = std::max<std::int64_t>(e.response.usage.cached, 0);
+  rec.cache_write_tokens = std::max<std::int64_t>(e.response.usage.cache_creation, 0);
+  rec.reasoning_tokens = std::max<std::int64_t>(e.response.usage.reasoning, 0);
   const bool logSealed = &e != &sealed && ex.body_cap > 0;
   if (logSealed) ex.keepBody(cache::replayWhole(fmt, sealed, ro));
   if (ex.route.facts.stream) {
@@ -207,9 +210,11 @@ class CacheStage final : public Stage {
     co_await ex.settle.releaseAll();
     if (const auto& price = ex.settle.price) {
       const auto& u = hit->response.usage;
-      const double saved =
-          pipeline::PriceTable::cost(*price, std::max<std::int64_t>(u.input, 0), std::max<std::int64_t>(u.output, 0),
-                                     std::max<std::int64_t>(u.cached, 0));
+      const double saved = pipeline::PriceTable::cost(*price, {.input = u.input,
+                                                               .output = u.output,
+                                                               .cached = u.cached,
+                                                               .cache_write = u.cache_creation,
+                                                               .reasoning = u.reasoning});
       metrics::registry().safety.cache_saved_micro_usd.fetch_add(static_cast<std::uint64_t>(saved * 1e6),
                                                                  std::memory_order_relaxed);
     }

@@ -265,12 +265,27 @@ struct RawUsage {
     const auto& o = u->as_object();
     if (auto v = detail::asInt(o.if_contains("input_tokens"))) input = *v;
     if (auto v = detail::asInt(o.if_contains("cache_read_input_tokens"))) read = *v;
-    if (auto v = detail::asInt(o.if_contains("cache_creation_input_tokens"))) creation = *v;
+    if (auto v = detail::asInt(o.if_contains("cache_creation_input_tokens"))) {
+      creation = *v;
+    } else if (auto* cc = o.if_contains("cache_creation"); cc && cc->is_object()) {
+      // Only the per-lifetime split ({ephemeral_5m_input_tokens, ephemeral_1h_input_tokens}):
+      // the writes are their sum.
+      std::int64_t sum = 0;
+      bool any = false;
+      for (const auto& kv : cc->as_object()) {
+        if (auto n = detail::asInt(&kv.value()); n && *n >= 0) {
+          sum = detail::addCounts(sum, *n);
+          any = true;
+        }
+      }
+      if (any) creation = sum;
+    }
     if (auto v = detail::asInt(o.if_contains("output_tokens"))) output = *v;
   }
   Usage canonical() const {
     Usage u;
-    if (input >= 0) u.input = input + (read > 0 ? read : 0) + (creation > 0 ? creation : 0);
+    if (input >= 0)
+      u.input = detail::addCounts(detail::addCounts(input, read > 0 ? read : 0), creation > 0 ? creation : 0);
     u.output = output;
     u.cached = read;
     u.cache_creation = creation;

@@ -23,6 +23,16 @@
 //    input {"_raw_arguments": "<text>"} rather than guessed at.
 //  - server_tool_use / *_tool_result blocks in responses (server tools) are not surfaced to
 //    clients of other formats.
+//  - usage: input_tokens counts neither cache reads nor writes, so canonical input =
+//    input_tokens + cache_read_input_tokens + cache_creation_input_tokens (the writes from the
+//    `cache_creation` split when only it is given), and encoding subtracts them again; thinking
+//    tokens are inside output_tokens (Anthropic does not count them apart), so Usage::reasoning
+//    from another upstream is not written. A translated stream's message_start carries the
+//    usage the upstream told at its start (Gemini's first chunk, an OpenAI-compatible server
+//    that reports usage on every chunk; zeros otherwise: OpenAI reports it only at the end),
+//    and message_delta carries the whole usage known at the end (input_tokens,
+//    cache_read_input_tokens and cache_creation_input_tokens included), which the Anthropic
+//    SDKs and Claude Code take over message_start's.
 #pragma once
 #include <memory>
 #include <optional>

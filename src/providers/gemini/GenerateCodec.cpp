@@ -518,7 +518,7 @@ void appendUsage(std::string& out, const Usage& u) {
   out += ",\"candidatesTokenCount\":";
   detail::appendInt(out, cand);
   out += ",\"totalTokenCount\":";
-  detail::appendInt(out, in + o);
+  detail::appendInt(out, detail::addCounts(in, o));
   if (u.cached > 0) {
     out += ",\"cachedContentTokenCount\":";
     detail::appendInt(out, u.cached);
@@ -539,8 +539,8 @@ Usage usageFrom(const json::value* v) {
   auto cand = detail::asInt(o.if_contains("candidatesTokenCount"));
   auto thoughts = detail::asInt(o.if_contains("thoughtsTokenCount"));
   auto cached = detail::asInt(o.if_contains("cachedContentTokenCount"));
-  if (prompt) u.input = *prompt + tool.value_or(0);
-  if (cand || thoughts) u.output = cand.value_or(0) + thoughts.value_or(0);
+  if (prompt) u.input = detail::addCounts(*prompt, tool.value_or(0));
+  if (cand || thoughts) u.output = detail::addCounts(cand.value_or(0), thoughts.value_or(0));
   if (thoughts) u.reasoning = *thoughts;
   if (cached) u.cached = *cached;
   return u;

@@ -67,6 +67,8 @@
 //  - usage: input = promptTokenCount (+ toolUsePromptTokenCount; cached tokens included),
 //    output = candidatesTokenCount + thoughtsTokenCount, reasoning = thoughtsTokenCount,
 //    cached = cachedContentTokenCount. Stream usageMetadata repeats; the last one wins.
+//    Encoding: candidatesTokenCount = output - reasoning; cache writes (which Gemini does not
+//    report: its caches are made by a call of their own) stay inside promptTokenCount.
 //  - streams: every Gemini chunk is a whole GenerateContentResponse with no [DONE]; function
 //    calls arrive whole. The encoder writes text deltas as they come, holds a function call
 //    until its arguments are complete, and ends with a chunk carrying finishReason and

@@ -355,8 +355,10 @@ Usage usageFrom(const json::value* u) {
   const auto& o = u->as_object();
   usage.input = detail::asInt(o.if_contains("prompt_tokens")).value_or(-1);
   usage.output = detail::asInt(o.if_contains("completion_tokens")).value_or(-1);
-  if (auto* d = o.if_contains("prompt_tokens_details"); d && d->is_object())
+  if (auto* d = o.if_contains("prompt_tokens_details"); d && d->is_object()) {
     usage.cached = detail::asInt(d->as_object().if_contains("cached_tokens")).value_or(-1);
+    usage.cache_creation = detail::asInt(d->as_object().if_contains("cache_write_tokens")).value_or(-1);
+  }
   if (auto* d = o.if_contains("completion_tokens_details"); d && d->is_object())
     usage.reasoning = detail::asInt(d->as_object().if_contains("reasoning_tokens")).value_or(-1);
   return usage;
@@ -369,9 +371,13 @@ void appendChatUsage(std::string& out, const Usage& u) {
   out += ",\"completion_tokens\":";
   detail::appendInt(out, o);
   out += ",\"total_tokens\":";
-  detail::appendInt(out, in + o);
+  detail::appendInt(out, detail::addCounts(in, o));
   out += ",\"prompt_tokens_details\":{\"cached_tokens\":";
   detail::appendInt(out, u.cached < 0 ? 0 : u.cached);
+  if (u.cache_creation > 0) {
+    out += ",\"cache_write_tokens\":";
+    detail::appendInt(out, u.cache_creation);
+  }
   out += '}';
   if (u.reasoning > 0) {
     out += ",\"completion_tokens_details\":{\"reasoning_tokens\":";
@@ -792,6 +798,9 @@ class ChatStreamDecoder final : public detail::JsonEventDecoder {
       ev.kind = StreamEvent::Kind::Start;
       ev.id = detail::asStr(o.if_contains("id"));
       ev.model = detail::asStr(o.if_contains("model"));
+      // A server that reports usage on every chunk (vLLM continuous_usage_stats) tells the
+      // prompt's count at the start; an Anthropic client gets it in message_start.
+      ev.usage = usageFrom(o.if_contains("usage"));
       sink.onEvent(ev);
     }
     if (auto* choices = o.if_contains("choices"); choices && choices->is_array() && !choices->as_array().empty()) {

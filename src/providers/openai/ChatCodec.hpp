@@ -18,7 +18,14 @@
 //    as tool_calls[].extra_content.google.thought_signature (Google's OpenAI-compatibility
 //    field) and read back from assistant tool_calls, responses and deltas; it is not sent to
 //    OpenAI upstreams.
-//  - usage: completion_tokens_details.reasoning_tokens <-> Usage::reasoning (written when > 0).
+//  - usage: prompt_tokens (cache reads and writes included) <-> Usage::input,
+//    prompt_tokens_details.cached_tokens <-> Usage::cached,
+//    prompt_tokens_details.cache_write_tokens <-> Usage::cache_creation (OpenAI has no such
+//    count: the field is the one OpenAI-compatible routers put Anthropic's cache writes in, and
+//    is written only when > 0, so an OpenAI client sees it only for an upstream that reports
+//    writes), completion_tokens (reasoning included) <-> Usage::output,
+//    completion_tokens_details.reasoning_tokens <-> Usage::reasoning (written when > 0). A
+//    stream's first chunk that carries usage gives it to the Start event.
 //  - refusal text is treated as answer text.
 //  - reasoning_effort low/medium/high maps to a thinking budget (kReasoningBudget*).
 #pragma once

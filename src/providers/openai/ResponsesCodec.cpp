@@ -755,10 +755,16 @@ void appendResponsesUsage(std::string& out, const Usage& u) {
   detail::appendInt(out, in);
   out += ",\"input_tokens_details\":{\"cached_tokens\":";
   detail::appendInt(out, u.cached < 0 ? 0 : u.cached);
+  if (u.cache_creation > 0) {
+    out += ",\"cache_write_tokens\":";
+    detail::appendInt(out, u.cache_creation);
+  }
   out += "},\"output_tokens\":";
   detail::appendInt(out, o);
-  out += ",\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":";
-  detail::appendInt(out, in + o);
+  out += ",\"output_tokens_details\":{\"reasoning_tokens\":";
+  detail::appendInt(out, u.reasoning < 0 ? 0 : u.reasoning);
+  out += "},\"total_tokens\":";
+  detail::appendInt(out, detail::addCounts(in, o));
   out += '}';
 }
 

@@ -51,8 +51,9 @@
 //    input_file / input_audio parts, top_logprobs.
 //  - responses: id "resp_<upstream id>", items "rs_" / "msg_" / "fc_" / "ctc_" + that id + index;
 //    status "completed", or "incomplete" with incomplete_details.reason "max_output_tokens"
-//    (finish Length) or "content_filter". usage.output_tokens_details.reasoning_tokens is 0 (the
-//    canonical usage does not count reasoning tokens separately). The request's instructions,
+//    (finish Length) or "content_filter". usage as Chat's (ChatCodec.hpp): input_tokens and
+//    output_tokens with input_tokens_details.cached_tokens (and cache_write_tokens when > 0)
+//    and output_tokens_details.reasoning_tokens (0 when the upstream did not tell). The request's instructions,
 //    tools, tool_choice, parallel_tool_calls, temperature, top_p, max_output_tokens, text,
 //    reasoning, truncation, user and metadata are echoed (ResponsesEcho).
 //  - streams: every event is `event: <type>` + `data: {"type":<type>,"sequence_number":N,...}`,

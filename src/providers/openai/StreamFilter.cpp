@@ -64,6 +64,14 @@ bool usageFromObject(const boost::json::value& root, Usage& usage) {
     if (const auto* d = uo.if_contains(details); d && d->is_object()) {
       auto ct = intField(d->as_object(), "cached_tokens");
       if (ct >= 0) usage.cached_tokens = ct;
+      auto cw = intField(d->as_object(), "cache_write_tokens");  // OpenAI-compatible routers
+      if (cw >= 0) usage.cache_write_tokens = cw;
+    }
+  }
+  for (const char* details : {"completion_tokens_details", "output_tokens_details"}) {
+    if (const auto* d = uo.if_contains(details); d && d->is_object()) {
+      auto rt = intField(d->as_object(), "reasoning_tokens");
+      if (rt >= 0) usage.reasoning_tokens = rt;
     }
   }
   return true;

@@ -9,10 +9,15 @@
 
 namespace sluice::providers::openai {
 
+// The gateway's token counts of one answer, in OpenAI's sense: prompt_tokens includes the
+// cache reads (cached_tokens) and writes (cache_write_tokens), completion_tokens includes the
+// reasoning (reasoning_tokens).
 struct Usage {
   std::int64_t prompt_tokens = -1;  // -1: not reported
   std::int64_t completion_tokens = -1;
   std::int64_t cached_tokens = 0;
+  std::int64_t cache_write_tokens = 0;
+  std::int64_t reasoning_tokens = 0;
   bool known() const { return prompt_tokens >= 0; }
 };
 

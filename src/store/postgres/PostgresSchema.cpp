@@ -174,6 +174,15 @@ CREATE INDEX request_logs_model_time ON request_logs (model, time_ms, id);
 CREATE INDEX request_logs_channel_time ON request_logs (channel, time_ms, id);
 CREATE INDEX request_logs_status_time ON request_logs (status, time_ms, id);
 )sql"},
+    // See the SQLite migration 7.
+    {7, "cache write and reasoning token counts", R"sql(
+ALTER TABLE request_logs ADD COLUMN cache_write_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE request_logs ADD COLUMN reasoning_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_hourly ADD COLUMN cache_write_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_hourly ADD COLUMN reasoning_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_daily ADD COLUMN cache_write_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_daily ADD COLUMN reasoning_tokens BIGINT NOT NULL DEFAULT 0;
+)sql"},
 };
 
 }  // namespace

@@ -203,6 +203,18 @@ CREATE INDEX request_logs_model_time ON request_logs (model, time_ms);
 CREATE INDEX request_logs_channel_time ON request_logs (channel, time_ms);
 CREATE INDEX request_logs_status_time ON request_logs (status, time_ms);
 )sql"},
+    // Cache writes and reasoning tokens, which are priced apart (pricing cache_write and
+    // reasoning). Rows and rollups from before count 0 of each: their usage did not tell them
+    // apart (cache writes were inside input_tokens, reasoning inside output_tokens), so the
+    // rollups stay equal to the rows' sums.
+    {7, "cache write and reasoning token counts", R"sql(
+ALTER TABLE request_logs ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE request_logs ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE usage_hourly ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE usage_hourly ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE usage_daily ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE usage_daily ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0;
+)sql"},
 };
 
 }  // namespace

@@ -67,6 +67,25 @@ TEST(MockKnobs, MalformedHeadersNameTheHeader) {
   }
 }
 
+TEST(MockKnobs, UsageHeaderNamesCacheAndReasoningCounts) {
+  auto k = MockKnobs::fromOptions(MockOptions{});
+  ASSERT_FALSE(applyKnobHeaders(request({{"x-mock-usage", "cache_read=600, cache_write=200,reasoning=120"}}), k));
+  EXPECT_EQ(k.usage.cache_read, 600);
+  EXPECT_EQ(k.usage.cache_write, 200);
+  EXPECT_EQ(k.usage.reasoning, 120);
+  auto partial = MockKnobs::fromOptions(MockOptions{});
+  ASSERT_FALSE(applyKnobHeaders(request({{"x-mock-usage", "reasoning=5"}}), partial));
+  EXPECT_EQ(partial.usage.cache_read, 0);
+  EXPECT_EQ(partial.usage.reasoning, 5);
+  for (const char* bad : {"cache_read", "cache_read=x", "cache_read=-1", "thinking=3", "reasoning=1,reasoning=2",
+                          "cache_write=1000000001"}) {
+    auto b = MockKnobs::fromOptions(MockOptions{});
+    auto e = applyKnobHeaders(request({{"x-mock-usage", bad}}), b);
+    ASSERT_TRUE(e) << bad;
+    EXPECT_NE(e->find("x-mock-usage"), std::string::npos) << *e;
+  }
+}
+
 TEST(MockKnobs, EchoHeader) {
   MockKnobs k;
   EXPECT_FALSE(applyKnobHeaders(request({{"x-mock-echo", "1"}}), k));

@@ -52,7 +52,59 @@ TEST(PricingTest, CostCountsCachedTokensAtTheirRate) {
   // Nonsense usage never makes a negative cost.
   EXPECT_EQ(PriceTable::cost(p, -5, -5, 10), 0);
   PriceTable t;
-  EXPECT_EQ(t.cost("unknown-model", 1000, 1000, 0), 0);
+  EXPECT_EQ(t.cost("unknown-model", {.input = 1000, .output = 1000}), 0);
+}
+
+// Each token at one rate and never twice: the cache reads and writes are inside input, the
+// reasoning inside output (the gateway's usage rule, whatever the provider's).
+TEST(PricingTest, CostPricesCacheWritesAndReasoningApart) {
+  config::Price p{3.0, 15.0, 0.3};
+  p.cache_write = 3.75;
+  p.reasoning = 20.0;
+  // 1000 prompt tokens: 600 cache reads, 200 cache writes, 200 plain; 300 output, 120 reasoning.
+  const PriceTable::Tokens t{.input = 1000, .output = 300, .cached = 600, .cache_write = 200, .reasoning = 120};
+  EXPECT_NEAR(PriceTable::cost(p, t), (200 * 3.0 + 600 * 0.3 + 200 * 3.75 + 180 * 15.0 + 120 * 20.0) / 1e6, 1e-12);
+  // Unset rates: writes at input, reasoning at output (the cost before either was priced).
+  config::Price plain{3.0, 15.0, 0.3};
+  EXPECT_NEAR(PriceTable::cost(plain, t), PriceTable::cost(plain, 1000, 300, 600), 1e-12);
+  EXPECT_NEAR(PriceTable::cost(plain, t), (400 * 3.0 + 600 * 0.3 + 300 * 15.0) / 1e6, 1e-12);
+  // Counts beyond their totals are clamped: reads first, then writes, of the input.
+  EXPECT_NEAR(PriceTable::cost(p, {.input = 100, .output = 10, .cached = 80, .cache_write = 50, .reasoning = 50}),
+              (80 * 0.3 + 20 * 3.75 + 10 * 20.0) / 1e6, 1e-12);
+  EXPECT_EQ(PriceTable::cost(p, {.input = -1, .output = -1, .cached = -5, .cache_write = -5, .reasoning = -5}), 0);
+}
+
+TEST(PricingTest, ShippedClaudePricesWriteTheCacheAtAQuarterMoreThanInput) {
+  PriceTable t;
+  auto claude = t.find("claude-sonnet-4-5-20250929");
+  ASSERT_TRUE(claude);
+  EXPECT_DOUBLE_EQ(claude->cache_write, 3.75);
+  EXPECT_LT(claude->reasoning, 0);              // as output
+  EXPECT_LT(t.find("gpt-4o")->cache_write, 0);  // as input
+}
+
+TEST(PricingTest, ConfigPricingTakesCacheWriteAndReasoningRates) {
+  auto cfg = config::parseConfig("pricing:\n  m: {input: 1, output: 2, cache_write: 1.25, reasoning: 3}\n", "t.yaml");
+  EXPECT_DOUBLE_EQ(cfg->pricing.at("m").cache_write, 1.25);
+  EXPECT_DOUBLE_EQ(cfg->pricing.at("m").reasoning, 3);
+  EXPECT_LT(cfg->pricing.at("m").cached_input, 0);
+  auto message = [](const std::string& yaml) {
+    try {
+      config::parseConfig(yaml, "t.yaml");
+    } catch (const config::ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string negative =
+      message("server:\n  listen: \"127.0.0.1:0\"\npricing:\n  m: {input: 1, output: 2, cache_write: -1}\n");
+  EXPECT_NE(negative.find("t.yaml:4"), std::string::npos) << negative;
+  EXPECT_NE(negative.find("pricing.m.cache_write"), std::string::npos) << negative;
+  const std::string unknown = message("pricing:\n  m: {input: 1, output: 2, reasoning_output: 1}\n");
+  EXPECT_NE(unknown.find("t.yaml:2"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("reasoning_output"), std::string::npos) << unknown;
+  EXPECT_NE(message("pricing:\n  m: {input: 1, output: 2, reasoning: -0.5}\n").find("pricing.m.reasoning"),
+            std::string::npos);
 }
 
 TEST(PricingTest, ConfigPricingParsesAndRejectsBadEntries) {

@@ -42,7 +42,8 @@ std::vector<UsageRow> rawUsage(SqlConnection& c, const UsageQuery& q) {
   std::string sql = "SELECT " + select +
                     "COUNT(*), COALESCE(SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), 0), "
                     "COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
-                    "COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(cost_usd), 0) "
+                    "COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(cost_usd), 0), "
+                    "COALESCE(SUM(cache_write_tokens), 0), COALESCE(SUM(reasoning_tokens), 0) "
                     "FROM request_logs WHERE time_ms >= ? AND time_ms < ?";
   std::vector<SqlParam> params{SqlParam::integer(q.from_ms), SqlParam::integer(q.to_ms)};
   if (q.virtual_key_id) {
@@ -72,6 +73,8 @@ std::vector<UsageRow> rawUsage(SqlConnection& c, const UsageQuery& q) {
     u.output_tokens = rows->getInt(7);
     u.cached_tokens = rows->getInt(8);
     u.cost_usd = rows->getReal(9);
+    u.cache_write_tokens = rows->getInt(10);
+    u.reasoning_tokens = rows->getInt(11);
     out.push_back(std::move(u));
   }
   return out;
@@ -104,6 +107,8 @@ void expectSameUsage(Store& store, SqlConnection& raw, const UsageQuery& q) {
     EXPECT_EQ(got[i].input_tokens, want[i].input_tokens);
     EXPECT_EQ(got[i].output_tokens, want[i].output_tokens);
     EXPECT_EQ(got[i].cached_tokens, want[i].cached_tokens);
+    EXPECT_EQ(got[i].cache_write_tokens, want[i].cache_write_tokens);
+    EXPECT_EQ(got[i].reasoning_tokens, want[i].reasoning_tokens);
     // Sums of doubles added in another order: equal up to rounding.
     EXPECT_NEAR(got[i].cost_usd, want[i].cost_usd, 1e-9 * (1 + std::abs(want[i].cost_usd)));
   }
@@ -127,6 +132,8 @@ std::vector<LogRecord> randomRows(std::mt19937_64& rng, std::size_t n, std::int6
     r.input_tokens = static_cast<std::int64_t>(rng() % 5000);
     r.output_tokens = static_cast<std::int64_t>(rng() % 2000);
     r.cached_tokens = static_cast<std::int64_t>(rng() % 100);
+    r.cache_write_tokens = static_cast<std::int64_t>(rng() % 100);
+    r.reasoning_tokens = static_cast<std::int64_t>(rng() % 100);
     r.cost_usd = static_cast<double>(rng() % 100'000) / 1e6;
     out.push_back(std::move(r));
   }
@@ -312,6 +319,59 @@ TEST_P(UsageRollupTest, AnUpgradedDatabaseAnswersFromItsRowsWhileTheBackfillRuns
   EXPECT_EQ(count(*raw, "SELECT SUM(requests) FROM usage_hourly"), count(*raw, "SELECT COUNT(*) FROM request_logs"));
   EXPECT_EQ(count(*raw, "SELECT SUM(requests) FROM usage_daily"), count(*raw, "SELECT COUNT(*) FROM request_logs"));
   for (int i = 0; i < 100; ++i) expectSameUsage(*store, *raw, randomQuery(rng));
+}
+
+// Migration 7 on a database with rows and rollups: the old rows count no cache writes and no
+// reasoning (their usage did not tell them apart), the new ones their own, rows and rollups agree.
+TEST_P(UsageRollupTest, CacheWriteAndReasoningColumnsComeToAnExistingDatabase) {
+  migrateTo(*db_, 6);
+  std::mt19937_64 rng(11);
+  auto raw = openSqlConnection(db_->url());
+  {
+    SqlParam p[] = {SqlParam::integer(kT0 + 5), SqlParam::text("old-row")};
+    raw->execute(
+        "INSERT INTO request_logs (time_ms, request_id, model, channel, status, input_tokens, output_tokens, "
+        "cached_tokens, cost_usd) VALUES (?, ?, 'm', 'c', 200, 1000, 300, 600, 0.5)",
+        p);
+    raw->execScript(
+        "INSERT INTO usage_hourly (hour_ms, virtual_key_id, model, channel, requests, errors, input_tokens, "
+        "output_tokens, cached_tokens, cost_usd) VALUES (1700006400000, 0, 'm', 'c', 1, 0, 1000, 300, 600, 0.5);"
+        "INSERT INTO usage_daily (day_ms, virtual_key_id, model, channel, requests, errors, input_tokens, "
+        "output_tokens, cached_tokens, cost_usd) VALUES (1700006400000, 0, 'm', 'c', 1, 0, 1000, 300, 600, 0.5);"
+        "UPDATE rollup_state SET backfill_before_ms = NULL");
+  }
+  auto store = Store::open(db_->url());
+  store->migrate();
+  EXPECT_EQ(count(*raw, "SELECT MAX(version) FROM schema_migrations"), Store::latestSchemaVersion());
+  LogRecord fresh = testing::sampleLog(kT0 + 10, "new-row");
+  fresh.model = "m";
+  fresh.channel = "c";
+  fresh.input_tokens = 1000;
+  fresh.output_tokens = 300;
+  fresh.cached_tokens = 600;
+  fresh.cache_write_tokens = 200;
+  fresh.reasoning_tokens = 120;
+  std::vector<LogRecord> batch{fresh};
+  store->insertLogs(batch);
+  LogQuery lq;
+  const auto page = store->listLogs(lq);
+  ASSERT_EQ(page.entries.size(), 2u);
+  EXPECT_EQ(page.entries[0].record.request_id, "new-row");
+  EXPECT_EQ(page.entries[0].record.cache_write_tokens, 200);
+  EXPECT_EQ(page.entries[0].record.reasoning_tokens, 120);
+  EXPECT_EQ(page.entries[1].record.request_id, "old-row");
+  EXPECT_EQ(page.entries[1].record.cache_write_tokens, 0);
+  EXPECT_EQ(page.entries[1].record.reasoning_tokens, 0);
+  UsageQuery q;
+  q.from_ms = kT0;
+  q.to_ms = kT0 + 2 * kDay;  // whole days: read from the rollups
+  const auto got = store->usage(q);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].requests, 2);
+  EXPECT_EQ(got[0].cache_write_tokens, 200);
+  EXPECT_EQ(got[0].reasoning_tokens, 120);
+  expectSameUsage(*store, *raw, q);
+  for (int i = 0; i < 20; ++i) expectSameUsage(*store, *raw, randomQuery(rng));
 }
 
 TEST_P(UsageRollupTest, TwoStoresBackfillingAtOnceFoldEachHourOnce) {
