@@ -174,6 +174,19 @@ CREATE INDEX request_logs_model_time ON request_logs (model, time_ms, id);
 CREATE INDEX request_logs_channel_time ON request_logs (channel, time_ms, id);
 CREATE INDEX request_logs_status_time ON request_logs (status, time_ms, id);
 )sql"},
+    // See the SQLite migration 7.
+    {7, "stored responses", R"sql(
+CREATE TABLE stored_responses (
+  id            TEXT   NOT NULL,
+  owner_key_id  BIGINT NOT NULL,
+  created_at_ms BIGINT NOT NULL,
+  expires_at_ms BIGINT NOT NULL,
+  response      TEXT   NOT NULL,
+  input_items   TEXT   NOT NULL,
+  PRIMARY KEY (owner_key_id, id)
+);
+CREATE INDEX stored_responses_expiry ON stored_responses (expires_at_ms);
+)sql"},
 };
 
 }  // namespace
