@@ -45,6 +45,7 @@ namespace sluice::gateway {
 
 struct Snapshot;
 struct ParsedBody;
+class ResponseStoreService;
 
 // Who is calling: the master key (vk == nullptr) or a virtual key of the snapshot's table.
 struct Caller {
@@ -93,8 +94,13 @@ struct ClientCall {
   std::string model;         // Gemini: from the path (the body has none)
   std::string query;         // Gemini: the query to pass on (the client's key= removed); set by the route stage
   bool models_list = false;  // GET /v1/models (or the Gemini and Anthropic equivalents)
+  // /v1/responses/{id} (GET, DELETE) and /v1/responses/{id}/input_items (GET): the id as the
+  // path gave it (the responses stage checks it), and which of the two.
+  std::string stored_id;
+  bool stored_items = false;
 
   bool responses() const { return wire == Wire::OpenAI && op == "/responses"; }
+  bool storedResponse() const { return wire == Wire::OpenAI && op == "/responses/{id}"; }
   // The client's format for translation.
   providers::Format format() const;
   // A chat-style request: translatable to any channel, and what the protect stages apply to.
@@ -116,8 +122,9 @@ struct BodyFacts {
 struct Services {
   upstream::Pool& pool;
   cluster::Limiter& limiter;
-  cache::ResponseCache* cache = nullptr;  // null: no response cache
-  telemetry::Tracer* tracer = nullptr;    // null: no tracing (tests)
+  cache::ResponseCache* cache = nullptr;      // null: no response cache
+  telemetry::Tracer* tracer = nullptr;        // null: no tracing (tests)
+  ResponseStoreService* responses = nullptr;  // null: no stored responses (tests)
 };
 
 // What the route stage decided: the model, the channels that may serve it, and the facts of the

@@ -73,15 +73,13 @@ ResponseChain::Turn ResponseChain::prepare(std::string_view message) const {
       return t;
     }
     const Kept* k = find(prev->as_string());
-    if (!k) {
-      t.error = errorMessage(400, "invalid_request_error", "previous_response_not_found",
-                             "Previous response with id '" + std::string(prev->as_string()) +
-                                 "' not found: this connection keeps its own last responses; send the whole "
-                                 "conversation in input",
-                             "previous_response_id");
-      return t;
+    if (k) {
+      t.items = k->items;
+    } else {
+      // Not one of this socket's: the POST path looks it up in the gateway's stored responses
+      // (and answers previous_response_not_found when they hold none of this key's).
+      t.from_store = true;
     }
-    t.items = k->items;
   }
   if (const auto* in = o.if_contains("input")) {
     if (in->is_string()) {
@@ -100,10 +98,12 @@ ResponseChain::Turn ResponseChain::prepare(std::string_view message) const {
   }
   o.erase("type");
   o.erase("generate");
-  o.erase("previous_response_id");
   o.erase("stream_options");
   o["stream"] = true;
-  o["input"] = t.items;
+  if (!t.from_store) {
+    o.erase("previous_response_id");
+    o["input"] = t.items;
+  }
   t.body = json::serialize(o);
   return t;
 }

@@ -35,6 +35,10 @@ class ResponseChain {
     std::string body;                  // the POST /v1/responses body to run
     std::string model;
     boost::json::array items;  // the turn's whole input (the chain expanded)
+    // previous_response_id names none of this socket's responses: the body keeps it for the
+    // POST path to expand from the stored responses, and `items` holds only the turn's own
+    // input (so the turn is not kept here: a later turn chains from the stored copy).
+    bool from_store = false;
   };
   Turn prepare(std::string_view message) const;
 
