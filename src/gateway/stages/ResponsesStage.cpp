@@ -92,9 +92,14 @@ class ResponsesStage final : public Stage {
     } else {
       turn.keep = false;  // an input of the wrong type: the codec (or OpenAI) refuses it
     }
-    history::rewriteBody(body, turn.previous ? &whole : nullptr, turn.keep);
-    ex.req.body() = json::serialize(body);
-    ex.req.prepare_payload();
+    // Rewritten only when something changes: a chain, or a kept answer whose request did not
+    // say store: true (a translated answer echoes what the request said).
+    const json::value* said = body.if_contains("store");
+    if (turn.previous || (turn.keep && !(said != nullptr && said->is_bool()))) {
+      history::rewriteBody(body, turn.previous ? &whole : nullptr, turn.keep);
+      ex.req.body() = json::serialize(body);
+      ex.req.prepare_payload();
+    }
     if (turn.keep) {
       keep_ = true;
       items_ = std::move(whole);
