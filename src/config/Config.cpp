@@ -57,8 +57,9 @@ constexpr std::array<std::string_view, 2> kServerTlsKeys = {"cert", "key"};
 constexpr std::array<std::string_view, 1> kAdminKeys = {"listen"};
 constexpr std::array<std::string_view, 1> kAuthKeys = {"master_key"};
 constexpr std::array<std::string_view, 1> kUrlKeys = {"url"};
-constexpr std::array<std::string_view, 6> kStoreKeys = {"url",        "request_logs",       "log_retention_days",
-                                                        "log_bodies", "log_body_max_bytes", "secret_key"};
+constexpr std::array<std::string_view, 7> kStoreKeys = {
+    "url", "request_logs", "log_retention_days", "log_bodies", "log_body_max_bytes", "secret_key", "responses"};
+constexpr std::array<std::string_view, 3> kStoredResponsesKeys = {"enabled", "ttl", "max_bytes"};
 constexpr std::array<std::string_view, 14> kRoutingKeys = {
     "max_retries",       "timeouts", "cooldown_default", "breaker_failures", "breaker_cooldown",
     "aliases",           "recovery_interval", "rules",   "fallbacks",        "stall_timeout",
@@ -269,6 +270,8 @@ class Loader {
           } else if (skey == "secret_key") {
             cfg.store.secret_key = str(n, "store.secret_key");
             secretKeySet = true;
+          } else if (skey == "responses") {
+            storedResponses(n, cfg.store.responses);
           }
         });
       } else if (key == "redis") {
@@ -411,6 +414,19 @@ class Loader {
     const auto a = parseScreenAction(v);
     if (!a) fail(n, path + ": expected off, log, warn or block, got " + quote(v));
     return *a;
+  }
+
+  void storedResponses(const YAML::Node& node, StoredResponsesConfig& c) {
+    walk(node, "store.responses", kStoredResponsesKeys, [&](const std::string& key, const YAML::Node& v) {
+      const std::string path = "store.responses." + key;
+      if (key == "enabled") {
+        c.enabled = boolean(v, path);
+      } else if (key == "ttl") {
+        c.ttl = duration(v, path, false);
+      } else if (key == "max_bytes") {
+        c.max_bytes = bytes(v, path, std::uint64_t{256} << 20);
+      }
+    });
   }
 
   void cache(const YAML::Node& node, CacheConfig& c) {
@@ -1225,6 +1241,10 @@ std::string describeConfig(const Config& c) {
   e << YAML::Key << "log_bodies" << YAML::Value << c.store.log_bodies;
   e << YAML::Key << "log_body_max_bytes" << YAML::Value << formatByteSize(c.store.log_body_max_bytes);
   e << YAML::Key << "secret_key" << YAML::Value << YAML::DoubleQuoted << maskSecret(c.store.secret_key);
+  e << YAML::Key << "responses" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  e << YAML::Key << "enabled" << YAML::Value << c.store.responses.enabled;
+  e << YAML::Key << "ttl" << YAML::Value << formatDuration(c.store.responses.ttl);
+  e << YAML::Key << "max_bytes" << YAML::Value << formatByteSize(c.store.responses.max_bytes) << YAML::EndMap;
   e << YAML::EndMap;
   e << YAML::Key << "redis" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "url" << YAML::Value << YAML::DoubleQuoted << maskUrl(c.redis.url) << YAML::EndMap;

@@ -50,6 +50,15 @@ struct AuthConfig {
   std::string master_key;
 };
 
+// store.responses: the Responses API answers the gateway keeps (store absent or true on a
+// POST /v1/responses), so that GET/DELETE /v1/responses/{id}, input_items and
+// previous_response_id work on every channel, translated ones included.
+struct StoredResponsesConfig {
+  bool enabled = true;
+  Millis ttl{30LL * 24 * 3'600'000};     // a response is kept this long after it was made
+  std::uint64_t max_bytes = 4ull << 20;  // a response bigger than this (input + output) is not kept
+};
+
 struct StoreConfig {
   std::string url = "sqlite://./sluice.db";
   bool request_logs = true;  // one row per request in the store (written off the response path)
@@ -59,6 +68,7 @@ struct StoreConfig {
   // Encrypts upstream keys added through the admin API (AES-256-GCM). Defaults to the
   // SLUICE_SECRET_KEY environment variable; empty: such keys cannot be stored.
   std::string secret_key;
+  StoredResponsesConfig responses;
 };
 
 struct RedisConfig {

@@ -142,6 +142,8 @@ std::optional<std::chrono::milliseconds> parseDuration(std::string_view text) {
       scale = 60'000;
     } else if (unit == "h") {
       scale = 3'600'000;
+    } else if (unit == "d") {
+      scale = 86'400'000;
     } else {
       return std::nullopt;
     }
@@ -188,6 +190,7 @@ std::optional<std::uint64_t> parseByteSize(std::string_view text) {
 std::string formatDuration(std::chrono::milliseconds d) {
   const auto ms = d.count();
   if (ms == 0) return "0s";
+  if (ms % 86'400'000 == 0) return std::to_string(ms / 86'400'000) + "d";
   if (ms % 3'600'000 == 0) return std::to_string(ms / 3'600'000) + "h";
   if (ms % 60'000 == 0) return std::to_string(ms / 60'000) + "m";
   if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";

@@ -17,6 +17,11 @@ std::vector<std::unique_ptr<const StageConfig>> buildStages(const Snapshot& snap
   s.push_back(makeTraceStage(snap));
   // Who is calling, before anything reveals what is configured.
   s.push_back(makeAuthStage(snap));
+  // Stored responses: GET/DELETE of one answered here, for the caller's key only; a request
+  // continuing one made whole before anything reads its body, so the route's facts, the limits'
+  // estimate, the protect stages and the cache all see the conversation the channel gets; and
+  // the answer kept on its way back as the client read it (its hooks run after the others').
+  s.push_back(makeResponsesStage(snap));
   // What is asked for: the query, the method, the body's facts, the model and the channels that
   // may serve it for this caller; before anything is charged.
   s.push_back(makeRouteStage(snap));

@@ -140,6 +140,20 @@ bool classify(const std::string& path, const http::Request& req, ClientCall& cal
                                                 "embedContent", "batchEmbedContents"};
     return std::find(std::begin(kOps), std::end(kOps), call.op) != std::end(kOps);
   }
+  // A stored response: /v1/responses/{id} and /v1/responses/{id}/input_items (the id is checked
+  // by the responses stage; a path with more segments is no endpoint).
+  if (call.wire == Wire::OpenAI && p.starts_with("/v1/responses/")) {
+    std::string_view rest = p.substr(14);
+    static constexpr std::string_view kItems = "/input_items";
+    if (rest.ends_with(kItems)) {
+      rest.remove_suffix(kItems.size());
+      call.stored_items = true;
+    }
+    if (rest.empty() || rest.find('/') != std::string_view::npos) return false;
+    call.op = "/responses/{id}";
+    call.stored_id = std::string(rest);
+    return true;
+  }
   if (call.wire == Wire::OpenAI && isProxied(p)) {
     call.op = std::string(p.substr(3));
     return true;

@@ -48,6 +48,7 @@ class ObjectRoutes;
 
 struct Snapshot;
 struct ParsedBody;
+class ResponseStoreService;
 
 // Who is calling: the master key (vk == nullptr) or a virtual key of the snapshot's table.
 struct Caller {
@@ -106,8 +107,13 @@ struct ClientCall {
   std::string object_id;   // the file or batch the path names: its channel is remembered
   bool json_body = false;  // a JSON body that may name the model
   bool multipart = false;  // a multipart/form-data body whose `model` part names it
+  // /v1/responses/{id} (GET, DELETE) and /v1/responses/{id}/input_items (GET): the id as the
+  // path gave it (the responses stage checks it), and which of the two.
+  std::string stored_id;
+  bool stored_items = false;
 
   bool responses() const { return wire == Wire::OpenAI && op == "/responses"; }
+  bool storedResponse() const { return wire == Wire::OpenAI && op == "/responses/{id}"; }
   // The client's format for translation.
   providers::Format format() const;
   // A chat-style request: translatable to any channel, and what the protect stages apply to.
@@ -129,9 +135,10 @@ struct BodyFacts {
 struct Services {
   upstream::Pool& pool;
   cluster::Limiter& limiter;
-  cache::ResponseCache* cache = nullptr;  // null: no response cache
-  telemetry::Tracer* tracer = nullptr;    // null: no tracing (tests)
-  ObjectRoutes* objects = nullptr;        // null: files and batches route without memory (tests)
+  cache::ResponseCache* cache = nullptr;      // null: no response cache
+  telemetry::Tracer* tracer = nullptr;        // null: no tracing (tests)
+  ResponseStoreService* responses = nullptr;  // null: no stored responses (tests)
+  ObjectRoutes* objects = nullptr;            // null: files and batches route without memory (tests)
 };
 
 // What the route stage decided: the model, the channels that may serve it, and the facts of the

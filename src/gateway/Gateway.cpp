@@ -55,6 +55,7 @@
 #include "providers/UpstreamPath.hpp"
 #include "redact/Rules.hpp"
 #include "routing/Router.hpp"
+#include "gateway/ResponseStoreService.hpp"
 #include "store/LogWriter.hpp"
 #include "store/Store.hpp"
 #include "store/StoreProbe.hpp"
@@ -126,7 +127,9 @@ class Gateway {
         limiter_(cluster::Limiter::Options{cfg->redis.url}),
         cache_(makeCache(*cfg)),
         control_(std::make_unique<ControlPlane>(cfg, limiter_, healthRegistry())),
-        store_probe_(cfg->store.url) {
+        store_probe_(cfg->store.url),
+        responses_(std::make_unique<ResponseStoreService>(cfg->store.url)) {
+    if (cfg->store.responses.enabled) responses_->startSweeping();
     live_ = std::make_unique<LiveAdmin>(
         LiveAdmin::Host{*control_, control_ioc_, [this](const char* why) { return reload(why); }, path_, cache_.get()});
     admin_ = std::make_unique<admin::AdminApi>(cfg->store.url);
@@ -527,6 +530,7 @@ class Gateway {
         if (edge_tls_) renderTlsMetrics(tls_reloads_ok_.load(), tls_reloads_failed_.load(), out);
         renderLogMetrics(access_.dropped(), logs_ ? std::optional(logs_->stats()) : std::nullopt, out);
         tracer_.renderMetrics(out);
+        renderStoredResponseMetrics(responses_->stored(), responses_->expired(), out);
       });
       co_await r.send(std::move(res));
       co_return;
@@ -586,7 +590,8 @@ class Gateway {
       co_return;
     }
     // The request path, stage by stage (gateway/Chain.cpp).
-    Exchange ex(snap, Services{ws.pool, limiter_, cache_.get(), &tracer_, &objects_}, req, r, ctx, call, rec);
+    Services svc{ws.pool, limiter_, cache_.get(), &tracer_, responses_.get(), &objects_};
+    Exchange ex(snap, svc, req, r, ctx, call, rec);
     co_await runChain(ex);
   }
 
@@ -650,6 +655,8 @@ class Gateway {
 
   std::unique_ptr<LiveAdmin> live_;  // after control_ and cache_: acts on them
   store::StoreProbe store_probe_;    // sluice_store_up, from a thread of its own
+  // Stored responses (store.responses), on a thread of its own; the store URL is fixed at start.
+  std::unique_ptr<ResponseStoreService> responses_;
 };
 
 void setupLogging() {

@@ -78,6 +78,15 @@ void renderTlsMetrics(std::uint64_t ok, std::uint64_t failed, std::string& out) 
   out += fmt::format("sluice_tls_reloads_total{{result=\"failed\"}} {}\n", failed);
 }
 
+void renderStoredResponseMetrics(std::uint64_t stored, std::uint64_t expired, std::string& out) {
+  out += "# HELP sluice_stored_responses_written_total Responses API answers kept by store.responses.\n";
+  out += "# TYPE sluice_stored_responses_written_total counter\n";
+  out += "sluice_stored_responses_written_total " + std::to_string(stored) + "\n";
+  out += "# HELP sluice_stored_responses_expired_total Stored responses deleted past store.responses.ttl.\n";
+  out += "# TYPE sluice_stored_responses_expired_total counter\n";
+  out += "sluice_stored_responses_expired_total " + std::to_string(expired) + "\n";
+}
+
 void renderLogMetrics(std::uint64_t access_dropped, const std::optional<store::LogWriter::Stats>& logs,
                       std::string& out) {
   out += "# HELP sluice_access_log_dropped_total Access-log lines dropped because the writer fell behind.\n";

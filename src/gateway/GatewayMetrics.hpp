@@ -17,6 +17,8 @@ void renderKeyStates(const Snapshot& snap, std::string& out);
 void renderCacheMetrics(const cache::CacheStats& cs, std::string& out);
 void renderTlsMetrics(std::uint64_t ok, std::uint64_t failed, std::string& out);
 // `logs`: the request log's writer's figures (none when store.request_logs is off).
+// store.responses: rows written and rows the sweep deleted since start.
+void renderStoredResponseMetrics(std::uint64_t stored, std::uint64_t expired, std::string& out);
 void renderLogMetrics(std::uint64_t access_dropped, const std::optional<store::LogWriter::Stats>& logs,
                       std::string& out);
 

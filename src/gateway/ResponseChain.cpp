@@ -73,15 +73,13 @@ ResponseChain::Turn ResponseChain::prepare(std::string_view message) const {
       return t;
     }
     const Kept* k = find(prev->as_string());
-    if (!k) {
-      t.error = errorMessage(400, "invalid_request_error", "previous_response_not_found",
-                             "Previous response with id '" + std::string(prev->as_string()) +
-                                 "' not found: this connection keeps its own last responses; send the whole "
-                                 "conversation in input",
-                             "previous_response_id");
-      return t;
+    if (k) {
+      t.items = k->items;
+    } else {
+      // Not one of this socket's: the POST path looks it up in the gateway's stored responses
+      // (and answers previous_response_not_found when they hold none of this key's).
+      t.from_store = true;
     }
-    t.items = k->items;
   }
   auto append = [&](const json::value& item) {
     if (!t.items.empty()) t.items.push_back(',');
@@ -104,10 +102,11 @@ ResponseChain::Turn ResponseChain::prepare(std::string_view message) const {
   }
   o.erase("type");
   o.erase("generate");
-  o.erase("previous_response_id");
   o.erase("stream_options");
   o.erase("input");
   o["stream"] = true;
+  // previous_response_id stays for the POST path when it names none of this socket's responses.
+  if (!t.from_store) o.erase("previous_response_id");
   // The object always serializes to "{...}" with at least stream in it: input goes before the
   // closing brace, spliced as text.
   t.body = json::serialize(o);

@@ -37,6 +37,10 @@ class ResponseChain {
     // without the brackets. Kept as text so that a long conversation is copied, not rebuilt
     // as a tree, on every turn.
     std::string items;
+    // previous_response_id names none of this socket's responses: the body keeps it for the
+    // POST path to expand from the stored responses, and `items` holds only the turn's own
+    // input (so the turn is not kept here: a later turn chains from the stored copy).
+    bool from_store = false;
   };
   Turn prepare(std::string_view message) const;
 

@@ -242,7 +242,7 @@ net::awaitable<void> session(Ws& ws, http::Request& upgrade, http::Responder& r,
                                                              "the response stream ended before it completed")))
         break;
     }
-    if (sink.chainable() && !sink.finalId().empty())
+    if (sink.chainable() && !sink.finalId().empty() && !turn.from_store)
       chain.keep(sink.finalId(), std::move(turn.items), sink.finalOutput());
   }
   if (ws.is_open()) co_await ws.async_close(websocket::close_code::normal, kTuple);

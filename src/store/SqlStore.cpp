@@ -872,6 +872,60 @@ void SqlStore::deleteGatewaySetting(const std::string& name) {
   conn_->execute("DELETE FROM gateway_settings WHERE name = ?", params);
 }
 
+void SqlStore::putResponse(const StoredResponse& r) {
+  P params[] = {
+      P::text(r.id),       P::integer(r.owner_key_id), P::integer(r.created_at_ms), P::integer(r.expires_at_ms),
+      P::text(r.response), P::text(r.input_items)};
+  // Both dialects take this upsert (SQLite >= 3.24, PostgreSQL >= 9.5).
+  conn_->execute(
+      "INSERT INTO stored_responses (id, owner_key_id, created_at_ms, expires_at_ms, response, input_items) "
+      "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (owner_key_id, id) DO UPDATE SET created_at_ms = excluded.created_at_ms, "
+      "expires_at_ms = excluded.expires_at_ms, response = excluded.response, input_items = excluded.input_items",
+      params);
+}
+
+std::optional<StoredResponse> SqlStore::getResponse(std::int64_t owner_key_id, const std::string& id,
+                                                    std::int64_t now_ms) {
+  P params[] = {P::integer(owner_key_id), P::text(id), P::integer(now_ms)};
+  auto rows = conn_->query(
+      "SELECT created_at_ms, expires_at_ms, response, input_items FROM stored_responses "
+      "WHERE owner_key_id = ? AND id = ? AND expires_at_ms > ?",
+      params);
+  if (!rows->next()) return std::nullopt;
+  StoredResponse r;
+  r.id = id;
+  r.owner_key_id = owner_key_id;
+  r.created_at_ms = rows->getInt(0);
+  r.expires_at_ms = rows->getInt(1);
+  r.response = rows->getText(2);
+  r.input_items = rows->getText(3);
+  return r;
+}
+
+bool SqlStore::deleteResponse(std::int64_t owner_key_id, const std::string& id, std::int64_t now_ms) {
+  P params[] = {P::integer(owner_key_id), P::text(id), P::integer(now_ms)};
+  return conn_->execute("DELETE FROM stored_responses WHERE owner_key_id = ? AND id = ? AND expires_at_ms > ?",
+                        params) > 0;
+}
+
+std::int64_t SqlStore::deleteExpiredResponses(std::int64_t now_ms, std::int64_t max_rows) {
+  // Chunks, each its own short transaction, as deleteLogsBefore: writers are never held up
+  // behind one long sweep. A response row may be megabytes, hence smaller chunks.
+  constexpr std::int64_t kChunk = 500;
+  std::int64_t total = 0;
+  while (total < max_rows) {
+    std::int64_t want = std::min(kChunk, max_rows - total);
+    P params[] = {P::integer(now_ms), P::integer(want)};
+    std::int64_t n = conn_->execute(
+        "DELETE FROM stored_responses WHERE (owner_key_id, id) IN "
+        "(SELECT owner_key_id, id FROM stored_responses WHERE expires_at_ms <= ? LIMIT ?)",
+        params);
+    total += n;
+    if (n < want) break;
+  }
+  return total;
+}
+
 std::string SqlStore::controlPlaneStamp() {
   auto rows = conn_->query("SELECT version FROM control_plane_version WHERE id = 1", {});
   if (!rows->next()) throw StoreError(StoreErrc::Schema, "control_plane_version is empty; run migrate()");

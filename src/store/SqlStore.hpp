@@ -27,6 +27,11 @@ class SqlStore final : public Store {
   std::map<std::int64_t, KeySpend> spendByKey(std::int64_t day_start_ms, std::int64_t month_start_ms) override;
   std::map<std::int64_t, KeyRequests> requestsByKey(std::int64_t day_start_ms, std::int64_t month_start_ms) override;
   std::string controlPlaneStamp() override;
+  void putResponse(const StoredResponse& response) override;
+  std::optional<StoredResponse> getResponse(std::int64_t owner_key_id, const std::string& id,
+                                            std::int64_t now_ms) override;
+  bool deleteResponse(std::int64_t owner_key_id, const std::string& id, std::int64_t now_ms) override;
+  std::int64_t deleteExpiredResponses(std::int64_t now_ms, std::int64_t max_rows) override;
   std::map<std::string, std::string> gatewaySettings() override;
   void putGatewaySetting(const std::string& name, const std::string& value) override;
   void deleteGatewaySetting(const std::string& name) override;

@@ -46,6 +46,19 @@ std::map<std::int64_t, KeyRequests> Store::requestsByKey(std::int64_t, std::int6
   unsupported("requestsByKey");
 }
 
+void Store::putResponse(const StoredResponse&) {
+  unsupported("putResponse");
+}
+std::optional<StoredResponse> Store::getResponse(std::int64_t, const std::string&, std::int64_t) {
+  unsupported("getResponse");
+}
+bool Store::deleteResponse(std::int64_t, const std::string&, std::int64_t) {
+  unsupported("deleteResponse");
+}
+std::int64_t Store::deleteExpiredResponses(std::int64_t, std::int64_t) {
+  unsupported("deleteExpiredResponses");
+}
+
 std::unique_ptr<Store> Store::open(const std::string& url) {
   return std::make_unique<SqlStore>(openSqlConnection(url));
 }

@@ -240,6 +240,19 @@ struct UpstreamKey {
   std::int64_t updated_at_ms = 0;  // set by the store on every change (state changes included)
 };
 
+// A Responses API answer the gateway keeps (store.responses), so that GET, DELETE,
+// input_items and previous_response_id work on any channel. Owned by the virtual key that made
+// it (owner_key_id 0: the master key); every read and delete names the owner, so a key never
+// reaches another key's rows.
+struct StoredResponse {
+  std::string id;                 // the response id the client saw
+  std::int64_t owner_key_id = 0;  // the virtual key's id; 0: the master key
+  std::int64_t created_at_ms = 0;
+  std::int64_t expires_at_ms = 0;  // rows past it are never returned, and swept in chunks
+  std::string response;            // JSON object: the response as the client read it
+  std::string input_items;         // JSON array: its whole input (a chain expanded)
+};
+
 // Money a virtual key has spent, from the request log.
 struct KeySpend {
   double day_usd = 0;    // since the start of the UTC day asked for
@@ -304,6 +317,18 @@ class Store {
   // Requests per virtual key id, the same way (keys without requests may be absent). insertLogs
   // adds each row to its key's total in the same transaction.
   virtual std::map<std::int64_t, KeyRequests> requestsByKey(std::int64_t day_start_ms, std::int64_t month_start_ms);
+  // ---- stored responses ---- (the defaults throw StoreError(Internal), as getLog's)
+  // Inserts or replaces (same owner and id) the row.
+  virtual void putResponse(const StoredResponse& response);
+  // The owner's row with that id, unless it expired before now_ms.
+  virtual std::optional<StoredResponse> getResponse(std::int64_t owner_key_id, const std::string& id,
+                                                    std::int64_t now_ms);
+  // False when the owner has no such row (or it expired).
+  virtual bool deleteResponse(std::int64_t owner_key_id, const std::string& id, std::int64_t now_ms);
+  // Deletes rows that expired before now_ms, in chunks (each its own transaction), stopping
+  // after max_rows or so; returns how many (fewer than max_rows: none are left).
+  virtual std::int64_t deleteExpiredResponses(std::int64_t now_ms, std::int64_t max_rows);
+
   // An opaque value that changes whenever a virtual key, channel or upstream key is created,
   // changed, revoked or deleted (by any instance): cheap enough to poll every second.
   virtual std::string controlPlaneStamp() = 0;

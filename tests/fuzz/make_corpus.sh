@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{multipart,responses_socket,token_estimate,model_list,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
+mkdir -p "$C"/{multipart,stored_responses,responses_socket,token_estimate,model_list,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -32,6 +32,13 @@ seed $C/stream_filter/responses_stream       00 07 $FX/mock/responses_stream.sse
   printf '{"type":"response.create","model":"m","input":[{"type":"message","role":"user","content":"x"}],"stream":false}\0'
   printf '{"type":"response.create","previous_response_id":"resp_1","input":[]}'; } >$C/responses_socket/chain
 printf '{"type":"response.steer"}\0not json\0{"type":"response.create","background":true}' >$C/responses_socket/errors
+
+# stored_responses: [option] [split] an answer to capture, a body to chain (a stream, a whole
+# response, a body continuing itself)
+{ printf '\001\002event: response.created\ndata: {"type":"response.created","response":{"id":"resp_1"}}\n\n'
+  printf 'event: response.completed\ndata: {"type":"response.completed","response":{"id":"resp_1","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"}]}]}}\n\n'; } >$C/stored_responses/stream
+printf '\000\377{"id":"resp_2","object":"response","output":[{"type":"message"}],"input":"hi","previous_response_id":"resp_1"}' >$C/stored_responses/whole
+printf '\000\001{"model":"m","input":[{"role":"user","content":"q"},{"id":"fc_1","type":"function_call"}],"store":true,"output":[]}' >$C/stored_responses/chain
 
 # token_estimate: a count_tokens / countTokens body
 printf '{"model":"claude-sonnet-4-5","system":"s","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}]}]}' >$C/token_estimate/anthropic

@@ -24,6 +24,7 @@ struct Exchange;
 
 std::unique_ptr<const StageConfig> makeTraceStage(const Snapshot& snap);
 std::unique_ptr<const StageConfig> makeAuthStage(const Snapshot& snap);
+std::unique_ptr<const StageConfig> makeResponsesStage(const Snapshot& snap);
 std::unique_ptr<const StageConfig> makeRouteStage(const Snapshot& snap);
 std::unique_ptr<const StageConfig> makeLimitsStage(const Snapshot& snap);
 std::unique_ptr<const StageConfig> makeScanStage(const Snapshot& snap);

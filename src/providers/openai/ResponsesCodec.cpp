@@ -597,7 +597,11 @@ class RequestDecoder {
         o += "null";
       }
     }
-    o += "},\"store\":false,\"temperature\":";
+    // store: what the request said (the gateway's responses stage sets it true when it keeps
+    // the answer); absent: nothing keeps it.
+    const json::value* store = get("store");
+    o += store && store->is_bool() && store->as_bool() ? "},\"store\":true" : "},\"store\":false";
+    o += ",\"temperature\":";
     appendNumber(o, out_.temperature.value_or(1.0));
     o += ",\"text\":";
     if (auto* v = get("text"); v && v->is_object()) {

@@ -39,12 +39,14 @@
 //  - reasoning.effort none/minimal/low/medium/high/xhigh maps to a thinking budget (0 or
 //    ChatCodec's kReasoningBudget*); reasoning.summary only shapes OpenAI's own summaries and is
 //    dropped (reasoning the upstream returns is always surfaced as a summary).
-//  - dropped: store (nothing is stored; responses say store:false), metadata (echoed only),
+//  - dropped: store (echoed: true only when the request says so, as the gateway's responses
+//    stage does for an answer it keeps), metadata (echoed only),
 //    prompt_cache_key, include, service_tier, truncation, max_tool_calls, stream_options,
 //    text.verbosity, function tools' `strict`, input_image `detail`, item ids and statuses, any
 //    unknown field. `user` (or `safety_identifier`) is kept as the canonical end-user id.
-//  - rejected with 400 naming the field: previous_response_id and conversation (the gateway
-//    keeps no conversation state: send the whole conversation in `input`), background, prompt
+//  - rejected with 400 naming the field: previous_response_id and conversation (the codec keeps
+//    no conversation state; the gateway's responses stage expands previous_response_id into
+//    `input` before a request gets here), background, prompt
 //    (stored prompt templates), item_reference items, built-in tools (web_search, file_search,
 //    computer_use_preview, code_interpreter, image_generation, mcp, local_shell, ...) and their
 //    call items, tool_choice naming a built-in tool or allowed_tools, input_image file_id,

@@ -183,6 +183,19 @@ ALTER TABLE usage_hourly ADD COLUMN reasoning_tokens BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE usage_daily ADD COLUMN cache_write_tokens BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE usage_daily ADD COLUMN reasoning_tokens BIGINT NOT NULL DEFAULT 0;
 )sql"},
+    // See the SQLite migration 8.
+    {8, "stored responses", R"sql(
+CREATE TABLE stored_responses (
+  id            TEXT   NOT NULL,
+  owner_key_id  BIGINT NOT NULL,
+  created_at_ms BIGINT NOT NULL,
+  expires_at_ms BIGINT NOT NULL,
+  response      TEXT   NOT NULL,
+  input_items   TEXT   NOT NULL,
+  PRIMARY KEY (owner_key_id, id)
+);
+CREATE INDEX stored_responses_expiry ON stored_responses (expires_at_ms);
+)sql"},
 };
 
 }  // namespace

@@ -215,6 +215,21 @@ ALTER TABLE usage_hourly ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE usage_daily ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE usage_daily ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0;
 )sql"},
+    // Stored Responses API answers (store.responses): keyed by their owner first, so every
+    // read names the virtual key (0: the master key) and a key never reaches another's rows.
+    // Expired rows are swept by expires_at_ms.
+    {8, "stored responses", R"sql(
+CREATE TABLE stored_responses (
+  id            TEXT    NOT NULL,
+  owner_key_id  INTEGER NOT NULL,
+  created_at_ms INTEGER NOT NULL,
+  expires_at_ms INTEGER NOT NULL,
+  response      TEXT    NOT NULL,
+  input_items   TEXT    NOT NULL,
+  PRIMARY KEY (owner_key_id, id)
+) WITHOUT ROWID;
+CREATE INDEX stored_responses_expiry ON stored_responses (expires_at_ms);
+)sql"},
 };
 
 }  // namespace

@@ -624,9 +624,26 @@ TEST(ConfigDurations, Parse) {
   EXPECT_EQ(parseDuration("1h30m"), milliseconds(5'400'000));
   EXPECT_EQ(parseDuration("1m30s500ms"), milliseconds(90'500));
   EXPECT_EQ(parseDuration("8760h"), kMaxDuration);
-  for (const char* bad : {"", "s", "-5s", "5x", "5 s s", "1.s", ".5s", "5s5", "10d", "8761h", "1e3s", "abc"}) {
+  EXPECT_EQ(parseDuration("30d"), milliseconds(30LL * 86'400'000));
+  EXPECT_EQ(parseDuration("1d12h"), milliseconds(36LL * 3'600'000));
+  for (const char* bad : {"", "s", "-5s", "5x", "5 s s", "1.s", ".5s", "5s5", "366d", "8761h", "1e3s", "abc", "1w"}) {
     EXPECT_FALSE(parseDuration(bad).has_value()) << bad;
   }
+}
+
+TEST(ConfigStore, StoredResponsesDefaultOnAndRoundTrip) {
+  const auto d = parse("");
+  EXPECT_TRUE(d->store.responses.enabled);
+  EXPECT_EQ(d->store.responses.ttl, milliseconds(30LL * 86'400'000));
+  EXPECT_EQ(d->store.responses.max_bytes, 4u << 20);
+  const auto c = parse("store:\n  responses: {enabled: false, ttl: 2h, max_bytes: 64KiB}\n");
+  EXPECT_FALSE(c->store.responses.enabled);
+  EXPECT_EQ(c->store.responses.ttl, milliseconds(7'200'000));
+  EXPECT_EQ(c->store.responses.max_bytes, 64u << 10);
+  const auto back = parseConfig(describeConfig(*c), "back.yaml");
+  EXPECT_FALSE(back->store.responses.enabled);
+  EXPECT_EQ(back->store.responses.ttl, c->store.responses.ttl);
+  EXPECT_EQ(back->store.responses.max_bytes, c->store.responses.max_bytes);
 }
 
 TEST(ConfigDurations, Format) {
@@ -637,6 +654,7 @@ TEST(ConfigDurations, Format) {
   EXPECT_EQ(formatDuration(milliseconds(90'000)), "90s");
   EXPECT_EQ(formatDuration(milliseconds(120'000)), "2m");
   EXPECT_EQ(formatDuration(milliseconds(7'200'000)), "2h");
+  EXPECT_EQ(formatDuration(milliseconds(2LL * 86'400'000)), "2d");
 }
 
 TEST(ConfigSizes, ParseAndFormat) {
@@ -905,6 +923,15 @@ TEST(ConfigErrors, ProtectValues) {
   EXPECT_NE(f.what.find("redaction.rules[0]"), std::string::npos) << f.what;
   f = failure("redaction:\n  rules:\n    - {pattern: 'abc'}\n");
   EXPECT_NE(f.what.find("missing required key \"name\""), std::string::npos) << f.what;
+  f = failure("store:\n  responses: {ttl: 0s}\n");
+  EXPECT_EQ(f.line, 2);
+  EXPECT_NE(f.what.find("store.responses.ttl: must be greater than 0"), std::string::npos) << f.what;
+  f = failure("store:\n  responses: {max_bytes: 1TiB}\n");
+  EXPECT_NE(f.what.find("store.responses.max_bytes: must be from 1 to 256MiB"), std::string::npos) << f.what;
+  f = failure("store:\n  responses: {keep: yes}\n");
+  EXPECT_NE(f.what.find("keep"), std::string::npos) << f.what;
+  f = failure("store:\n  responses: {enabled: sometimes}\n");
+  EXPECT_NE(f.what.find("store.responses.enabled"), std::string::npos) << f.what;
   f = failure("cache: {max_bytes: 1KiB, max_entry_bytes: 1MiB}\n");
   EXPECT_NE(f.what.find("max_entry_bytes must not exceed max_bytes"), std::string::npos) << f.what;
   f = failure(channel("    screening: maybe\n"));

@@ -279,8 +279,8 @@ TEST(Chain, TheOrderIsWrittenOnce) {
   auto snap = makeSnapshot(kYaml);
   std::vector<std::string> names;
   for (const auto& s : snap->stages) names.emplace_back(s->name());
-  EXPECT_EQ(names, (std::vector<std::string>{"trace", "auth", "route", "limits", "scan", "screening", "redaction",
-                                             "guardrail", "cache", "relay"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"trace", "auth", "responses", "route", "limits", "scan", "screening",
+                                             "redaction", "guardrail", "cache", "relay"}));
 }
 
 }  // namespace chain_test

@@ -80,9 +80,23 @@ TEST(ResponseChain, BadMessagesAreErrorMessagesNamingTheProblem) {
   EXPECT_EQ(code(R"({"type":"response.steer"})"), "unsupported_event_type");
   EXPECT_EQ(code(R"({"type":"response.create","background":true})"), "unsupported_parameter");
   EXPECT_EQ(code(R"({"type":"response.create","previous_response_id":7})"), "invalid_type");
-  EXPECT_EQ(code(R"({"type":"response.create","previous_response_id":"resp_x"})"), "previous_response_not_found");
   EXPECT_EQ(code(R"({"type":"response.create","input":{}})"), "invalid_type");
   EXPECT_EQ(code(R"({"type":"response.create","previous_response_id":null,"input":null,"model":"m"})"), "(none)");
+}
+
+// An id the socket does not hold goes on in the body, for the POST path to expand from the
+// gateway's stored responses; the turn is then not kept on the socket (its items are partial).
+TEST(ResponseChain, AnIdTheSocketDoesNotHoldFallsBackToTheStore) {
+  ResponseChain chain({});
+  auto t = chain.prepare(R"({"type":"response.create","model":"m","previous_response_id":"resp_x","input":"q"})");
+  ASSERT_FALSE(t.error);
+  EXPECT_TRUE(t.from_store);
+  auto body = parsed(t.body);
+  EXPECT_EQ(body.at("previous_response_id"), "resp_x");
+  // The turn's own input, as items (a string input is one user message).
+  EXPECT_EQ(json::serialize(body.at("input")), R"([{"type":"message","role":"user","content":"q"}])");
+  EXPECT_EQ(body.at("stream"), true);
+  EXPECT_FALSE(body.contains("type"));
 }
 
 TEST(ResponseChain, KeepsOnlyTheLastResponsesWithinTheByteCap) {
@@ -97,7 +111,7 @@ TEST(ResponseChain, KeepsOnlyTheLastResponsesWithinTheByteCap) {
   chain.keep("r2", items("b"), {});
   chain.keep("r3", items("c"), {});
   auto found = [&](const char* id) {
-    return !chain.prepare(std::string(R"({"type":"response.create","previous_response_id":")") + id + "\"}").error;
+    return !chain.prepare(std::string(R"({"type":"response.create","previous_response_id":")") + id + "\"}").from_store;
   };
   EXPECT_FALSE(found("r1"));  // past the count
   EXPECT_TRUE(found("r2"));

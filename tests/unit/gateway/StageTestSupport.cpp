@@ -43,8 +43,9 @@ store::VirtualKey virtualKey(std::int64_t id, const std::string& name, const std
   return k;
 }
 
-StageHarness::StageHarness(std::shared_ptr<Snapshot> snap, cluster::Limiter* limiter, cache::ResponseCache* cache)
-    : snap_(std::move(snap)), limiter_(limiter), cache_(cache) {
+StageHarness::StageHarness(std::shared_ptr<Snapshot> snap, cluster::Limiter* limiter, cache::ResponseCache* cache,
+                           ResponseStoreService* responses)
+    : snap_(std::move(snap)), limiter_(limiter), cache_(cache), responses_(responses) {
   if (limiter_ == nullptr) {
     own_limiter_ = std::make_unique<cluster::Limiter>(cluster::Limiter::Options{});
     limiter_ = own_limiter_.get();
@@ -80,7 +81,8 @@ void StageHarness::request(std::string path, std::string body,
   } else if (p.starts_with("/v1/")) {
     call_.op = std::string(p.substr(3));
   }
-  ex_ = std::make_unique<Exchange>(*snap_, Services{pool_, *limiter_, cache_, nullptr}, req_, *responder_, ctx_, call_, rec_);
+  ex_ = std::make_unique<Exchange>(*snap_, Services{pool_, *limiter_, cache_, nullptr, responses_}, req_, *responder_,
+                                   ctx_, call_, rec_);
 }
 
 Stage* StageHarness::start(std::string_view name) {

@@ -36,8 +36,9 @@ class StageHarness {
  public:
   // `limiter` (optional): shared by several harnesses, so that one request's holds are seen by
   // the next; `cache` (optional): the response cache the exchange uses.
+  // `responses` (optional): the stored responses the exchange uses.
   explicit StageHarness(std::shared_ptr<Snapshot> snap, cluster::Limiter* limiter = nullptr,
-                        cache::ResponseCache* cache = nullptr);
+                        cache::ResponseCache* cache = nullptr, ResponseStoreService* responses = nullptr);
   ~StageHarness();
 
   // The request: POST path with these headers and body (the call is classified as the gateway
@@ -96,6 +97,7 @@ class StageHarness {
   std::unique_ptr<cluster::Limiter> own_limiter_;
   cluster::Limiter* limiter_;
   cache::ResponseCache* cache_;
+  ResponseStoreService* responses_;
   boost::asio::ip::tcp::socket client_{ioc_};
   std::optional<boost::beast::tcp_stream> server_;
   std::optional<http::Responder> responder_;

@@ -902,6 +902,21 @@ TEST(ResponsesRequest, AdditionalToolsErrorsNameTheField) {
   EXPECT_EQ(err->param, "tools[0].tools[0].type");
 }
 
+// store is echoed as the request said it (the gateway's responses stage says true for an answer
+// it keeps); absent, nothing keeps the answer, so false.
+TEST(ResponsesCodec, StoreIsEchoedAsTheRequestSaysIt) {
+  for (const auto& [body, want] :
+       std::vector<std::pair<std::string, bool>>{{R"({"model":"m","input":"x","store":true})", true},
+                                                 {R"({"model":"m","input":"x","store":false})", false},
+                                                 {R"({"model":"m","input":"x"})", false}}) {
+    Request req;
+    ResponsesEcho echo;
+    ASSERT_FALSE(openai::decodeResponsesRequest(body, req, &echo)) << body;
+    auto fields = boost::json::parse("{" + echo.fields + "}").as_object();
+    EXPECT_EQ(fields.at("store").as_bool(), want) << body;
+  }
+}
+
 }  // namespace responses_codec_test
 }  // namespace
 }  // namespace sluice::providers::openai

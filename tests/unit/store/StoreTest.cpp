@@ -514,6 +514,65 @@ TEST_P(StoreTest, DeleteLogsBeforeStopsAfterMaxRows) {
   EXPECT_EQ(countRows("request_logs"), 1);
 }
 
+// ---- stored responses ----
+
+StoredResponse storedResponse(std::string id, std::int64_t owner, std::int64_t expires) {
+  StoredResponse r;
+  r.id = std::move(id);
+  r.owner_key_id = owner;
+  r.created_at_ms = kT0;
+  r.expires_at_ms = expires;
+  r.response = R"({"id":")" + r.id + R"(","object":"response","output":[]})";
+  r.input_items = R"([{"type":"message","role":"user","content":"hi \u00e9 'quoted'"}])";
+  return r;
+}
+
+TEST_P(StoreTest, StoredResponsesAreReadAndDeletedOnlyByTheirOwner) {
+  store_->putResponse(storedResponse("resp_a", 7, kT0 + kDay));
+  store_->putResponse(storedResponse("resp_a", 8, kT0 + kDay));  // another key, the same id
+  auto mine = store_->getResponse(7, "resp_a", kT0);
+  ASSERT_TRUE(mine);
+  EXPECT_EQ(mine->owner_key_id, 7);
+  EXPECT_EQ(mine->input_items, storedResponse("resp_a", 7, 0).input_items);
+  EXPECT_FALSE(store_->getResponse(9, "resp_a", kT0));
+  EXPECT_FALSE(store_->getResponse(0, "resp_a", kT0));  // the master key is an owner of its own
+  EXPECT_FALSE(store_->deleteResponse(9, "resp_a", kT0));
+  EXPECT_TRUE(store_->deleteResponse(7, "resp_a", kT0));
+  EXPECT_FALSE(store_->getResponse(7, "resp_a", kT0));
+  EXPECT_TRUE(store_->getResponse(8, "resp_a", kT0));
+  EXPECT_FALSE(store_->deleteResponse(7, "resp_a", kT0));
+  // Parameters only: an id with quotes is just an id.
+  store_->putResponse(storedResponse("x'; DELETE FROM stored_responses; --", 7, kT0 + kDay));
+  EXPECT_TRUE(store_->getResponse(7, "x'; DELETE FROM stored_responses; --", kT0));
+  EXPECT_EQ(countRows("stored_responses"), 2);
+}
+
+TEST_P(StoreTest, AStoredResponseIsReplacedWhole) {
+  store_->putResponse(storedResponse("resp_r", 1, kT0 + kDay));
+  auto again = storedResponse("resp_r", 1, kT0 + 2 * kDay);
+  again.response = R"({"id":"resp_r","v":2})";
+  store_->putResponse(again);
+  auto got = store_->getResponse(1, "resp_r", kT0);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->response, again.response);
+  EXPECT_EQ(got->expires_at_ms, kT0 + 2 * kDay);
+  EXPECT_EQ(countRows("stored_responses"), 1);
+}
+
+TEST_P(StoreTest, ExpiredResponsesAreNeverReadAndAreSweptInChunks) {
+  for (int i = 0; i < 1234; ++i) store_->putResponse(storedResponse("resp_old" + std::to_string(i), 1, kT0 + i));
+  store_->putResponse(storedResponse("resp_new", 1, kT0 + kDay));
+  EXPECT_FALSE(store_->getResponse(1, "resp_old5", kT0 + 5));  // expired at its expiry
+  EXPECT_TRUE(store_->getResponse(1, "resp_old5", kT0 + 4));
+  EXPECT_FALSE(store_->deleteResponse(1, "resp_old5", kT0 + 5));
+  EXPECT_EQ(store_->deleteExpiredResponses(kT0 + 1000, 600), 600);   // stops after max_rows
+  EXPECT_EQ(store_->deleteExpiredResponses(kT0 + 1000, kAll), 401);  // expires_at <= now: 0..1000
+  EXPECT_EQ(store_->deleteExpiredResponses(kT0 + kDay - 1, kAll), 233);
+  EXPECT_EQ(store_->deleteExpiredResponses(kT0 + kDay - 1, kAll), 0);
+  EXPECT_EQ(countRows("stored_responses"), 1);
+  EXPECT_TRUE(store_->getResponse(1, "resp_new", kT0 + kDay - 1));
+}
+
 // ---- spend ----
 
 TEST_P(StoreTest, SpendByKeySumsTheDayAndMonthAndKeepsTheTotalOnTheKey) {
