@@ -1,8 +1,9 @@
 // The Responses WebSocket mode's messages (gateway/ResponsesSocket.hpp ResponseChain): any bytes,
 // cut at NUL bytes into the messages of one socket, each prepared in turn and every accepted one
 // kept for the next to chain from. Checks: no crash; an error message is a JSON object of type
-// "error"; an accepted turn is a JSON object body with stream:true, an input array and no
-// previous_response_id or type; a warm-up answers with two JSON events.
+// "error"; an accepted turn is a JSON object body with stream:true, an input array and no type,
+// and keeps previous_response_id only when the socket holds no such response (the POST path then
+// looks it up in the store); a warm-up answers with two JSON events.
 #include <boost/json/parse.hpp>
 
 #include <string>
@@ -49,8 +50,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto* input = b.if_contains("input");
     if (!stream || !stream->is_bool() || !stream->as_bool()) fuzz::fail("a turn body without stream:true", turn.body);
     if (!input || !input->is_array()) fuzz::fail("a turn body without an input array", turn.body);
-    if (b.contains("previous_response_id") || b.contains("type"))
+    // previous_response_id stays only for the POST path to look up, when the socket holds none.
+    if (b.contains("type") || (b.contains("previous_response_id") && !turn.from_store))
       fuzz::fail("a turn body that keeps WebSocket-only fields", turn.body);
+    if (turn.from_store) {
+      const auto* prev = b.if_contains("previous_response_id");
+      if (!prev || !prev->is_string()) fuzz::fail("a turn for the store without the id to look up", turn.body);
+      continue;  // not kept on the socket: its items are partial
+    }
     chain.keep("resp_" + std::to_string(n++), std::move(turn.items), json::array{json::object{{"type", "message"}}});
   }
   return 0;

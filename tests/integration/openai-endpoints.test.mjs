@@ -26,6 +26,7 @@ before(async () => {
       { name: 'alpha', url: alpha.url, keys: ['k-alpha'], models: ['gpt-4o*', 'tts-*', 'whisper-*', 'dall-e-*'], priority: 1 },
       { name: 'beta', url: beta.url, keys: ['k-beta'], models: ['gpt-image-*'], priority: 2 },
     ],
+    extra: 'pricing:\n  gpt-image-1: {input: 5, output: 40}\n',
   });
 });
 
@@ -76,6 +77,11 @@ test('images/generations routes by its model; the answer comes back whole', asyn
   assert.equal(answer.data.length, 2);
   assert.deepEqual([...Buffer.from(answer.data[0].b64_json, 'base64').subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
   assert.equal(`${last(beta).method} ${last(beta).target}`, 'POST /v1/images/generations');
+  // The provider's usage is counted and priced (USD per million tokens).
+  const row = await logOf(gw, res.headers.get('x-request-id'));
+  assert.equal(row.input_tokens, 10);
+  assert.equal(row.output_tokens, 200);
+  assert.ok(Math.abs(row.cost_usd - (10 * 5 + 200 * 40) / 1e6) < 1e-9, `cost ${row.cost_usd}`);
 });
 
 test('audio/speech: the audio bytes stream through as the provider sent them, and as SSE events', async () => {
