@@ -43,11 +43,13 @@ export function Playground() {
   const ctrl = useRef<AbortController | null>(null);
   const out = useRef<HTMLDivElement>(null);
 
-  // The first listed model as the default, unless one was typed meanwhile: read from the state as
-  // it is when this runs (an effect's own `model` may be older than a keystroke).
+  // The first listed model as the default, unless the field was typed in (even emptied) or holds
+  // a model already: the ref is set by the keystroke itself, before any render or effect, so a
+  // list arriving in the same frame as typing never replaces what was typed.
+  const typed = useRef(false);
   useEffect(() => {
     const first = models.data?.[0];
-    if (first) setModel((typed) => typed || first);
+    if (first && !typed.current) setModel((current) => current || first);
   }, [models.data]);
   useEffect(() => () => ctrl.current?.abort(), []);
   useEffect(() => {
@@ -126,7 +128,7 @@ export function Playground() {
             <div class="field">
               <label for="pg-model">Model</label>
               <input id="pg-model" list="pg-models" value={model} required autoComplete="off"
-                onInput={(e) => setModel(e.currentTarget.value)} aria-describedby="pg-model-hint" />
+                onInput={(e) => { typed.current = true; setModel(e.currentTarget.value); }} aria-describedby="pg-model-hint" />
               <datalist id="pg-models">{models.data?.map((m) => <option key={m} value={m} />)}</datalist>
               <small id="pg-model-hint" class="hint">
                 {models.loading ? 'Loading the model list…' : models.error ? `Model list unavailable: ${errorText(models.error)}` : `${models.data?.length ?? 0} models listed by /v1/models; CHANNEL/model pins a channel.`}

@@ -416,9 +416,12 @@ test('disabling the only upstream key in the UI makes the gateway refuse that ch
 
 test('the playground streams an answer token by token', async () => {
   await go('/playground');
-  // The list loaded first: its default (the first model listed) must not replace what is typed.
+  // The list loaded and its default (the first model listed) is in the field; what is typed then
+  // replaces it and stays.
   await page.getByText(/models listed by \/v1\/models/).waitFor();
+  await page.waitForFunction(() => document.getElementById('pg-model')?.value !== '');
   await page.getByLabel('Model').fill(MODEL);
+  await page.waitForFunction((m) => document.getElementById('pg-model')?.value === m, MODEL);
   await page.getByLabel('Message').fill('Tell me about rivers');
   await page.getByTestId('pg-send').click();
   // Text is on the page while the stream is still open...
@@ -432,7 +435,8 @@ test('the playground streams an answer token by token', async () => {
   await page.locator('[data-testid="pg-status"][data-status="done"]').waitFor();
   const out = (await page.getByTestId('pg-output').textContent()).trim();
   assert.ok(out.length > 0, 'an answer');
-  assert.equal((await page.getByTestId('pg-channel').textContent()).trim(), CHANNEL);
+  assert.equal((await page.getByTestId('pg-channel').textContent()).trim(), CHANNEL,
+    `the request for ${MODEL} was served by another channel; the field holds ${await page.getByLabel('Model').inputValue()}`);
   assert.match((await page.getByTestId('pg-request-id').textContent()).trim(), /\S{6,}/);
   assert.ok(Number(await page.getByTestId('pg-chunks').textContent()) >= 2, 'several chunks');
   await shoot('playground');
