@@ -15,7 +15,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
       build-essential cmake ninja-build pkg-config dpkg-dev file ca-certificates git \
       libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libboost-system1.81-dev \
-      libssl-dev libyaml-cpp-dev libsqlite3-dev libpq-dev libhiredis-dev libre2-dev \
+      libssl-dev zlib1g-dev libyaml-cpp-dev libsqlite3-dev libpq-dev libhiredis-dev libre2-dev \
       libspdlog-dev libfmt-dev libcli11-dev nodejs npm
 # The console's vite needs Node.js >= 20.19 and bookworm ships 18: the npm registry's node
 # package (its binary is inside the package) runs the console build. Behind a TLS-intercepting

@@ -6,7 +6,7 @@ set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build ccache pkg-config
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libboost-system1.81-dev
-  libssl-dev ca-certificates libyaml-cpp-dev libsqlite3-dev libpq-dev postgresql libhiredis-dev redis-server
+  libssl-dev zlib1g-dev ca-certificates libyaml-cpp-dev libsqlite3-dev libpq-dev postgresql libhiredis-dev redis-server
   libre2-dev libspdlog-dev libfmt-dev libcli11-dev sqlite3
   libgtest-dev libgmock-dev libbenchmark-dev
   clang clang-tidy libclang-rt-14-dev

@@ -19,8 +19,9 @@ run() {
   if "$@"; then summary+=("$name: ok"); else summary+=("$name: FAILED"); status=1; fi
 }
 
-# The SDKs (tests/e2e), the coding agents (tests/e2e/agents) and the console driver
-# (tests/e2e/console) are separate npm packages, each installed from its lockfile when missing or
+# The SDKs (tests/e2e), the coding agents (tests/e2e/agents), the console driver
+# (tests/e2e/console) and the published test vectors the unit tests replay (tests/vectors) are
+# separate npm packages, each installed from its lockfile when missing or
 # stale, before any suite: an integration test (cache.test.mjs) reads a stream through the
 # openai SDK of tests/e2e.
 npm_ready() {
@@ -33,6 +34,7 @@ npm_ready tests/e2e
 npm_ready tests/e2e/agents
 npm_ready tests/e2e/console
 npm_ready tests/deploy
+npm_ready tests/vectors
 
 run unit tests/scripts/with-postgres.sh tests/scripts/with-redis.sh ctest --test-dir "$BUILD" --output-on-failure -j2
 # Integration tests that need Redis (cluster, health) start and stop redis-servers of their own.

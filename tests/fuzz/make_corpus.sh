@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{multipart,stored_responses,responses_socket,token_estimate,model_list,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
+mkdir -p "$C"/{event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -307,3 +307,27 @@ cases.forEach((c, i) => {
     Buffer.concat([Buffer.from([i % 8]), Buffer.from(c.bytes + SENTINEL, "latin1")]));
 });
 '
+
+# event_stream: [split] + Bedrock ConverseStream frames (and a cut and a corrupted one); the same
+# bytes are also fuzzed as a SigV4 path and query.
+python3 - "$C/event_stream" <<'PY'
+import struct, sys, zlib
+out = sys.argv[1]
+def frame(headers, payload):
+    h = b''.join(bytes([len(k)]) + k.encode() + b'\x07' + struct.pack('>H', len(v)) + v.encode() for k, v in headers)
+    pre = struct.pack('>II', 16 + len(h) + len(payload), len(h))
+    f = pre + struct.pack('>I', zlib.crc32(pre)) + h + payload
+    return f + struct.pack('>I', zlib.crc32(f))
+ev = lambda t, p: frame([(':event-type', t), (':content-type', 'application/json'), (':message-type', 'event')], p)
+stream = (ev('messageStart', b'{"role":"assistant"}') + ev('contentBlockDelta', b'{"contentBlockIndex":0,"delta":{"text":"Hi"}}')
+          + ev('messageStop', b'{"stopReason":"end_turn"}')
+          + ev('metadata', b'{"usage":{"inputTokens":3,"outputTokens":1,"totalTokens":4},"metrics":{"latencyMs":9}}'))
+exc = frame([(':exception-type', 'throttlingException'), (':content-type', 'application/json'), (':message-type', 'exception')],
+            b'{"message":"Too many requests"}')
+seeds = {'converse_bytewise': b'\x00' + stream, 'converse_whole': b'\xff' + stream, 'converse_small': b'\x01' + stream,
+         'exception': b'\x02' + exc, 'cut': b'\x00' + stream[:-7], 'corrupt': b'\x01' + stream[:30] + b'\x00' + stream[31:],
+         'path_model_id': b'\x03/model/us.anthropic.claude-3-5-sonnet-20241022-v2%3A0/converse-stream',
+         'path_dots_query': b'\x03/a/./b/../../..//c%2F?x=%zz&b=2&a=1'}
+for name, data in seeds.items():
+    open(f'{out}/{name}', 'wb').write(data)
+PY
