@@ -265,7 +265,7 @@ std::string amzDate(long long epoch_seconds) {
   std::time_t t = static_cast<std::time_t>(epoch_seconds);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char buf[20];
+  char buf[64];  // room for any int the compiler imagines, not only the 16 a date needs
   std::snprintf(buf, sizeof buf, "%04d%02d%02dT%02d%02d%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
                 tm.tm_min, tm.tm_sec);
   return buf;

@@ -1,4 +1,4 @@
-// Unpadded base64url (RFC 4648 §5), for redaction tokens and JWT headers. Internal to redact/.
+// Unpadded base64url (RFC 4648 §5), for redaction tokens and JWTs (redact/ and cloud/).
 #pragma once
 #include <cstdint>
 #include <optional>

@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
+mkdir -p "$C"/{cloud_credentials,event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -331,3 +331,9 @@ seeds = {'converse_bytewise': b'\x00' + stream, 'converse_whole': b'\xff' + stre
 for name, data in seeds.items():
     open(f'{out}/{name}', 'wb').write(data)
 PY
+
+# cloud_credentials: token endpoint answers (Google, Entra, an error) and a key file's shape
+printf '%s' '{"access_token":"ya29.a0Af","expires_in":3599,"token_type":"Bearer"}' >$C/cloud_credentials/google_token
+printf '%s' '{"token_type":"Bearer","expires_in":"3599","ext_expires_in":"3599","access_token":"eyJ0eXAi"}' >$C/cloud_credentials/entra_token
+printf '%s' '{"error":"invalid_grant","error_description":"Invalid JWT Signature."}' >$C/cloud_credentials/error
+printf '%s' '{"type":"service_account","client_email":"a@b.iam.gserviceaccount.com","private_key":"-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n","token_uri":"https://oauth2.googleapis.com/token"}' >$C/cloud_credentials/key_file
