@@ -56,6 +56,8 @@ class EventStreamDecoder {
   const std::string& error() const { return error_; }
   // No part of a message is waiting for more bytes: a stream that ends now ended cleanly.
   bool idle() const { return buffer_.empty() && error_.empty(); }
+  // Bytes of an unfinished message held back.
+  std::size_t buffered() const { return buffer_.size(); }
 
  private:
   bool fail(std::string why);

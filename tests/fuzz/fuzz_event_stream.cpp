@@ -1,20 +1,53 @@
-// AWS event-stream framing (cloud/EventStream.hpp), an upstream's bytes and so untrusted, and the
+// AWS event-stream framing (cloud/EventStream.hpp) and Bedrock's ConverseStream and Converse
+// answers on it (providers/bedrock/ConverseCodec.hpp), an upstream's bytes and so untrusted, and the
 // SigV4 canonical forms of a path and a query (cloud/SigV4.hpp), which a client's model name and
 // query reach. Input: [split byte] [stream bytes]; the same bytes are the path and query.
 // Checks: no crash; the messages and the verdict do not depend on how the bytes were split; a
-// message of string headers encodes back to its own bytes; a decoder that failed stays failed;
-// the canonical URI starts with '/', has no dot segment and only unreserved characters, '/' and
-// %XX escapes; the canonical query likewise, with '=' and '&'.
+// message of string headers encodes back to its own bytes; the Converse stream decoder gives the
+// same events whatever the split, and an Error event when (only when) the framing fails; a decoder that failed stays
+// failed; the canonical URI starts with '/', has no dot segment and only unreserved characters, '/' and %XX escapes;
+// the canonical query likewise, with '=' and '&'.
 #include <cctype>
 #include <string>
 
 #include "FuzzUtil.hpp"
 #include "cloud/EventStream.hpp"
 #include "cloud/SigV4.hpp"
+#include "providers/bedrock/ConverseCodec.hpp"
 
 using namespace sluice;
 
 namespace {
+
+// The canonical events of a ConverseStream, as text, so two decodings can be compared.
+struct EventLog : providers::StreamEventSink {
+  std::string text;
+  int errors = 0;
+  void onEvent(const providers::StreamEvent& ev) override {
+    text += std::to_string(static_cast<int>(ev.kind));
+    text += '|';
+    text += ev.id;
+    text += '|';
+    text += ev.name;
+    text += '|';
+    text += ev.text;
+    text += '|';
+    text += std::to_string(ev.tool_index) + "|" + std::to_string(static_cast<int>(ev.finish)) + "|" +
+            std::to_string(ev.usage.input) + "|" + std::to_string(ev.usage.output) + "\n";
+    if (ev.kind == providers::StreamEvent::Kind::Error) {
+      if (!ev.error) fuzz::fail("an Error event without its error");
+      ++errors;
+      text += ev.error->message;
+    }
+  }
+};
+
+EventLog converse(std::string_view stream, std::uint8_t split, bool& ok) {
+  EventLog log;
+  auto d = providers::bedrock::makeConverseStreamDecoder();
+  ok = fuzz::feedSplit(stream, split, [&](std::string_view piece) { return d->feed(piece, log); });
+  return log;
+}
 
 struct Decoded {
   std::vector<cloud::EventStreamMessage> messages;
@@ -87,6 +120,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Decoded again = decode(cloud::encodeEventStreamMessage(strings, m.payload), 0xFF);
     if (!again.ok || !sameMessages(again.messages, {m})) fuzz::fail("a message does not encode back to itself");
   }
+
+  bool whole_ok = false, split_ok = false;
+  EventLog a = converse(stream, 0xFF, whole_ok), b = converse(stream, split, split_ok);
+  if (whole_ok != whole.ok || split_ok != whole.ok) fuzz::fail("the Converse decoder and the framing disagree");
+  if (a.text != b.text) fuzz::fail("the Converse events depend on the split", a.text + "\n---\n" + b.text);
+  providers::Response res;
+  (void)providers::bedrock::decodeConverseResponse(stream, res);
 
   const std::string uri = cloud::sigV4CanonicalUri(stream);
   if (uri.empty() || uri[0] != '/') fuzz::fail("a canonical URI not starting with '/'", uri);
