@@ -30,7 +30,7 @@ std::string randomSessionId() {
   return out;
 }
 
-bool hasToken(std::string_view header, std::string_view token) {
+bool headerHasToken(std::string_view header, std::string_view token) {
   std::size_t pos = 0;
   while (pos <= header.size()) {
     auto comma = header.find(',', pos);
@@ -66,13 +66,13 @@ int recordStatus(const mcp::CallResult& r) {
 }
 
 // What the gateway answers one request with: a result, or an error.
-struct Reply {
+struct McpReply {
   bool ok = true;
   json::value result;
   int code = 0;
   std::string message;
-  static Reply error(int code, std::string message) {
-    Reply r;
+  static McpReply error(int code, std::string message) {
+    McpReply r;
     r.ok = false;
     r.code = code;
     r.message = std::move(message);
@@ -80,14 +80,14 @@ struct Reply {
   }
 };
 
-Reply fromCall(mcp::CallResult&& r) {
+McpReply replyOfCall(mcp::CallResult&& r) {
   if (r.ok()) {
-    Reply out;
+    McpReply out;
     out.result = std::move(r.result);
     return out;
   }
-  if (r.status == mcp::CallResult::Status::RpcError) return Reply::error(r.code, std::move(r.message));
-  return Reply::error(mcp::kServerUnavailable, std::move(r.message));
+  if (r.status == mcp::CallResult::Status::RpcError) return McpReply::error(r.code, std::move(r.message));
+  return McpReply::error(mcp::kServerUnavailable, std::move(r.message));
 }
 
 }  // namespace
@@ -188,7 +188,7 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
     co_return;
   }
   const std::string_view contentType = req[bhttp::field::content_type];
-  if (!hasToken(contentType, "application/json")) {
+  if (!headerHasToken(contentType, "application/json")) {
     {
       auto res = respond(415, mcp::errorText(noId, mcp::kInvalidRequest,
                                              "send the JSON-RPC message with Content-Type: application/json"));
@@ -197,9 +197,9 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
     co_return;
   }
   const std::string_view accept = req[bhttp::field::accept];
-  if (!accept.empty() && !hasToken(accept, "application/json") && !hasToken(accept, "*/*") &&
-      !hasToken(accept, "application/*")) {
-    if (!hasToken(accept, "text/event-stream")) {
+  if (!accept.empty() && !headerHasToken(accept, "application/json") && !headerHasToken(accept, "*/*") &&
+      !headerHasToken(accept, "application/*")) {
+    if (!headerHasToken(accept, "text/event-stream")) {
       {
         auto res =
             respond(406, mcp::errorText(noId, mcp::kInvalidRequest, "accept application/json or text/event-stream"));
@@ -273,7 +273,7 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
     co_return;
   }
 
-  Reply reply;
+  McpReply reply;
   auto nameParam = [&](const char* field) -> std::string_view {
     const auto* v = params.if_contains(field);
     return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
@@ -319,17 +319,17 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
       rec.model = std::string(ref->name);
     }
     if (name.empty()) {
-      reply = Reply::error(mcp::kInvalidParams, fmt::format("params.name must name the {}", what));
+      reply = McpReply::error(mcp::kInvalidParams, fmt::format("params.name must name the {}", what));
       if (tool) rec.status = 400;
     } else if (!server) {
-      reply = Reply::error(mcp::kInvalidParams,
-                           fmt::format("unknown {} {}: names are SERVER__NAME, SERVER one of this gateway's MCP "
-                                       "servers (see {}s/list)",
-                                       what, json::serialize(json::value(shown)), what));
+      reply = McpReply::error(mcp::kInvalidParams,
+                              fmt::format("unknown {} {}: names are SERVER__NAME, SERVER one of this gateway's MCP "
+                                          "servers (see {}s/list)",
+                                          what, json::serialize(json::value(shown)), what));
       if (tool) rec.status = 404;
     } else if (tool && vk && !vk->allowsTool(name)) {
-      reply = Reply::error(mcp::kInvalidParams, fmt::format("tool {} is not allowed for this API key ({}...)",
-                                                            json::serialize(json::value(shown)), vk->prefix));
+      reply = McpReply::error(mcp::kInvalidParams, fmt::format("tool {} is not allowed for this API key ({}...)",
+                                                               json::serialize(json::value(shown)), vk->prefix));
       rec.status = 403;
     } else {
       // The key's RPM and concurrency count tool calls, as they count model requests.
@@ -340,8 +340,8 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
         cluster::Decision d = co_await limiter_.acquire(vk->subject, charge);
         admitted = d.allowed;
         if (!admitted) {
-          reply = Reply::error(mcp::kLimited, fmt::format("the API key's {} limit is reached; retry in {} ms",
-                                                          cluster::limitKindName(d.hit), d.retry_after_ms));
+          reply = McpReply::error(mcp::kLimited, fmt::format("the API key's {} limit is reached; retry in {} ms",
+                                                             cluster::limitKindName(d.hit), d.retry_after_ms));
           rec.status = 429;
         }
       }
@@ -357,7 +357,7 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
             rec.error = "the tool reported an error";
           }
         }
-        reply = fromCall(std::move(cr));
+        reply = replyOfCall(std::move(cr));
         if (limited) co_await limiter_.settle(vk->subject, charge, 0, 0);
       }
     }
@@ -366,8 +366,8 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
     auto ref = mcp::unwrapUri(nameParam("uri"));
     std::optional<std::size_t> server = ref ? hub_.find(ref->server) : std::nullopt;
     if (!server) {
-      reply =
-          Reply::error(mcp::kInvalidParams, "unknown resource: URIs are sluice-mcp://SERVER/URI (see resources/list)");
+      reply = McpReply::error(mcp::kInvalidParams,
+                              "unknown resource: URIs are sluice-mcp://SERVER/URI (see resources/list)");
     } else {
       params["uri"] = ref->name;
       std::string m = method;
@@ -381,13 +381,13 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
           }
         }
       }
-      reply = fromCall(std::move(cr));
+      reply = replyOfCall(std::move(cr));
     }
   } else if (method == "logging/setLevel") {
     reply.result = json::object{};  // accepted; the servers' own log levels are theirs
   } else {
-    reply = Reply::error(mcp::kMethodNotFound, fmt::format("method {} is not offered by this gateway",
-                                                           json::serialize(json::value(method.substr(0, 128)))));
+    reply = McpReply::error(mcp::kMethodNotFound, fmt::format("method {} is not offered by this gateway",
+                                                              json::serialize(json::value(method.substr(0, 128)))));
   }
   std::string body = reply.ok ? mcp::resultText(id, reply.result) : mcp::errorText(id, reply.code, reply.message);
   {

@@ -18,7 +18,7 @@ constexpr std::size_t kMaxName = 256;
 constexpr std::size_t kMaxUri = 4096;
 constexpr std::size_t kMaxErrorMessage = 1024;
 
-bool cleanText(std::string_view s, std::size_t max) {
+bool cleanMcpText(std::string_view s, std::size_t max) {
   if (s.empty() || s.size() > max) return false;
   for (const char c : s) {
     const auto u = static_cast<unsigned char>(c);
@@ -27,12 +27,12 @@ bool cleanText(std::string_view s, std::size_t max) {
   return true;
 }
 
-bool validId(const json::value& id) {
+bool validRpcId(const json::value& id) {
   if (id.is_string()) return id.get_string().size() <= 256;
   return id.is_int64() || id.is_uint64();
 }
 
-std::optional<std::int64_t> idNumber(const json::value& id) {
+std::optional<std::int64_t> rpcIdNumber(const json::value& id) {
   if (id.is_int64()) return id.get_int64();
   if (id.is_uint64() && id.get_uint64() <= static_cast<std::uint64_t>(INT64_MAX))
     return static_cast<std::int64_t>(id.get_uint64());
@@ -44,7 +44,7 @@ bool takeAnswer(const json::value& v, std::int64_t id, UpstreamAnswer& out) {
   if (!v.is_object()) return false;
   const auto& o = v.get_object();
   const auto* mid = o.if_contains("id");
-  if (!mid || idNumber(*mid) != id) return false;
+  if (!mid || rpcIdNumber(*mid) != id) return false;
   if (const auto* r = o.if_contains("result")) {
     out.ok = true;
     out.result = *r;
@@ -96,7 +96,7 @@ std::optional<NameRef> splitName(std::string_view namespaced) {
   const auto at = namespaced.find(kSeparator);
   if (at == std::string_view::npos) return std::nullopt;
   NameRef r{namespaced.substr(0, at), namespaced.substr(at + kSeparator.size())};
-  if (!config::validMcpServerName(r.server) || !cleanText(r.name, kMaxName)) return std::nullopt;
+  if (!config::validMcpServerName(r.server) || !cleanMcpText(r.name, kMaxName)) return std::nullopt;
   return r;
 }
 
@@ -120,7 +120,7 @@ std::optional<NameRef> unwrapUri(std::string_view wrapped) {
   const auto slash = rest.find('/');
   if (slash == std::string_view::npos) return std::nullopt;
   NameRef r{rest.substr(0, slash), rest.substr(slash + 1)};
-  if (!config::validMcpServerName(r.server) || !cleanText(r.name, kMaxUri)) return std::nullopt;
+  if (!config::validMcpServerName(r.server) || !cleanMcpText(r.name, kMaxUri)) return std::nullopt;
   return r;
 }
 
@@ -145,7 +145,7 @@ RpcParse parseMessage(std::string_view body) {
   auto& o = v.get_object();
   const auto* version = o.if_contains("jsonrpc");
   const auto* id = o.if_contains("id");
-  if (id && validId(*id)) p.id = *id;
+  if (id && validRpcId(*id)) p.id = *id;
   if (!version || !version->is_string() || version->get_string() != "2.0") {
     p.message = "\"jsonrpc\" must be \"2.0\"";
     return p;
@@ -160,11 +160,11 @@ RpcParse parseMessage(std::string_view body) {
     p.message = "a JSON-RPC request needs a \"method\"";
     return p;
   }
-  if (!method->is_string() || !cleanText(method->get_string(), 128)) {
+  if (!method->is_string() || !cleanMcpText(method->get_string(), 128)) {
     p.message = "\"method\" must be a method name";
     return p;
   }
-  if (id && !validId(*id)) {
+  if (id && !validRpcId(*id)) {
     p.message = "\"id\" must be a string (at most 256 bytes) or an integer";
     return p;
   }
@@ -248,7 +248,7 @@ std::optional<std::int64_t> responseId(const json::value& message) {
   const auto& o = message.get_object();
   if (o.contains("method")) return std::nullopt;
   const auto* id = o.if_contains("id");
-  return id ? idNumber(*id) : std::nullopt;
+  return id ? rpcIdNumber(*id) : std::nullopt;
 }
 
 }  // namespace sluice::mcp

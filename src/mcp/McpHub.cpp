@@ -53,7 +53,7 @@ std::string requestText(std::int64_t id, std::string_view method, const json::ob
   return json::serialize(o);
 }
 
-CallResult fromAnswer(const UpstreamAnswer& a) {
+CallResult callResultOf(const UpstreamAnswer& a) {
   CallResult r;
   if (!a.ok) {
     r.status = CallResult::Status::Unavailable;
@@ -129,7 +129,7 @@ class HttpTransport final : public Transport {
         if (boost::beast::iequals(k, "mcp-session-id") && v.size() <= 256) session_ = v;
       }
     }
-    co_return fromAnswer(readUpstreamAnswer(res.content_type, res.body, id));
+    co_return callResultOf(readUpstreamAnswer(res.content_type, res.body, id));
   }
 
   net::awaitable<bool> notify(std::string_view method, Millis timeout) override {
@@ -240,7 +240,7 @@ class StdioTransport final : public Transport {
     send(requestText(id, method, params));
     co_await p.timer.async_wait(net::as_tuple(net::use_awaitable));
     pending_.erase(id);
-    if (p.answer) co_return fromAnswer(*p.answer);
+    if (p.answer) co_return callResultOf(*p.answer);
     if (p.ended || gen != generation_) {
       out.message = "the server process exited";
       out.broken = true;
