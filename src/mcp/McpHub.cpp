@@ -126,7 +126,10 @@ class HttpTransport final : public Transport {
     }
     if (t.keep_headers) {
       for (const auto& [k, v] : res.headers) {
-        if (boost::beast::iequals(k, "mcp-session-id") && v.size() <= 256) session_ = v;
+        // Visible ASCII only, as the spec requires: it goes back into a header line.
+        if (boost::beast::iequals(k, "mcp-session-id") && !v.empty() && v.size() <= 256 &&
+            std::all_of(v.begin(), v.end(), [](char c) { return c >= 0x21 && c <= 0x7e; }))
+          session_ = v;
       }
     }
     co_return callResultOf(readUpstreamAnswer(res.content_type, res.body, id));
