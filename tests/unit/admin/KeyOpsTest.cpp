@@ -187,6 +187,7 @@ TEST(KeysCliFlags, BecomeTheApiBody) {
   const auto body = keyFlagsToJson({{"name", "bot"},
                                     {"models", "gpt-4o*, claude-3"},
                                     {"channels", ""},
+                                    {"tools", "github__*, files__read_file"},
                                     {"rpm", "60"},
                                     {"tpm", "none"},
                                     {"budget-daily", "2.5"},
@@ -194,7 +195,8 @@ TEST(KeysCliFlags, BecomeTheApiBody) {
                                     {"metadata", R"({"team":"x"})"}},
                                    kNow);
   EXPECT_EQ(json::serialize(body),
-            R"({"name":"bot","allowed_models":["gpt-4o*","claude-3"],"allowed_channels":[],"rpm":60,"tpm":null,)"
+            R"({"name":"bot","allowed_models":["gpt-4o*","claude-3"],"allowed_channels":[],)"
+            R"("allowed_tools":["github__*","files__read_file"],"rpm":60,"tpm":null,)"
             R"("budget_daily_usd":2.5E0,"expires_at_ms":1769817600000,"metadata":{"team":"x"}})");
 }
 
