@@ -14,6 +14,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/json/serialize.hpp>
@@ -81,6 +82,22 @@ class Transport {
   virtual net::awaitable<bool> notify(std::string_view method, Millis timeout) = 0;
   virtual void setVersion(std::string version) = 0;
   virtual void close() = 0;  // the process killed, the session forgotten
+
+  // initialize, then notifications/initialized, on a fresh connection: "" or why it failed.
+  net::awaitable<std::string> handshake(Millis timeout) {
+    json::object params{{"protocolVersion", protocolVersions().front()},
+                        {"capabilities", json::object{}},
+                        {"clientInfo", json::object{{"name", "sluice"}, {"version", SLUICE_VERSION}}}};
+    CallResult r = co_await request("initialize", params, timeout);
+    if (!r.ok()) co_return "initialize failed: " + r.message;
+    const auto* o = r.result.if_object();
+    const auto* v = o ? o->if_contains("protocolVersion") : nullptr;
+    if (!v || !v->is_string() || !supportedVersion(v->get_string()))
+      co_return "it answered initialize without a protocol version this gateway speaks";
+    setVersion(std::string(v->get_string()));
+    if (!co_await notify("notifications/initialized", timeout)) co_return "it refused notifications/initialized";
+    co_return std::string();
+  }
 };
 
 // Streamable HTTP: each request a POST; the answer a JSON body or an SSE stream.
@@ -100,9 +117,56 @@ class HttpTransport final : public Transport {
     version_.clear();
   }
 
+  // A server that restarted has forgotten the session (404, or 400): a session is opened again, once,
+  // and the request sent again within the same deadline, so the client never sees the restart.
   net::awaitable<CallResult> request(std::string_view method, const json::object& params, Millis timeout) override {
+    const auto deadline = SteadyClock::now() + timeout;
+    const std::string sent = session_;
+    bool lost = false;
+    auto call = send(method, params, timeout, lost);
+    CallResult out = co_await std::move(call);
+    if (!lost || sent.empty() || method == "initialize") co_return out;
+    if (session_ == sent && !handshaking_) {
+      handshaking_ = true;
+      session_.clear();
+      version_.clear();
+      std::string why = co_await handshake(left(deadline));
+      handshaking_ = false;
+      if (!why.empty()) {
+        out.message = "the server ended the session, and opening another failed: " + why;
+        co_return out;
+      }
+    }
+    // Another request is opening the new session: wait for it (bounded by the deadline).
+    net::steady_timer wait(co_await net::this_coro::executor);
+    while (handshaking_ && SteadyClock::now() < deadline) {
+      wait.expires_after(Millis(10));
+      co_await wait.async_wait(net::as_tuple(net::use_awaitable));
+    }
+    if (session_.empty() || SteadyClock::now() >= deadline) co_return out;
+    auto again = send(method, params, left(deadline), lost);
+    out = co_await std::move(again);
+    co_return out;
+  }
+
+  net::awaitable<bool> notify(std::string_view method, Millis timeout) override {
+    json::object o{{"jsonrpc", "2.0"}, {"method", method}};
+    const std::string payload = json::serialize(o);
+    upstream::PostTarget t = target(timeout);
+    upstream::PostResult res = co_await upstream::post(pool_, t, "application/json", payload, 64 * 1024);
+    co_return (res.failure == upstream::PostResult::Failure::None) && res.status >= 200 && res.status < 300;
+  }
+
+ private:
+  static Millis left(SteadyClock::time_point deadline) {
+    return std::max(std::chrono::duration_cast<Millis>(deadline - SteadyClock::now()), Millis(1));
+  }
+
+  // One POST; `lost`: the server answered 404 to a request that carried a session.
+  net::awaitable<CallResult> send(std::string_view method, const json::object& params, Millis timeout, bool& lost) {
     const std::int64_t id = next_id_++;
     const std::string payload = requestText(id, method, params);
+    const bool withSession = !session_.empty();
     upstream::PostTarget t = target(timeout);
     t.keep_headers = method == "initialize";
     upstream::PostResult res = co_await upstream::post(pool_, t, "application/json", payload, McpHub::kMaxAnswerBytes);
@@ -114,9 +178,12 @@ class HttpTransport final : public Transport {
           res.timed_out ? "the server did not answer within the timeout" : "cannot reach the server: " + res.error;
       co_return out;
     }
-    if (res.status == 404 && !session_.empty()) {
-      out.message = "the server ended the session";
+    // The spec's answer to a session the server does not know is 404; the reference servers
+    // (TypeScript SDK) answer 400 "No valid session ID": either means the session is gone.
+    if ((res.status == 404 || res.status == 400) && withSession) {
+      out.message = "the server ended the session (HTTP " + std::to_string(res.status) + ")";
       out.broken = true;
+      lost = true;
       co_return out;
     }
     if (res.status != 200) {
@@ -135,15 +202,6 @@ class HttpTransport final : public Transport {
     co_return callResultOf(readUpstreamAnswer(res.content_type, res.body, id));
   }
 
-  net::awaitable<bool> notify(std::string_view method, Millis timeout) override {
-    json::object o{{"jsonrpc", "2.0"}, {"method", method}};
-    const std::string payload = json::serialize(o);
-    upstream::PostTarget t = target(timeout);
-    upstream::PostResult res = co_await upstream::post(pool_, t, "application/json", payload, 64 * 1024);
-    co_return res.failure == upstream::PostResult::Failure::None&& res.status >= 200 && res.status < 300;
-  }
-
- private:
   upstream::PostTarget target(Millis timeout) const {
     upstream::PostTarget t = base_;
     t.timeout = timeout;
@@ -157,6 +215,7 @@ class HttpTransport final : public Transport {
   std::string session_;
   std::string version_;
   std::int64_t next_id_ = 1;
+  bool handshaking_ = false;  // a request is opening a new session after the old one was lost
 };
 
 // stdio: a child process (its own process group), newline-delimited JSON-RPC on its stdin and
@@ -491,26 +550,7 @@ net::awaitable<void> McpHub::keep(std::size_t index) {
   while (!stopping_) {
     if (!s.up) {
       std::string why = s.transport->open();
-      if (why.empty()) {
-        json::object params{{"protocolVersion", protocolVersions().front()},
-                            {"capabilities", json::object{}},
-                            {"clientInfo", json::object{{"name", "sluice"}, {"version", SLUICE_VERSION}}}};
-        CallResult r = co_await s.transport->request("initialize", params, s.cfg.timeout);
-        if (r.ok()) {
-          const auto* o = r.result.if_object();
-          const auto* v = o ? o->if_contains("protocolVersion") : nullptr;
-          if (!v || !v->is_string() || !supportedVersion(v->get_string())) {
-            why = "it answered initialize without a protocol version this gateway speaks";
-          } else {
-            s.transport->setVersion(std::string(v->get_string()));
-            if (!co_await s.transport->notify("notifications/initialized", s.cfg.timeout)) {
-              why = "it refused notifications/initialized";
-            }
-          }
-        } else {
-          why = "initialize failed: " + r.message;
-        }
-      }
+      if (why.empty()) why = co_await s.transport->handshake(s.cfg.timeout);
       if (stopping_) co_return;
       if (why.empty()) {
         if (!first) s.restarts.fetch_add(1, std::memory_order_relaxed);

@@ -319,3 +319,12 @@ test('a server killed mid-test drops out while the other keeps working; both com
   assert.equal(again, true, 'the remote tools come back');
   assert.equal(textOf(await master.callTool({ name: 'remote__echo', arguments: { message: 'hi' } })), 'Echo: hi');
 });
+
+test('an HTTP server that restarts between two calls: the next call opens a new session and succeeds', async () => {
+  assert.equal(textOf(await master.callTool({ name: 'remote__echo', arguments: { message: 'before' } })), 'Echo: before');
+  // No call reaches the gateway while the server is away, so it still holds the old session.
+  await stop(remote);
+  remote = await startEverythingHttp(remotePort);
+  assert.equal(textOf(await master.callTool({ name: 'remote__echo', arguments: { message: 'after' } })), 'Echo: after');
+  assert.ok(names((await master.listTools()).tools).includes('remote__echo'));
+});
