@@ -357,6 +357,15 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
             rec.error = "the tool reported an error";
           }
         }
+        // Arguments and results are kept with store.log_bodies, but only while redaction is off:
+        // its rules are written for model requests, and what they would hide must not reach the
+        // log through a tool call either (as the route stage does for bodies it cannot scan).
+        const auto& st = snap.cfg->store;
+        if (tool && st.log_bodies && !snap.redactionOn()) {
+          rec.request_body = req.body().substr(0, st.log_body_max_bytes);
+          std::string answer = json::serialize(cr.result);
+          rec.response_body = answer.substr(0, st.log_body_max_bytes);
+        }
         reply = replyOfCall(std::move(cr));
         if (limited) co_await limiter_.settle(vk->subject, charge, 0, 0);
       }

@@ -14,7 +14,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
-  startGateway, gatewayYaml, createKey, admin, metrics, metricValue, waitFor, stop, MASTER,
+  startGateway, gatewayYaml, createKey, admin, metrics, metricValue, waitFor, stop, tempDir, MASTER,
 } from '../lib/harness.mjs';
 
 const require = createRequire(import.meta.url);
@@ -83,7 +83,9 @@ before(async () => {
     `    - {name: local, command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(EVERYTHING)}, stdio], timeout: 20s}`,
     `    - {name: remote, url: "http://127.0.0.1:${remotePort}/mcp", headers: {Authorization: "Bearer upstream-secret-7c1d"}, timeout: 20s}`,
   ].join('\n') + '\n';
-  gw = await startGateway(gatewayYaml({ channels: [], server: { max_body_bytes: 65536 }, extra }));
+  // store.log_bodies: a tool call's arguments and result are kept in its log row.
+  const store = `store:\n  url: "sqlite://${join(tempDir(), 'sluice.db')}"\n  log_bodies: true\n`;
+  gw = await startGateway(gatewayYaml({ channels: [], server: { max_body_bytes: 65536 }, extra: store + extra }));
   assert.equal(await waitFor(async () => (await upCount()) === 2, 20000), true, 'both MCP servers come up');
   master = await connect(MASTER);
 });
@@ -130,6 +132,10 @@ test('a call goes to the right server, without its prefix, and leaves a log row 
   }, 5000);
   assert.ok(rows, 'one request-log row per tool call');
   for (const r of rows) assert.equal(r.status, 200);
+  const sumRow = rows.find((r) => r.model === 'get-sum');
+  const detail = await (await admin(gw, `/logs/${sumRow.id}`)).json();
+  assert.match(detail.request_body, /"a":2/, 'the arguments, with store.log_bodies');
+  assert.match(detail.response_body, /42/, 'the result, with store.log_bodies');
   const after = await metrics(gw);
   const delta = (m, labels) => metricValue(after, m, labels) - metricValue(before, m, labels);
   assert.equal(delta('sluice_requests_total', { channel: 'local', model: 'get-sum', status: '200' }), 1);
