@@ -21,7 +21,7 @@ const hello = async () => {
 };
 
 before(async () => {
-  const extra = `mcp:\n  servers:\n    - {name: stub, command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(STUB)}], timeout: 1s}\n`;
+  const extra = `mcp:\n  servers:\n    - {name: stub, command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(STUB)}], timeout: 2s}\n`;
   gw = await startGateway(gatewayYaml({ channels: [], extra }));
   assert.equal(await waitFor(async () => metricValue(await metrics(gw), 'sluice_mcp_server_up', { server: 'stub' }) === 1, 15000), true);
   headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${MASTER}` };
@@ -37,7 +37,7 @@ test('a tool that never answers gets the timeout as an error; the server stays u
   const r = await call('hang');
   assert.equal(r.error?.code, -32000, JSON.stringify(r));
   assert.match(r.error.message, /timeout/);
-  assert.equal(await hello(), true, 'the next call is answered');
+  assert.equal(await waitFor(hello, 10000, 100), true, 'the next calls are answered');
   const row = await waitFor(async () => {
     const page = await (await admin(gw, '/logs?limit=100')).json();
     return (page.data ?? []).find((x) => x.channel === 'stub' && x.model === 'hang');
