@@ -372,7 +372,9 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
     }
     if (!reply.ok && tool && rec.error.empty()) rec.error = reply.message;
   } else if (method == "resources/read") {
-    auto ref = mcp::unwrapUri(nameParam("uri"));
+    // A copy: `ref` views into it, and params["uri"] is rewritten below.
+    const std::string uri(nameParam("uri"));
+    auto ref = mcp::unwrapUri(uri);
     std::optional<std::size_t> server = ref ? hub_.find(ref->server) : std::nullopt;
     if (!server) {
       reply = McpReply::error(mcp::kInvalidParams,
