@@ -72,7 +72,7 @@ void applyKeyFields(store::VirtualKey& key, const json::object& body, bool creat
       body,
       {"name", "allowed_models", "allowed_channels", "rpm", "tpm", "max_concurrent", "budget_daily_usd",
        "budget_monthly_usd", "budget_total_usd", "expires_at_ms", "expires_at", "metadata", "screening", "cache",
-       "cache_ttl_ms"},
+       "cache_ttl_ms", "allowed_tools"},
       {"id", "key_prefix", "key_hash", "secret", "status", "spend", "revoked_at_ms", "created_at_ms", "updated_at_ms"});
   if (const auto* v = body.if_contains("name")) {
     key.name = textField(*v, "name", 1, kMaxKeyName);
@@ -110,7 +110,21 @@ void applyKeyFields(store::VirtualKey& key, const json::object& body, bool creat
   boost::system::error_code ec;
   json::value parsedSettings = sluice::parseJson(key.settings, ec);
   json::object settings = !ec && parsedSettings.is_object() ? parsedSettings.as_object() : json::object{};
-  const bool settingsChanged = applyProtectOverrides(settings, body, "the channel's and the gateway's");
+  bool settingsChanged = applyProtectOverrides(settings, body, "the channel's and the gateway's");
+  // MCP tools the key may list and call (namespaced names or globs); null or [] allows every tool.
+  if (const auto* v = body.if_contains("allowed_tools")) {
+    settingsChanged = true;
+    if (v->is_null()) {
+      settings.erase("allowed_tools");
+    } else {
+      json::value tools = sluice::parseJson(nameListField(*v, "allowed_tools", true), ec);
+      if (tools.is_array() && !tools.get_array().empty()) {
+        settings["allowed_tools"] = std::move(tools);
+      } else {
+        settings.erase("allowed_tools");
+      }
+    }
+  }
   if (settingsChanged) key.settings = json::serialize(settings);
 }
 
@@ -176,6 +190,11 @@ json::object keyJson(const store::VirtualKey& key, const store::KeySpend& spend,
       {"screening", settingOf(key.settings, "screening")},
       {"cache", settingOf(key.settings, "cache")},
       {"cache_ttl_ms", settingOf(key.settings, "cache_ttl_ms")},
+      {"allowed_tools",
+       [&] {
+         json::value t = settingOf(key.settings, "allowed_tools");
+         return t.is_array() ? t : json::value(json::array{});
+       }()},
       {"status", keyStatusName(keyStatus(key, now_ms))},
       {"created_at_ms", key.created_at_ms},
       {"updated_at_ms", key.updated_at_ms},

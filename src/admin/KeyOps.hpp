@@ -20,7 +20,8 @@ inline constexpr std::size_t kMaxMetadataBytes = 16 * 1024;
 // absent stays as it is. When creating, name is required. Expiry must lie after `now_ms`.
 // Throws FieldError (admin/Fields.hpp) naming the first bad field.
 // Writable: name, allowed_models, allowed_channels, rpm, tpm, max_concurrent, budget_daily_usd,
-// budget_monthly_usd, budget_total_usd, expires_at_ms | expires_at (RFC 3339), metadata.
+// budget_monthly_usd, budget_total_usd, expires_at_ms | expires_at (RFC 3339), metadata, the protect
+// overrides and allowed_tools (MCP; kept in the settings JSON).
 void applyKeyFields(store::VirtualKey& key, const boost::json::object& body, bool creating, std::int64_t now_ms);
 
 // Gives the key a fresh secret (sets key_hash and key_prefix) and returns it: the only moment

@@ -86,6 +86,7 @@ std::string flagOf(std::string_view param) {
   param = param.substr(0, param.find('['));
   if (param == "allowed_models") return "--models";
   if (param == "allowed_channels") return "--channels";
+  if (param == "allowed_tools") return "--tools";
   if (param == "max_concurrent") return "--max-concurrent";
   if (param == "budget_daily_usd") return "--budget-daily";
   if (param == "budget_monthly_usd") return "--budget-monthly";
@@ -123,6 +124,7 @@ void printKey(std::ostream& out, const json::object& k) {
   out << fmt::format("status:          {}\n", std::string_view(k.at("status").as_string()));
   out << fmt::format("models:          {}\n", listOrAll(k.at("allowed_models")));
   out << fmt::format("channels:        {}\n", listOrAll(k.at("allowed_channels")));
+  out << fmt::format("tools (MCP):     {}\n", listOrAll(k.at("allowed_tools")));
   out << fmt::format("rpm / tpm:       {} / {}\n", orNone(k.at("rpm")), orNone(k.at("tpm")));
   out << fmt::format("max concurrent:  {}\n", orNone(k.at("max_concurrent")));
   out << fmt::format("budgets (USD):   daily {}, monthly {}, total {}\n", orNone(k.at("budget_daily_usd")),
@@ -194,6 +196,8 @@ json::object keyFlagsToJson(const std::vector<std::pair<std::string, std::string
       body["allowed_models"] = splitList(value);
     else if (flag == "channels")
       body["allowed_channels"] = splitList(value);
+    else if (flag == "tools")
+      body["allowed_tools"] = splitList(value);
     else if (flag == "rpm" || flag == "tpm")
       body[flag] = integerOrText(value);
     else if (flag == "max-concurrent")
@@ -272,7 +276,7 @@ int runKeysCommand(const KeysCommand& cmd, std::ostream& out, std::ostream& err)
     }
     if (cmd.action == "update" && cmd.flags.empty()) {
       throw Refused{
-          "nothing to update: give at least one of --name, --models, --channels, --rpm, --tpm, "
+          "nothing to update: give at least one of --name, --models, --channels, --tools, --rpm, --tpm, "
           "--max-concurrent, --budget-daily, --budget-monthly, --budget-total, --expires, --expires-in, "
           "--metadata"};
     }

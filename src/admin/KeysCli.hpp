@@ -19,10 +19,11 @@ struct KeyFlag {
   std::string_view help;
 };
 // The flags of `keys create` and `keys update`.
-inline constexpr std::array<KeyFlag, 12> kKeyFlags = {{
+inline constexpr std::array<KeyFlag, 13> kKeyFlags = {{
     {"name", "who or what uses the key (1-128 characters; required for create)"},
     {"models", "allowed models, comma-separated; globs allowed (gpt-4o*); \"\" allows all"},
     {"channels", "allowed channels, comma-separated; \"\" allows all"},
+    {"tools", "allowed MCP tools (SERVER__TOOL), comma-separated; globs allowed (github__*); \"\" allows all"},
     {"rpm", "requests per minute (none: no limit)"},
     {"tpm", "tokens per minute (none: no limit)"},
     {"max-concurrent", "requests in flight (none: no limit)"},

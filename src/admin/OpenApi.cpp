@@ -486,6 +486,7 @@ constexpr std::string_view kDocument = R"json({
           "screening": {"type": ["string", "null"], "enum": ["off", "log", "warn", "block", null], "description": "this key's prompt-injection action; null inherits the channel's and the gateway's (the stricter of key and channel applies)"},
           "cache": {"type": ["boolean", "null"], "description": "this key's answers are cached (true) or never (false); null inherits"},
           "cache_ttl_ms": {"type": ["integer", "null"], "description": "a shorter cache TTL for this key; null inherits"},
+          "allowed_tools": {"type": "array", "items": {"type": "string"}, "description": "MCP tools by namespaced name (SERVER__TOOL) or glob; empty: every tool"},
           "status": {"$ref": "#/components/schemas/KeyStatus"},
           "created_at_ms": {"type": "integer"},
           "updated_at_ms": {"type": "integer"},
@@ -513,7 +514,8 @@ constexpr std::string_view kDocument = R"json({
           "metadata": {"type": "object", "description": "your own annotations, up to 16 KiB"},
           "screening": {"type": ["string", "null"], "enum": ["off", "log", "warn", "block", null]},
           "cache": {"type": ["boolean", "null"]},
-          "cache_ttl_ms": {"type": ["integer", "null"], "minimum": 1, "maximum": 31536000000}
+          "cache_ttl_ms": {"type": ["integer", "null"], "minimum": 1, "maximum": 31536000000},
+          "allowed_tools": {"type": ["array", "null"], "items": {"type": "string", "minLength": 1}, "description": "MCP tools by namespaced name (github__create_issue) or glob (github__*); [] or null allows every tool"}
         }
       },
       "KeyCreate": {"allOf": [{"$ref": "#/components/schemas/KeyUpdate"}, {"required": ["name"]}]},

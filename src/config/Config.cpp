@@ -39,9 +39,11 @@ namespace {
 
 using Keys = std::span<const std::string_view>;
 
-constexpr std::array<std::string_view, 13> kTopKeys = {"server",   "auth",    "store", "redis",     "routing",
-                                                        "channels", "pricing", "cache", "redaction", "screening",
-                                                        "guardrail", "admin", "telemetry"};
+constexpr std::array<std::string_view, 14> kTopKeys = {"server",    "auth",    "store",     "redis",     "routing",
+                                                       "channels",  "pricing", "cache",     "redaction", "screening",
+                                                       "guardrail", "admin",   "telemetry", "mcp"};
+constexpr std::array<std::string_view, 1> kMcpKeys = {"servers"};
+constexpr std::array<std::string_view, 5> kMcpServerKeys = {"name", "url", "headers", "command", "timeout"};
 constexpr std::array<std::string_view, 5> kTelemetryKeys = {"otlp_endpoint", "service_name", "sample_ratio", "headers",
                                                             "capture_content"};
 constexpr std::array<std::string_view, 5> kCacheKeys = {"enabled", "ttl", "max_bytes", "max_entry_bytes", "shared"};
@@ -297,6 +299,8 @@ class Loader {
         telemetry(v, cfg.telemetry);
       } else if (key == "admin") {
         admin(v, cfg.admin);
+      } else if (key == "mcp") {
+        walk(v, "mcp", kMcpKeys, [&](const std::string&, const YAML::Node& n) { mcpServers(n, cfg.mcp.servers); });
       }
     });
     checkAdminListen(cfg);
@@ -1036,6 +1040,59 @@ class Loader {
     }
   }
 
+  // mcp.servers: each {name, url, headers} (Streamable HTTP) or {name, command} (stdio).
+  void mcpServers(const YAML::Node& node, std::vector<McpServerConfig>& out) {
+    if (node.IsNull()) return;
+    if (!node.IsSequence()) fail(node, "mcp.servers: expected a list of servers, got " + describeNode(node));
+    std::map<std::string, int> names;  // name -> line
+    std::size_t index = 0;
+    for (const auto& item : node) {
+      const std::string path = "mcp.servers[" + std::to_string(index++) + "]";
+      if (!item.IsMap()) fail(item, path + ": expected a mapping, got " + describeNode(item));
+      McpServerConfig s;
+      s.line = item.Mark().line + 1;
+      std::set<std::string> present;
+      walk(item, path, kMcpServerKeys, [&](const std::string& key, const YAML::Node& v) {
+        const std::string kpath = path + "." + key;
+        present.insert(key);
+        if (key == "name") {
+          s.name = str(v, kpath);
+          if (!validMcpServerName(s.name)) {
+            fail(v, kpath + ": " + quote(s.name) +
+                        " is not a valid MCP server name: use 1 to 64 letters, digits, '_' or '-', without \"__\" "
+                        "or a final '_' (it prefixes the server's tools as NAME__TOOL)");
+          }
+          if (const auto [it, inserted] = names.emplace(s.name, v.Mark().line + 1); !inserted) {
+            fail(v, kpath + ": duplicate MCP server name " + quote(s.name) + " (first declared at line " +
+                        std::to_string(it->second) + ")");
+          }
+        } else if (key == "url") {
+          s.url = baseUrl(v, kpath);
+        } else if (key == "headers") {
+          walkHeaders(v, kpath, s.headers);
+        } else if (key == "command") {
+          std::size_t i = 0;
+          for (auto& [arg, anode] : stringList(v, kpath)) {
+            const std::string apath = kpath + "[" + std::to_string(i++) + "]";
+            if (arg.find('\0') != std::string::npos || (i == 1 && arg.empty()))
+              fail(anode, apath + ": expected a program (the first element) or an argument");
+            s.command.push_back(std::move(arg));
+          }
+          if (s.command.empty())
+            fail(v, kpath + ": expected the program and its arguments, e.g. [\"node\", \"server.js\"]");
+        } else if (key == "timeout") {
+          s.timeout = duration(v, kpath, false);
+        }
+      });
+      if (!present.contains("name")) fail(item, path + ": missing required key \"name\"");
+      if (present.contains("url") == present.contains("command"))
+        fail(item, path + ": give exactly one of url (a Streamable HTTP server) or command (a stdio server)");
+      if (present.contains("headers") && !present.contains("url"))
+        fail(item, path + ": headers are sent to a url; a command server takes none");
+      out.push_back(std::move(s));
+    }
+  }
+
   void walkHeaders(const YAML::Node& node, const std::string& path, std::map<std::string, std::string>& out) {
     if (node.IsNull()) return;
     if (!node.IsMap()) fail(node, path + ": expected a mapping of header names to values, got " + describeNode(node));
@@ -1392,6 +1449,22 @@ std::string describeConfig(const Config& c) {
   e << YAML::Key << "capture_content" << YAML::Value << c.telemetry.capture_content;
   emitMaskedHeaders(e, c.telemetry.headers);
   e << YAML::EndMap;
+  if (!c.mcp.servers.empty()) {
+    e << YAML::Key << "mcp" << YAML::Value << YAML::BeginMap << YAML::Key << "servers" << YAML::Value << YAML::BeginSeq;
+    for (const auto& m : c.mcp.servers) {
+      e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << m.name;
+      if (!m.url.empty()) e << YAML::Key << "url" << YAML::Value << YAML::DoubleQuoted << maskUrl(m.url);
+      emitMaskedHeaders(e, m.headers);
+      if (!m.command.empty()) {
+        // Only the program: its arguments may carry a token.
+        e << YAML::Key << "command" << YAML::Value << YAML::Flow << YAML::BeginSeq << m.command.front();
+        if (m.command.size() > 1) e << "…";
+        e << YAML::EndSeq;
+      }
+      e << YAML::Key << "timeout" << YAML::Value << formatDuration(m.timeout) << YAML::EndMap;
+    }
+    e << YAML::EndSeq << YAML::EndMap;
+  }
   if (!c.pricing.empty()) {
     e << YAML::Key << "pricing" << YAML::Value << YAML::BeginMap;
     for (const auto& [model, p] : c.pricing) {

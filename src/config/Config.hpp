@@ -220,6 +220,22 @@ struct TelemetryConfig {
   bool capture_content = false;                // the prompt and the answer as span attributes (after redaction)
 };
 
+// One MCP server behind /mcp (mcp/McpHub.hpp): reached over Streamable HTTP (`url`, with
+// `headers` sent on every request: secrets, never logged) or run as a child process speaking
+// newline-delimited JSON-RPC on stdio (`command`, argv, no shell). Exactly one of the two.
+struct McpServerConfig {
+  std::string name;  // [A-Za-z0-9_-]{1,64}, no "__", no trailing '_': it prefixes the server's names as NAME__TOOL
+  std::string url;
+  std::map<std::string, std::string> headers;
+  std::vector<std::string> command;
+  Millis timeout{30'000};  // per request to the server (initialize, lists, each tool call)
+  int line = 0;
+};
+
+struct McpConfig {
+  std::vector<McpServerConfig> servers;
+};
+
 struct ChannelConfig {
   std::string name;
   ChannelType type = ChannelType::OpenAI;
@@ -268,6 +284,7 @@ struct Config {
   GuardrailConfig guardrail;
   AdminConfig admin;
   TelemetryConfig telemetry;
+  McpConfig mcp;
   std::string source_path;  // file it was loaded from ("" when built in code)
 };
 

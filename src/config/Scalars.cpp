@@ -214,6 +214,13 @@ bool validChannelName(std::string_view s) {
          });
 }
 
+bool validMcpServerName(std::string_view s) {
+  // No "__" inside and no '_' at the end: NAME__TOOL then splits at its first "__", always right.
+  return !s.empty() && s.size() <= 64 && s.find("__") == std::string_view::npos && s.back() != '_' &&
+         std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-'; });
+}
+
 // RFC 9110 token.
 bool validHeaderName(std::string_view s) {
   static constexpr std::string_view kExtra = "!#$%&'*+-.^_`|~";

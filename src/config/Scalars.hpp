@@ -27,6 +27,8 @@ std::optional<std::uint64_t> parseByteSize(std::string_view text);
 // Channel names prefix models as CHANNEL/MODEL: 1 to kMaxChannelName of [A-Za-z0-9_.-].
 inline constexpr std::size_t kMaxChannelName = 64;
 bool validChannelName(std::string_view s);
+// An MCP server name: 1 to 64 of [A-Za-z0-9_-], never containing "__" (the namespace separator).
+bool validMcpServerName(std::string_view s);
 bool validHeaderName(std::string_view s);  // an RFC 9110 token
 bool hasControlChar(std::string_view s);   // C0 controls but tab, and DEL
 

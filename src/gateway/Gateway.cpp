@@ -41,13 +41,16 @@
 #include "gateway/EmbeddedConfig.hpp"
 #include "gateway/GatewayMetrics.hpp"
 #include "gateway/LiveAdmin.hpp"
+#include "gateway/McpEndpoint.hpp"
 #include "gateway/ObjectRoutes.hpp"
 #include "gateway/Probe.hpp"
 #include "gateway/Proxy.hpp"
 #include "gateway/RequestLog.hpp"
+#include "gateway/ResponseStoreService.hpp"
 #include "gateway/ResponsesSocket.hpp"
 #include "http/Server.hpp"
 #include "http/ServerTls.hpp"
+#include "mcp/McpHub.hpp"
 #include "metrics/Metrics.hpp"
 #include "mock/MockServer.hpp"
 #include "pipeline/KeyTable.hpp"
@@ -55,7 +58,6 @@
 #include "providers/UpstreamPath.hpp"
 #include "redact/Rules.hpp"
 #include "routing/Router.hpp"
-#include "gateway/ResponseStoreService.hpp"
 #include "store/LogWriter.hpp"
 #include "store/Store.hpp"
 #include "store/StoreProbe.hpp"
@@ -170,6 +172,9 @@ class Gateway {
     server_->onWorkerExit([this](int) { access_.flushThisThread(); });
     net::co_spawn(server_->workerContext(0), recoveryLoop(*workers_[0]), net::detached);
     net::co_spawn(server_->workerContext(0), discoveryLoop(*workers_[0]), net::detached);
+    // The MCP servers are fixed at start (a reload that changes mcp.servers says so).
+    mcp_ = std::make_unique<mcp::McpHub>(first->cfg->mcp.servers, tls_);
+    mcp_endpoint_ = std::make_unique<McpEndpoint>(*mcp_, limiter_);
   }
 
   net::awaitable<void> flushLoop(net::io_context& ioc) {
@@ -237,9 +242,11 @@ class Gateway {
 
     // Control thread: signals and config-file watching, off the workers. Refresher: the
     // store's keys and channels, off both (a slow database must not delay a signal).
+    mcp_->start();
     std::thread control([this] { controlLoop(); });
     control_->start([this](const std::shared_ptr<const Snapshot>& next) { publish(next); });
     server_->run();
+    mcp_->stop();  // stdio servers' processes end with the gateway
     control_ioc_.stop();
     control.join();
     control_->stop();
@@ -428,6 +435,8 @@ class Gateway {
       spdlog::warn("reload: store.url and redis.url take effect only after a restart");
     if (before->admin.listen != after.admin.listen)
       spdlog::warn("reload: admin.listen takes effect only after a restart");
+    if (config::describeConfig(mcpOnly(*before)) != config::describeConfig(mcpOnly(after)))
+      spdlog::warn("reload: mcp.servers take effect only after a restart");
     if (before->server.tls.enabled() != after.server.tls.enabled()) {
       spdlog::warn("reload: turning server.tls on or off takes effect only after a restart");
     } else if (edge_tls_ && !(after.server.tls == tls_files_)) {
@@ -444,6 +453,12 @@ class Gateway {
     std::string done = fmt::format("config applied, {} channels", next->cfg->channels.size());
     spdlog::info("reload ({}): {}", why, done);
     return {true, done};
+  }
+
+  static config::Config mcpOnly(const config::Config& c) {
+    config::Config only;
+    only.mcp = c.mcp;
+    return only;
   }
 
   // Loads the edge certificate and key again; new connections take them, open ones keep theirs.
@@ -531,6 +546,7 @@ class Gateway {
         renderLogMetrics(access_.dropped(), logs_ ? std::optional(logs_->stats()) : std::nullopt, out);
         tracer_.renderMetrics(out);
         renderStoredResponseMetrics(responses_->stored(), responses_->expired(), out);
+        mcp_->renderMetrics(out);
       });
       co_await r.send(std::move(res));
       co_return;
@@ -573,6 +589,12 @@ class Gateway {
       http::Response res = co_await admin_->handle(req, std::move(adminPath), ctx.query);
       res.set("x-request-id", ctx.id);
       co_await r.send(std::move(res));
+      co_return;
+    }
+
+    // The MCP gateway: JSON-RPC to the configured MCP servers, not a model request (no chain).
+    if (path == "/mcp") {
+      co_await mcp_endpoint_->handle(snap, req, r, ctx, rec);
       co_return;
     }
 
@@ -657,6 +679,9 @@ class Gateway {
   store::StoreProbe store_probe_;    // sluice_store_up, from a thread of its own
   // Stored responses (store.responses), on a thread of its own; the store URL is fixed at start.
   std::unique_ptr<ResponseStoreService> responses_;
+  // The MCP servers (their own thread) and /mcp; after limiter_ and tls_, which they use.
+  std::unique_ptr<mcp::McpHub> mcp_;
+  std::unique_ptr<McpEndpoint> mcp_endpoint_;
 };
 
 void setupLogging() {

@@ -37,6 +37,25 @@ bool VirtualKeyEntry::allowsChannel(std::string_view channel) const {
   return false;
 }
 
+bool VirtualKeyEntry::allowsTool(std::string_view namespaced_tool) const {
+  if (allowed_tools.empty()) return true;
+  for (const auto& t : allowed_tools)
+    if (routing::globMatch(t, namespaced_tool)) return true;
+  return false;
+}
+
+std::vector<std::string> readAllowedTools(std::string_view settingsJson) {
+  std::vector<std::string> out;
+  boost::system::error_code ec;
+  const boost::json::value st = sluice::parseJson(settingsJson, ec);
+  if (ec || !st.is_object()) return out;
+  const auto* v = st.as_object().if_contains("allowed_tools");
+  if (!v || !v->is_array()) return out;
+  for (const auto& t : v->get_array())
+    if (t.is_string() && !t.get_string().empty()) out.emplace_back(t.get_string());
+  return out;
+}
+
 KeyTable::KeyTable(const std::vector<store::VirtualKey>& keys) {
   by_hash_.reserve(keys.size());
   for (const auto& k : keys) {
@@ -46,6 +65,7 @@ KeyTable::KeyTable(const std::vector<store::VirtualKey>& keys) {
     e->prefix = k.key_prefix;
     e->allowed_models = jsonStringArray(k.allowed_models);
     e->allowed_channels = jsonStringArray(k.allowed_channels);
+    e->allowed_tools = readAllowedTools(k.settings);
     e->expires_at_ms = k.expires_at_ms;
     e->revoked = k.revoked_at_ms.has_value();
     {

@@ -24,6 +24,8 @@ struct ProtectOverrides {
   std::optional<std::chrono::milliseconds> cache_ttl;
 };
 ProtectOverrides readProtectOverrides(std::string_view settingsJson);
+// The "allowed_tools" array of a key's settings JSON (empty when absent or not an array).
+std::vector<std::string> readAllowedTools(std::string_view settingsJson);
 
 struct VirtualKeyEntry {
   std::int64_t id = 0;
@@ -31,6 +33,9 @@ struct VirtualKeyEntry {
   std::string prefix;                         // shown in messages ("sk-slc-AbCd")
   std::vector<std::string> allowed_models;    // names or globs; empty: every model
   std::vector<std::string> allowed_channels;  // channel names; empty: every channel
+  // MCP tools by namespaced name (SERVER__TOOL) or glob; empty: every tool. Kept in the key's
+  // settings JSON ("allowed_tools").
+  std::vector<std::string> allowed_tools;
   std::optional<std::int64_t> expires_at_ms;  // Unix ms
   bool revoked = false;
   cluster::Subject subject;  // "vk:ID" with the key's limits and budgets
@@ -42,6 +47,7 @@ struct VirtualKeyEntry {
   bool expired(std::int64_t now_unix_ms) const { return expires_at_ms && *expires_at_ms <= now_unix_ms; }
   bool allowsModel(std::string_view model) const;
   bool allowsChannel(std::string_view channel) const;
+  bool allowsTool(std::string_view namespaced_tool) const;
 };
 
 class KeyTable {

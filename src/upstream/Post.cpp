@@ -35,7 +35,7 @@ boost::asio::awaitable<PostResult> post(Pool& pool, const PostTarget& target, st
   std::string head;
   head.reserve(256);
   head.append("POST ").append(target.path).append(" HTTP/1.1\r\nHost: ").append(target.endpoint.host_header);
-  head.append("\r\nContent-Type: ").append(type).append("\r\nAccept: application/json\r\n");
+  head.append("\r\nContent-Type: ").append(type).append("\r\nAccept: ").append(target.accept).append("\r\n");
   head.append(target.extra_headers);
   head.append("Content-Length: ").append(std::to_string(payload.size())).append("\r\n\r\n");
 
@@ -72,6 +72,10 @@ boost::asio::awaitable<PostResult> post(Pool& pool, const PostTarget& target, st
       }
     }
     out.status = static_cast<int>(parser.get().result_int());
+    out.content_type = std::string(parser.get()[boost::beast::http::field::content_type]);
+    if (target.keep_headers) {
+      for (const auto& f : parser.get()) out.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    }
     if (parser.get().keep_alive())
       pool.release(std::move(conn));
     else

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "upstream/Client.hpp"
 
@@ -19,6 +21,8 @@ struct PostTarget {
   std::string path;           // path and query of the URL ("/" when none)
   std::string extra_headers;  // "Name: value\r\n" lines (configured headers)
   std::chrono::milliseconds timeout{2000};
+  std::string accept = "application/json";
+  bool keep_headers = false;  // PostResult::headers filled (an MCP server's session id)
 };
 // Throws std::invalid_argument (saying `what`) when the URL is not http(s).
 PostTarget makePostTarget(const std::string& url, const std::map<std::string, std::string>& headers,
@@ -31,6 +35,8 @@ struct PostResult {
   std::string error;  // the socket's reason, when it failed
   int status = 0;
   std::string body;
+  std::string content_type;
+  std::vector<std::pair<std::string, std::string>> headers;  // only with PostTarget::keep_headers
 };
 
 // Sends `payload` (Content-Type `type`) and reads the answer (at most `body_limit` bytes of body).

@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{cloud_credentials,event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
+mkdir -p "$C"/{cloud_credentials,event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,mcp_message,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -47,6 +47,14 @@ printf '{"contents":[{"role":"user","parts":[{"text":"Hello"}]}]}' >$C/token_est
 # multipart: [content type] LF [body]
 printf 'multipart/form-data; boundary=XyZ\n--XyZ\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\nRIFF\r\n--XyZ\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n--XyZ--\r\n' >$C/multipart/file_then_model
 printf 'multipart/form-data; boundary="a b"\npreamble\r\n--a b\r\ncontent-disposition: form-data; name="model"\r\n\r\ngpt-image-1\r\n--a b--' >$C/multipart/quoted_boundary
+
+# mcp_message: [sse bit] + a client's message, a server's answer, a namespaced name or URI
+{ printf '\x00'; printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__create_issue","arguments":{"title":"t"}}}'; } >$C/mcp_message/call
+{ printf '\x00'; printf '[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":1,"result":{}}]'; } >$C/mcp_message/batch
+{ printf '\x00'; printf '{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Unknown tool"}}'; } >$C/mcp_message/error
+{ printf '\x01'; printf 'event: message\r\ndata: {"jsonrpc":"2.0","method":"notifications/progress"}\r\n\r\nevent: message\ndata: {"jsonrpc":"2.0",\ndata: "id":1,"result":{"content":[]}}\n\n'; } >$C/mcp_message/sse
+{ printf '\x00'; printf 'files__read__file'; } >$C/mcp_message/name
+{ printf '\x00'; printf 'sluice-mcp://files/demo://resource/static/document/a.md'; } >$C/mcp_message/uri
 
 # model_list: [gemini bit] [a provider's model-list body]
 { printf '\x00'; printf '{"object":"list","data":[{"id":"gpt-4o"},{"id":"gpt-4x/../../admin"},{"id":"gpt-4 x"},{"id":5},"s"]}'; } >$C/model_list/openai

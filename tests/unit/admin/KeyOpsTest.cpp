@@ -32,6 +32,18 @@ std::string refusedParam(std::string_view body, bool creating = false) {
   return "";
 }
 
+TEST(KeyOps, AllowedToolsLiveInTheSettings) {
+  store::VirtualKey key;
+  applyKeyFields(key, obj(R"({"name":"agent","allowed_tools":["github__*","files__read_file"]})"), true, kNow);
+  EXPECT_EQ(json::parse(key.settings).at("allowed_tools"), json::parse(R"(["github__*","files__read_file"])"));
+  EXPECT_EQ(keyJson(key, {}, kNow).at("allowed_tools"), json::parse(R"(["github__*","files__read_file"])"));
+  applyKeyFields(key, obj(R"({"allowed_tools":null})"), false, kNow);
+  EXPECT_FALSE(json::parse(key.settings).as_object().contains("allowed_tools"));
+  EXPECT_EQ(keyJson(key, {}, kNow).at("allowed_tools"), json::array{});
+  EXPECT_EQ(refusedParam(R"({"allowed_tools":"github__*"})"), "allowed_tools");
+  EXPECT_EQ(refusedParam(R"({"allowed_tools":["ok",""]})"), "allowed_tools[1]");
+}
+
 TEST(KeyOps, AppliesEveryWritableField) {
   store::VirtualKey key;
   applyKeyFields(key, obj(R"({"name":"ci bot","allowed_models":["gpt-4o*","claude-3"],"allowed_channels":["a"],
@@ -175,6 +187,7 @@ TEST(KeysCliFlags, BecomeTheApiBody) {
   const auto body = keyFlagsToJson({{"name", "bot"},
                                     {"models", "gpt-4o*, claude-3"},
                                     {"channels", ""},
+                                    {"tools", "github__*, files__read_file"},
                                     {"rpm", "60"},
                                     {"tpm", "none"},
                                     {"budget-daily", "2.5"},
@@ -182,7 +195,8 @@ TEST(KeysCliFlags, BecomeTheApiBody) {
                                     {"metadata", R"({"team":"x"})"}},
                                    kNow);
   EXPECT_EQ(json::serialize(body),
-            R"({"name":"bot","allowed_models":["gpt-4o*","claude-3"],"allowed_channels":[],"rpm":60,"tpm":null,)"
+            R"({"name":"bot","allowed_models":["gpt-4o*","claude-3"],"allowed_channels":[],)"
+            R"("allowed_tools":["github__*","files__read_file"],"rpm":60,"tpm":null,)"
             R"("budget_daily_usd":2.5E0,"expires_at_ms":1769817600000,"metadata":{"team":"x"}})");
 }
 

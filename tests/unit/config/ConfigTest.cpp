@@ -336,7 +336,7 @@ TEST(ConfigErrors, UnknownKeysListTheValidOnes) {
   auto f = failure("server:\n  listen: 127.0.0.1:1\nlogging: {}\n");
   EXPECT_EQ(f.what,
             "t.yaml:3:1: unknown key \"logging\" at the top level; valid keys: server, auth, store, "
-            "redis, routing, channels, pricing, cache, redaction, screening, guardrail, admin, telemetry");
+            "redis, routing, channels, pricing, cache, redaction, screening, guardrail, admin, telemetry, mcp");
 
   f = failure("server:\n  workers: 1\n  listn: 127.0.0.1:1\n");
   EXPECT_EQ(f.what,

@@ -143,6 +143,22 @@ TEST(KeyTableTest, FindsByHashWithLimitsAndScopes) {
   EXPECT_FALSE(e->expired(999));
   EXPECT_FALSE(e->revoked);
   EXPECT_EQ(t.find("abd"), nullptr);
+  EXPECT_TRUE(e->allowsTool("github__create_issue"));  // no allowed_tools: every tool
+}
+
+TEST(KeyTableTest, AllowedToolsFromTheSettings) {
+  store::VirtualKey k;
+  k.key_hash = "h";
+  k.settings = R"({"allowed_tools":["github__get_*","files__read_file"],"cache":true})";
+  KeyTable t({k});
+  const auto* e = t.find("h");
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(e->allowsTool("github__get_issue"));
+  EXPECT_TRUE(e->allowsTool("files__read_file"));
+  EXPECT_FALSE(e->allowsTool("github__create_issue"));
+  EXPECT_FALSE(e->allowsTool("files__read_file2"));
+  EXPECT_TRUE(readAllowedTools(R"({"allowed_tools":"x"})").empty());
+  EXPECT_TRUE(readAllowedTools("not json").empty());
 }
 
 }  // namespace pricing_test
