@@ -1,9 +1,11 @@
 #include "guard/InjectionDetector.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -151,6 +153,37 @@ double InjectionDetector::score(std::string_view text) const {
   double z = model_->bias;
   if (n > 0) z += static_cast<double>(model_->scale) * static_cast<double>(sum) / std::sqrt(static_cast<double>(n));
   return 1.0 / (1.0 + std::exp(-z));
+}
+
+Explanation InjectionDetector::explain(std::string_view text, std::size_t top) const {
+  const std::int8_t* w = model_->weights.data();
+  std::map<std::pair<std::string, int>, std::pair<int, std::int64_t>> byFeature;  // (text, lane) -> (count, sum)
+  std::int64_t sum = 0;
+  std::uint32_t n = 0;
+  forEachFeatureHash(text, [&](std::uint64_t h, Lane lane, std::string_view feature) {
+    const std::int8_t wi = w[h >> shift_];
+    sum += wi;
+    ++n;
+    auto& slot = byFeature[{std::string(feature), static_cast<int>(lane)}];
+    ++slot.first;
+    slot.second += wi;
+  });
+  Explanation e;
+  e.bias = model_->bias;
+  const double step = n > 0 ? static_cast<double>(model_->scale) / std::sqrt(static_cast<double>(n)) : 0.0;
+  const double z = e.bias + step * static_cast<double>(sum);
+  e.score = 1.0 / (1.0 + std::exp(-z));
+  static constexpr const char* kKinds[] = {"char3", "char4", "char5", "word"};
+  for (const auto& [key, v] : byFeature) {
+    if (v.second == 0) continue;
+    e.top.push_back({key.first, kKinds[key.second], v.first, step * static_cast<double>(v.second)});
+  }
+  std::sort(e.top.begin(), e.top.end(), [](const auto& a, const auto& b) {
+    if (std::fabs(a.logit) != std::fabs(b.logit)) return std::fabs(a.logit) > std::fabs(b.logit);
+    return a.feature < b.feature;
+  });
+  if (e.top.size() > top) e.top.resize(top);
+  return e;
 }
 
 }  // namespace sluice::guard

@@ -16,6 +16,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -82,8 +83,15 @@ constexpr ByteTables makeByteTables() {
 }
 inline constexpr ByteTables kByteTables = makeByteTables();
 
+struct NoText {};
+
 template <class Emit>
 class Extractor {
+  // An emitter taking (hash, lane, text) is also told each feature as text (--explain); the
+  // scoring path does not pay for it.
+  static constexpr bool kDescribe = std::is_invocable_v<Emit&, std::uint64_t, Lane, std::string_view>;
+  using Text = std::conditional_t<kDescribe, std::string, NoText>;
+
  public:
   explicit Extractor(Emit& emit) : emit_(emit) {}
 
@@ -99,7 +107,13 @@ class Extractor {
 
  private:
   void emit(std::uint64_t h, Lane lane) {
-    if constexpr (std::is_invocable_v<Emit&, std::uint64_t, Lane>) {
+    if constexpr (kDescribe) {
+      if (lane == kLaneWord) return;  // words are emitted with their text by endWord()
+      const int n = lane == kLane3 ? 3 : lane == kLane4 ? 4 : 5;
+      char gram[5];
+      for (int i = 0; i < n; ++i) gram[i] = static_cast<char>((window_ >> (8 * (n - 1 - i))) & 0xFF);
+      emit_(h, lane, std::string_view(gram, static_cast<std::size_t>(n)));
+    } else if constexpr (std::is_invocable_v<Emit&, std::uint64_t, Lane>) {
       emit_(h, lane);
     } else {
       emit_(h);
@@ -121,14 +135,24 @@ class Extractor {
     }
     if (kByteTables.word[c]) {
       word_ = (word_ ^ c) * kFnvPrime;
+      if constexpr (kDescribe) wordText_.push_back(static_cast<char>(c));
       inWord_ = true;
     } else if (inWord_) {
       endWord();
     }
   }
   void endWord() {
-    emit(fmix64(word_ ^ kUnigramTag), kLaneWord);
-    if (havePrev_) emit(fmix64((prevWord_ * 0x9E3779B97F4A7C15ULL + word_) ^ kBigramTag), kLaneWord);
+    if constexpr (kDescribe) {
+      emit_(fmix64(word_ ^ kUnigramTag), kLaneWord, std::string_view(wordText_));
+      if (havePrev_)
+        emit_(fmix64((prevWord_ * 0x9E3779B97F4A7C15ULL + word_) ^ kBigramTag), kLaneWord,
+              std::string_view(prevWordText_ + " " + wordText_));
+      prevWordText_ = std::move(wordText_);
+      wordText_.clear();
+    } else {
+      emit(fmix64(word_ ^ kUnigramTag), kLaneWord);
+      if (havePrev_) emit(fmix64((prevWord_ * 0x9E3779B97F4A7C15ULL + word_) ^ kBigramTag), kLaneWord);
+    }
     prevWord_ = word_;
     havePrev_ = true;
     word_ = kFnvOffset;
@@ -143,12 +167,16 @@ class Extractor {
   std::uint64_t prevWord_ = 0;
   bool inWord_ = false;
   bool havePrev_ = false;
+  [[no_unique_address]] Text wordText_;
+  [[no_unique_address]] Text prevWordText_;
 };
 
 }  // namespace features_detail
 
-// Calls emit(std::uint64_t hash) -- or emit(hash, Lane) if it takes that -- once per feature
-// occurrence in `text` (a feature seen twice is emitted twice), in the same order either way.
+// Calls emit(std::uint64_t hash) -- or emit(hash, Lane), or emit(hash, Lane, std::string_view
+// feature text) if it takes that -- once per feature occurrence in `text` (a feature seen twice is
+// emitted twice), in the same order either way (with text: a word's bigram right after its unigram,
+// as the hashes come too).
 // The hash is uniformly mixed: take its top bits as the bucket.
 template <class Emit>
 void forEachFeatureHash(std::string_view text, Emit&& emit) {
