@@ -47,7 +47,7 @@ LOGS_END = "<!-- bench:logs:end -->"
 LOGS_TARGET = 0.95  # throughput with request logs / without
 SCREEN_BEGIN = "<!-- bench:screen:begin (written by bench/report.py; edit outside the markers) -->"
 SCREEN_END = "<!-- bench:screen:end -->"
-SCREEN_P99_TARGET_US = 100.0  # the detector on a 2 KB prompt
+SCREEN_P99_TARGET_US = 100.0  # the detector on a 2 KB prompt, and on an 8 KB one (issue 21)
 PROTECT_BEGIN = "<!-- bench:protect:begin (written by bench/report.py; edit outside the markers) -->"
 PROTECT_END = "<!-- bench:protect:end -->"
 PROTECT_TARGET = 0.9  # streaming throughput with redaction + screening on / all off
@@ -747,10 +747,12 @@ def build_screen(ev, cli, micro, meta, everyday=None):
         L.append(f"- Load average (1/5/15 min) before: {m('loadavg_screen_start')}, after: "
                  f"{m('loadavg_screen_end', '?')}")
     L.append("- Model: models/injection.model (logistic regression over hashed character 3-5-grams and word "
-             "1-2-grams, int8 weights), trained by `build/sluice_train_screen` on the 80% of "
-             "models/prompt-injection/train.jsonl outside the held-out split; the split is by a MinHash of "
-             "each text's word 4-grams, so near-duplicate templates fall on one side. The threshold was tuned "
-             "on out-of-fold scores of the 80%; the held-out 20% was used for nothing but these figures.")
+             "1-2-grams of the normalised text, int8 weights; a long text is scored by its most suspicious window), "
+             "trained by `build/sluice_train_screen` on the 80% of models/prompt-injection/train.jsonl outside the "
+             "held-out split; the split is by a MinHash of each text's word 4-grams, so near-duplicate templates "
+             "fall on one side. The threshold is the lowest at which at most 1% of the out-of-fold scores of the "
+             "80%'s everyday requests are flagged; the held-out 20% was used for nothing but these figures. "
+             "Quality on sources never trained on: the leave-one-source-out table above.")
     L.append("")
     checks = []
     if ev:
@@ -777,21 +779,19 @@ def build_screen(ev, cli, micro, meta, everyday=None):
         if everyday:
             ex = "; ".join(f"\"{t}\"" for t in everyday.get("examples", []))
             L.append(f"Out of distribution: {everyday['flagged']} of {everyday['n']} hand-written everyday requests "
-                     "(bench/data/screen_everyday.jsonl, all benign) are flagged at the tuned threshold, e.g. "
-                     f"{ex}. The training data has almost no benign \"write a ...\" / \"explain ...\" requests "
-                     "while ~100 attacks (JailbreakBench GCG/DSN) start that way; the held-out figures above do "
-                     "not show this.")
+                     "(bench/data/screen_everyday.jsonl, all benign, not in the training data) are flagged at the "
+                     "threshold" + (f", e.g. {ex}." if ex else " (the first model, before the everyday-request "
+                                    "data, flagged 11)."))
             L.append("")
-        L.append("Caveats (models/prompt-injection/README.md): English only; no benign security-flavoured or "
-                 "non-English traffic in the data, so the false-positive rate on such traffic is not measured "
-                 "here.")
+        L.append("Caveats (models/prompt-injection/README.md): the multilingual data is small and templated, and "
+                 "benign non-English traffic is covered by M-IFEval (es/fr/ja), OASST and a few written rows only.")
         L.append("")
     else:
         L.append("(quality not measured: no screen_eval.json)\n")
 
     if micro:
         rows = []
-        p99_2k = None
+        p99_2k = p99_8k = None
         for b in micro.get("benchmarks", []):
             if b.get("run_type") == "aggregate":
                 continue
@@ -804,11 +804,17 @@ def build_screen(ev, cli, micro, meta, everyday=None):
             bps = b.get("bytes_per_second")
             if name == "score/2048":
                 p99_2k = b.get("p99_us")
+            if name == "score/8192":
+                p99_8k = b.get("p99_us")
             rows.append([f"`{name}`", fmt(cpu_us, 2), fmt(b.get("p50_us"), 2), fmt(b.get("p99_us"), 2),
                          fmt(b.get("max_us"), 1), fmt(bps / 1e6 if bps else None, 1)])
         if p99_2k is not None:
             ok = p99_2k < SCREEN_P99_TARGET_US
             checks.append(("detector p99 on a 2 KB prompt", f"< {SCREEN_P99_TARGET_US:.0f} us", f"{p99_2k:.2f} us",
+                           "**met**" if ok else "**missed**"))
+        if p99_8k is not None:
+            ok = p99_8k < SCREEN_P99_TARGET_US
+            checks.append(("detector p99 on an 8 KB prompt", f"< {SCREEN_P99_TARGET_US:.0f} us", f"{p99_8k:.2f} us",
                            "**met**" if ok else "**missed**"))
         L.append(f"Time per call (`build/sluice_screen_bench --benchmark_min_time={m('screen_bench_min_time', '?')}`, "
                  "Google Benchmark; each call timed on its own, 64 different prompts of each size cut from the "

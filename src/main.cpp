@@ -93,6 +93,13 @@ int main(int argc, char** argv) {
                                                 "injection at score >= this (default: the model's tuned threshold)")
                                  ->check(CLI::Range(0.0, 1.0));
   screen->add_option("--model", screenOpts.model_path, "model file (default: the built-in model)");
+  bool screenExplain = false;
+  std::size_t screenTop = 10;
+  screen->add_flag("--explain", screenExplain,
+                   "add to each line the features that drove the score (their contribution to the logit)");
+  screen->add_option("--top", screenTop, "with --explain: how many features (largest first)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
 
   auto* version = app.add_subcommand("version", "Print the version");
 
@@ -107,6 +114,7 @@ int main(int argc, char** argv) {
   if (*mock) return sluice::mock::runMock(mockOpts);
   if (*screen) {
     if (screenThresholdOpt->count() > 0) screenOpts.threshold = screenThreshold;
+    if (screenExplain) screenOpts.explain = screenTop;
     return sluice::guard::runScreen(screenOpts, std::cin, std::cout, std::cerr);
   }
   if (*redact) return sluice::redact::runRedactExplain(std::cin, std::cout, std::cerr);

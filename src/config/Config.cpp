@@ -49,7 +49,7 @@ constexpr std::array<std::string_view, 5> kTelemetryKeys = {"otlp_endpoint", "se
 constexpr std::array<std::string_view, 5> kCacheKeys = {"enabled", "ttl", "max_bytes", "max_entry_bytes", "shared"};
 constexpr std::array<std::string_view, 5> kRedactionKeys = {"enabled", "key", "builtin", "actions", "rules"};
 constexpr std::array<std::string_view, 5> kRuleKeys = {"name", "pattern", "action", "fields", "validator"};
-constexpr std::array<std::string_view, 4> kScreeningKeys = {"action", "threshold", "deny", "model"};
+constexpr std::array<std::string_view, 5> kScreeningKeys = {"action", "threshold", "deny", "model", "scope"};
 constexpr std::array<std::string_view, 5> kGuardrailKeys = {"url", "timeout", "on_failure", "review_response",
                                                             "headers"};
 constexpr std::array<std::string_view, 9> kServerKeys = {
@@ -541,6 +541,23 @@ class Loader {
         s.threshold = number(v, path, 0, 1);
       } else if (key == "model") {
         s.model = str(v, path);
+      } else if (key == "scope") {
+        s.scope_user = s.scope_tool = false;
+        std::size_t i = 0;
+        for (auto& [part, pnode] : stringList(v, path)) {
+          const std::string ppath = path + "[" + std::to_string(i++) + "]";
+          if (part == "user") {
+            s.scope_user = true;
+          } else if (part == "tool") {
+            s.scope_tool = true;
+          } else {
+            fail(pnode, ppath +
+                            ": expected user (the last user turn) or tool (tool results and function outputs), got " +
+                            quote(part));
+          }
+        }
+        if (!s.scope_user && !s.scope_tool)
+          fail(v, path + ": name at least one of user, tool (to screen nothing, set screening.action: off)");
       } else if (key == "deny") {
         std::size_t i = 0;
         for (auto& [pattern, pnode] : stringList(v, path)) {
@@ -1434,6 +1451,12 @@ std::string describeConfig(const Config& c) {
     e << YAML::EndSeq;
   }
   if (!c.screening.model.empty()) e << YAML::Key << "model" << YAML::Value << c.screening.model;
+  if (!c.screening.scope_user || !c.screening.scope_tool) {
+    e << YAML::Key << "scope" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    if (c.screening.scope_user) e << "user";
+    if (c.screening.scope_tool) e << "tool";
+    e << YAML::EndSeq;
+  }
   e << YAML::EndMap;
   e << YAML::Key << "guardrail" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "url" << YAML::Value << YAML::DoubleQuoted << maskUrl(c.guardrail.url);

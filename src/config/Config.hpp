@@ -197,6 +197,10 @@ struct ScreeningConfig {
   double threshold = 0;            // 0: the model's tuned threshold
   std::vector<std::string> deny;   // RE2 patterns; a hit counts as flagged whatever the score
   std::string model;               // another model file (default: the built-in one)
+  // What is screened: the last user turn and/or every tool result / function output of the
+  // request (each scored on its own). `scope: [user, tool]`, the default.
+  bool scope_user = true;
+  bool scope_tool = true;
 };
 
 // An external review webhook: the outgoing text (after redaction) is POSTed to `url`; the reply

@@ -81,6 +81,9 @@ struct RequestRecord {
   std::string error;
   // JSON array, one object per upstream attempt: {"channel","key","status","error"}.
   std::string attempts_json = "[]";
+  // JSON array, one object per screened part: {"part":"user"|"tool","path","score","flagged"}
+  // (empty when nothing was screened).
+  std::string screening;
   std::optional<std::int64_t> virtual_key_id;
   double cost_usd = 0;
   std::string request_body;   // only when store.log_bodies (capped; after redaction)

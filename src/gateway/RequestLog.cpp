@@ -81,6 +81,10 @@ std::string accessLogLine(const http::Request& req, const RequestContext& ctx, c
   }
   if (rec.virtual_key_id) integer("virtual_key", *rec.virtual_key_id);
   if (!rec.error.empty()) str("error", rec.error);
+  if (!rec.screening.empty()) {
+    key("screening");
+    line.append(rec.screening);
+  }
   str("remote", ctx.remote);
   line.push_back('}');
   return line;

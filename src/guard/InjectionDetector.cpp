@@ -1,9 +1,11 @@
 #include "guard/InjectionDetector.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -139,18 +141,40 @@ InjectionDetector InjectionDetector::load(const std::string& path) {
 double InjectionDetector::score(std::string_view text) const {
   const std::int8_t* w = model_->weights.data();
   const unsigned shift = shift_;
-  // One sum and count per lane (see InjectionFeatures.hpp): independent additions.
-  std::int64_t sums[4] = {0, 0, 0, 0};
-  std::uint32_t counts[4] = {0, 0, 0, 0};
-  forEachFeatureHash(text, [&](std::uint64_t h, Lane lane) {
-    sums[lane] += w[h >> shift];
-    ++counts[lane];
-  });
-  const std::int64_t sum = sums[0] + sums[1] + sums[2] + sums[3];
-  const std::uint32_t n = counts[0] + counts[1] + counts[2] + counts[3];
-  double z = model_->bias;
-  if (n > 0) z += static_cast<double>(model_->scale) * static_cast<double>(sum) / std::sqrt(static_cast<double>(n));
+  WindowedSum<std::int64_t> sum;
+  forEachFeatureHash(text, [&](std::uint64_t h) { sum.add(w[h >> shift]); });
+  const double z = model_->bias + static_cast<double>(model_->scale) * sum.result();
   return 1.0 / (1.0 + std::exp(-z));
+}
+
+Explanation InjectionDetector::explain(std::string_view text, std::size_t top) const {
+  const std::int8_t* w = model_->weights.data();
+  std::map<std::pair<std::string, int>, std::pair<int, std::int64_t>> byFeature;  // (text, lane) -> (count, sum)
+  std::uint32_t n = 0;
+  forEachFeatureHash(text, [&](std::uint64_t h, Lane lane, std::string_view feature) {
+    const std::int8_t wi = w[h >> shift_];
+    ++n;
+    auto& slot = byFeature[{std::string(feature), static_cast<int>(lane)}];
+    ++slot.first;
+    slot.second += wi;
+  });
+  Explanation e;
+  e.bias = model_->bias;
+  // Contributions are shown on the whole text's scale; the score is score()'s (a long text is
+  // scored by its most suspicious window, where the same features weigh more).
+  const double step = n > 0 ? static_cast<double>(model_->scale) / std::sqrt(static_cast<double>(n)) : 0.0;
+  e.score = score(text);
+  static constexpr const char* kKinds[] = {"char3", "char4", "char5", "word"};
+  for (const auto& [key, v] : byFeature) {
+    if (v.second == 0) continue;
+    e.top.push_back({key.first, kKinds[key.second], v.first, step * static_cast<double>(v.second)});
+  }
+  std::sort(e.top.begin(), e.top.end(), [](const auto& a, const auto& b) {
+    if (std::fabs(a.logit) != std::fabs(b.logit)) return std::fabs(a.logit) > std::fabs(b.logit);
+    return a.feature < b.feature;
+  });
+  if (e.top.size() > top) e.top.resize(top);
+  return e;
 }
 
 }  // namespace sluice::guard

@@ -33,6 +33,20 @@ std::string serializeInjectionModel(const InjectionModel& model);
 // Throws std::runtime_error naming `what` (a path, or "the built-in model") and what is wrong.
 InjectionModel parseInjectionModel(std::string_view bytes, std::string_view what);
 
+// What drove a score: the features of a text with their summed contribution to the logit
+// (weight x occurrences / sqrt(all occurrences)), largest magnitude first.
+struct FeatureContribution {
+  std::string feature;  // the normalised n-gram or word (bigram: two words and a space)
+  const char* kind;     // "char3" | "char4" | "char5" | "word" (a word or a word bigram)
+  int count = 0;
+  double logit = 0;  // > 0 pushes towards injection
+};
+struct Explanation {
+  double score = 0;
+  double bias = 0;
+  std::vector<FeatureContribution> top;
+};
+
 class InjectionDetector {
  public:
   // The model embedded at build time from models/injection.model.
@@ -48,6 +62,9 @@ class InjectionDetector {
   double threshold() const { return model_->threshold; }
   bool isInjection(std::string_view text) const { return score(text) >= threshold(); }
   const InjectionModel& model() const { return *model_; }
+  // score() with its reasons: the `top` features with the largest contributions. Allocates; for
+  // `sluice screen --explain`, not the request path.
+  Explanation explain(std::string_view text, std::size_t top = 10) const;
 
  private:
   std::shared_ptr<const InjectionModel> model_;

@@ -14,8 +14,11 @@
 // the middle of a huge document is not looked at. Injections sit at the start or the end of what a
 // user sends in practice; a document pasted in the middle of a long prompt needs the window raised.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -23,7 +26,10 @@ namespace sluice::guard {
 
 // 2: character n-grams hashed with one multiply (mixNgram) instead of fmix64 (1.6 -> 1.0 us for
 //    a 300-byte prompt; held-out quality in bench/BENCHMARKS.md).
-inline constexpr std::uint32_t kFeatureVersion = 2;
+// 3: zero-width and bidi control characters, soft hyphens and byte-order marks are skipped, and
+//    fullwidth ASCII (U+FF01..U+FF5E) is read as ASCII; a text is scored as its most suspicious
+//    window (WindowedSum), so an instruction planted in a long document is not averaged away.
+inline constexpr std::uint32_t kFeatureVersion = 3;
 inline constexpr std::size_t kScanHeadBytes = 8 * 1024;
 inline constexpr std::size_t kScanTailBytes = 8 * 1024;
 
@@ -82,13 +88,50 @@ constexpr ByteTables makeByteTables() {
 }
 inline constexpr ByteTables kByteTables = makeByteTables();
 
+struct NoText {};
+
 template <class Emit>
 class Extractor {
+  // An emitter taking (hash, lane, text) is also told each feature as text (--explain); the
+  // scoring path does not pay for it.
+  static constexpr bool kDescribe = std::is_invocable_v<Emit&, std::uint64_t, Lane, std::string_view>;
+  using Text = std::conditional_t<kDescribe, std::string, NoText>;
+
  public:
   explicit Extractor(Emit& emit) : emit_(emit) {}
 
   void feed(std::string_view s) {
-    for (char ch : s) push(kByteTables.norm[static_cast<unsigned char>(ch)]);
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    const std::size_t n = s.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const unsigned char c = p[i];
+      if ((c == 0xC2 || c == 0xE2 || c == 0xEF) && i + 1 < n) [[unlikely]] {
+        const unsigned char c1 = p[i + 1];
+        if (c == 0xC2) {
+          if (c1 == 0xAD) {  // soft hyphen
+            ++i;
+            continue;
+          }
+        } else if (i + 2 < n) {
+          const unsigned char c2 = p[i + 2];
+          // U+200B..U+200F (zero-width space/joiners, LRM/RLM), U+202A..U+202E (bidi embeddings),
+          // U+2060..U+2064 (word joiner, invisible operators), U+FEFF (BOM).
+          if ((c == 0xE2 && c1 == 0x80 && ((c2 >= 0x8B && c2 <= 0x8F) || (c2 >= 0xAA && c2 <= 0xAE))) ||
+              (c == 0xE2 && c1 == 0x81 && c2 >= 0xA0 && c2 <= 0xA4) || (c == 0xEF && c1 == 0xBB && c2 == 0xBF)) {
+            i += 2;
+            continue;
+          }
+          // Fullwidth ASCII: U+FF01..U+FF3F = EF BC 81..BF, U+FF40..U+FF5E = EF BD 80..9E.
+          if (c == 0xEF && ((c1 == 0xBC && c2 >= 0x81 && c2 <= 0xBF) || (c1 == 0xBD && c2 >= 0x80 && c2 <= 0x9E))) {
+            const unsigned ascii = (c1 == 0xBC ? 0x20u : 0x60u) + (c2 & 0x3Fu);
+            push(kByteTables.norm[ascii]);
+            i += 2;
+            continue;
+          }
+        }
+      }
+      push(kByteTables.norm[c]);
+    }
   }
   void finish() {
     push(' ');
@@ -99,7 +142,13 @@ class Extractor {
 
  private:
   void emit(std::uint64_t h, Lane lane) {
-    if constexpr (std::is_invocable_v<Emit&, std::uint64_t, Lane>) {
+    if constexpr (kDescribe) {
+      if (lane == kLaneWord) return;  // words are emitted with their text by endWord()
+      const int n = lane == kLane3 ? 3 : lane == kLane4 ? 4 : 5;
+      char gram[5];
+      for (int i = 0; i < n; ++i) gram[i] = static_cast<char>((window_ >> (8 * (n - 1 - i))) & 0xFF);
+      emit_(h, lane, std::string_view(gram, static_cast<std::size_t>(n)));
+    } else if constexpr (std::is_invocable_v<Emit&, std::uint64_t, Lane>) {
       emit_(h, lane);
     } else {
       emit_(h);
@@ -121,14 +170,24 @@ class Extractor {
     }
     if (kByteTables.word[c]) {
       word_ = (word_ ^ c) * kFnvPrime;
+      if constexpr (kDescribe) wordText_.push_back(static_cast<char>(c));
       inWord_ = true;
     } else if (inWord_) {
       endWord();
     }
   }
   void endWord() {
-    emit(fmix64(word_ ^ kUnigramTag), kLaneWord);
-    if (havePrev_) emit(fmix64((prevWord_ * 0x9E3779B97F4A7C15ULL + word_) ^ kBigramTag), kLaneWord);
+    if constexpr (kDescribe) {
+      emit_(fmix64(word_ ^ kUnigramTag), kLaneWord, std::string_view(wordText_));
+      if (havePrev_)
+        emit_(fmix64((prevWord_ * 0x9E3779B97F4A7C15ULL + word_) ^ kBigramTag), kLaneWord,
+              std::string_view(prevWordText_ + " " + wordText_));
+      prevWordText_ = std::move(wordText_);
+      wordText_.clear();
+    } else {
+      emit(fmix64(word_ ^ kUnigramTag), kLaneWord);
+      if (havePrev_) emit(fmix64((prevWord_ * 0x9E3779B97F4A7C15ULL + word_) ^ kBigramTag), kLaneWord);
+    }
     prevWord_ = word_;
     havePrev_ = true;
     word_ = kFnvOffset;
@@ -143,12 +202,73 @@ class Extractor {
   std::uint64_t prevWord_ = 0;
   bool inWord_ = false;
   bool havePrev_ = false;
+  [[no_unique_address]] Text wordText_;
+  [[no_unique_address]] Text prevWordText_;
 };
 
 }  // namespace features_detail
 
-// Calls emit(std::uint64_t hash) -- or emit(hash, Lane) if it takes that -- once per feature
-// occurrence in `text` (a feature seen twice is emitted twice), in the same order either way.
+// Scoring by windows: the feature stream is cut into blocks of kBlockFeatures occurrences, and a
+// text's value is the largest of sum/sqrt(count) over the whole text and over every run of
+// kWindowBlocks consecutive blocks (~1,000 occurrences, about 300 bytes of text), the last run
+// ending at the text's end. A short text is its one window. T is int64 (int8 weights at run
+// time) or double (the trainer's float model); both go through this, so the threshold the trainer
+// calibrates means the same at run time.
+inline constexpr std::uint32_t kBlockFeatures = 256;
+inline constexpr std::uint32_t kWindowBlocks = 4;
+
+template <class T>
+class WindowedSum {
+ public:
+  void add(T w) {
+    block_ += w;
+    if (++inBlock_ == kBlockFeatures) [[unlikely]]
+      closeBlock();
+  }
+  // The largest normalised sum (0 for no features).
+  double result() const {
+    const std::uint64_t n = std::uint64_t{blocks_} * kBlockFeatures + inBlock_;
+    if (n == 0) return 0.0;
+    const T total = total_ + block_;
+    double best = static_cast<double>(total) / std::sqrt(static_cast<double>(n));
+    if (blocks_ >= kWindowBlocks) {
+      best = std::max(best, best_);
+      if (inBlock_ > 0) {  // the window ending at the text's end
+        T s = block_;
+        for (std::uint32_t k = 1; k < kWindowBlocks; ++k) s += ring_[(blocks_ - k) % kWindowBlocks];
+        const double c = double(kBlockFeatures) * double(kWindowBlocks - 1) + double(inBlock_);
+        best = std::max(best, static_cast<double>(s) / std::sqrt(c));
+      }
+    }
+    return best;
+  }
+
+ private:
+  void closeBlock() {
+    ring_[blocks_ % kWindowBlocks] = block_;
+    total_ += block_;
+    ++blocks_;
+    block_ = 0;
+    inBlock_ = 0;
+    if (blocks_ >= kWindowBlocks) {
+      T s = 0;
+      for (T r : ring_) s += r;
+      best_ = std::max(best_, static_cast<double>(s) / std::sqrt(double(kBlockFeatures) * kWindowBlocks));
+    }
+  }
+
+  T total_ = 0;  // of the closed blocks
+  T block_ = 0;
+  std::uint32_t inBlock_ = 0;
+  std::uint32_t blocks_ = 0;
+  T ring_[kWindowBlocks] = {};
+  double best_ = -1e300;
+};
+
+// Calls emit(std::uint64_t hash) -- or emit(hash, Lane), or emit(hash, Lane, std::string_view
+// feature text) if it takes that -- once per feature occurrence in `text` (a feature seen twice is
+// emitted twice), in the same order either way (with text: a word's bigram right after its unigram,
+// as the hashes come too).
 // The hash is uniformly mixed: take its top bits as the bucket.
 template <class Emit>
 void forEachFeatureHash(std::string_view text, Emit&& emit) {

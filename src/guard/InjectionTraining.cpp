@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <ostream>
 #include <random>
@@ -58,9 +59,17 @@ double sigmoid(double z) {
   return 1.0 / (1.0 + std::exp(-z));
 }
 
+// The logit the runtime computes (windowed, InjectionFeatures.hpp), with the float weights.
+double windowedLogit(const FloatModel& m, std::string_view text, unsigned bits) {
+  const unsigned shift = 64 - bits;
+  WindowedSum<double> sum;
+  forEachFeatureHash(text, [&](std::uint64_t h) { sum.add(m.w[h >> shift]); });
+  return m.b + sum.result();
+}
+
 // AdaGrad logistic regression with L2 applied to the features present in each update.
-FloatModel fit(const std::vector<SparseVec>& X, const std::vector<float>& y, std::vector<std::size_t> rows,
-               const TrainOptions& o) {
+FloatModel fit(const std::vector<SparseVec>& X, const std::vector<float>& y, const std::vector<float>& weight,
+               std::vector<std::size_t> rows, const TrainOptions& o) {
   FloatModel m;
   m.w.assign(std::size_t{1} << o.bucket_bits, 0.0f);
   std::vector<float> g2(m.w.size(), 0.0f);
@@ -71,7 +80,7 @@ FloatModel fit(const std::vector<SparseVec>& X, const std::vector<float>& y, std
     for (std::size_t i = rows.size(); i > 1; --i) std::swap(rows[i - 1], rows[rng() % i]);
     for (std::size_t r : rows) {
       const SparseVec& x = X[r];
-      const double g = sigmoid(logit(m, x)) - y[r];
+      const double g = (sigmoid(logit(m, x)) - y[r]) * weight[r];
       for (std::size_t k = 0; k < x.index.size(); ++k) {
         const std::uint32_t j = x.index[k];
         const double gj = g * x.value[k] + o.l2 * m.w[j];
@@ -125,6 +134,7 @@ std::vector<LabelledText> readLabelledJsonl(const std::string& path) {
     t.text = std::string(text->as_string());
     t.label = static_cast<int>(label->as_int64());
     if (const auto* s = o->if_contains("source"); s && s->is_string()) t.source = std::string(s->as_string());
+    if (const auto* s = o->if_contains("from"); s && s->is_string()) t.from = std::string(s->as_string());
     out.push_back(std::move(t));
   }
   return out;
@@ -176,45 +186,51 @@ void BinaryMetrics::add(int label, bool predicted) {
   }
 }
 
-InjectionModel trainInjectionModel(const std::vector<LabelledText>& samples, const TrainOptions& o, std::ostream* log) {
-  if (o.bucket_bits < 8 || o.bucket_bits > 24) throw std::invalid_argument("bucket_bits must be 8..24");
-  if (samples.empty()) throw std::invalid_argument("no training samples");
+std::vector<std::string> TrainOptions::defaultCalibrationSources() {
+  // Everyday requests people send an assistant: code, writing, questions, agent tasks, several languages.
+  return {"arena_hard",        "bfcl_queries", "clinc150",      "fastchat_bench",
+          "gpteacher_codegen", "m_ifeval",     "oasst_prompts", "xstest_safe"};
+}
+
+namespace {
+
+struct Featurized {
   std::vector<SparseVec> X;
   std::vector<float> y;
+  std::vector<float> weight;
   std::vector<int> fold;
+};
+
+Featurized featurizeAll(const std::vector<LabelledText>& samples, const TrainOptions& o) {
+  Featurized f;
   std::vector<std::uint32_t> scratch;
-  X.reserve(samples.size());
+  f.X.reserve(samples.size());
   for (const auto& s : samples) {
-    X.push_back(featurize(s.text, o.bucket_bits, scratch));
-    y.push_back(static_cast<float>(s.label));
-    fold.push_back(o.folds > 1 ? static_cast<int>(fmix64(splitKey(s.text) ^ kFoldSeed) % o.folds) : 0);
+    f.X.push_back(featurize(s.text, o.bucket_bits, scratch));
+    f.y.push_back(static_cast<float>(s.label));
+    f.fold.push_back(o.folds > 1 ? static_cast<int>(fmix64(splitKey(s.text) ^ kFoldSeed) % o.folds) : 0);
   }
-
-  // Out-of-fold scores for the threshold.
-  double threshold = 0.5;
-  if (o.folds > 1) {
-    std::vector<std::pair<double, int>> oof;
-    for (int f = 0; f < o.folds; ++f) {
-      std::vector<std::size_t> rows;
-      for (std::size_t i = 0; i < X.size(); ++i)
-        if (fold[i] != f) rows.push_back(i);
-      const FloatModel m = fit(X, y, rows, o);
-      for (std::size_t i = 0; i < X.size(); ++i)
-        if (fold[i] == f) oof.emplace_back(sigmoid(logit(m, X[i])), samples[i].label);
-    }
-    threshold = bestThreshold(oof);
-    if (log) {
-      BinaryMetrics bm;
-      for (const auto& [s, l] : oof) bm.add(l, s >= threshold);
-      *log << "out-of-fold (" << o.folds << " folds): threshold " << threshold << " precision " << bm.precision()
-           << " recall " << bm.recall() << " f1 " << bm.f1() << "\n";
-    }
+  f.weight.assign(samples.size(), 1.0f);
+  if (o.balance_sources) {
+    std::map<std::pair<std::string, int>, std::size_t> groups;
+    for (const auto& s : samples) ++groups[{s.source, s.label}];
+    const double mean = double(samples.size()) / double(groups.size());
+    for (std::size_t i = 0; i < samples.size(); ++i)
+      f.weight[i] = static_cast<float>(std::sqrt(mean / double(groups[{samples[i].source, samples[i].label}])));
   }
+  return f;
+}
 
-  std::vector<std::size_t> rows(X.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = i;
-  const FloatModel m = fit(X, y, rows, o);
+// The lowest threshold that flags at most `budget` of `benign` (midway between two scores).
+double budgetThreshold(std::vector<double> benign, double budget) {
+  std::sort(benign.begin(), benign.end(), std::greater<>());
+  const auto k = static_cast<std::size_t>(std::floor(budget * static_cast<double>(benign.size())));
+  if (k >= benign.size()) return 0.0;
+  if (k == 0) return std::min(1.0, benign[0] + 1e-6);
+  return benign[k] == benign[k - 1] ? std::min(1.0, benign[k - 1] + 1e-6) : (benign[k] + benign[k - 1]) / 2;
+}
 
+InjectionModel quantize(const FloatModel& m, const TrainOptions& o, double threshold, std::size_t* nonzero) {
   std::vector<float> mags;
   for (float w : m.w)
     if (w != 0.0f) mags.push_back(std::fabs(w));
@@ -231,16 +247,94 @@ InjectionModel trainInjectionModel(const std::vector<LabelledText>& samples, con
   q.scale = clip / 127.0f;
   q.threshold = static_cast<float>(threshold);
   q.weights.resize(m.w.size());
-  std::size_t nonzero = 0;
+  *nonzero = 0;
   for (std::size_t i = 0; i < m.w.size(); ++i) {
     const float r = std::round(m.w[i] / q.scale);
     q.weights[i] = static_cast<std::int8_t>(std::clamp(r, -127.0f, 127.0f));
-    nonzero += q.weights[i] != 0;
+    *nonzero += q.weights[i] != 0;
   }
+  return q;
+}
+
+// Trains on `rows` of `f` (threshold from out-of-fold scores of those rows only).
+InjectionModel trainRows(const std::vector<LabelledText>& samples, const Featurized& f,
+                         const std::vector<std::size_t>& rows, const TrainOptions& o, std::ostream* log) {
+  double threshold = 0.5;
+  if (o.folds > 1) {
+    std::vector<std::pair<double, int>> oof;
+    std::vector<double> calibration;
+    for (int k = 0; k < o.folds; ++k) {
+      std::vector<std::size_t> in;
+      for (std::size_t r : rows)
+        if (f.fold[r] != k) in.push_back(r);
+      const FloatModel m = fit(f.X, f.y, f.weight, in, o);
+      for (std::size_t r : rows) {
+        if (f.fold[r] != k) continue;
+        const double p = sigmoid(windowedLogit(m, samples[r].text, o.bucket_bits));
+        oof.emplace_back(p, samples[r].label);
+        if (samples[r].label == 0 && std::find(o.calibration_sources.begin(), o.calibration_sources.end(),
+                                               samples[r].source) != o.calibration_sources.end())
+          calibration.push_back(p);
+      }
+    }
+    threshold =
+        o.fpr_budget > 0 && !calibration.empty() ? budgetThreshold(calibration, o.fpr_budget) : bestThreshold(oof);
+    if (log) {
+      BinaryMetrics bm;
+      for (const auto& [p, l] : oof) bm.add(l, p >= threshold);
+      *log << "out-of-fold (" << o.folds << " folds): threshold " << threshold
+           << (o.fpr_budget > 0 && !calibration.empty() ? " (" + std::to_string(o.fpr_budget * 100) + "% of " +
+                                                              std::to_string(calibration.size()) + " everyday requests)"
+                                                        : std::string(" (best F1)"))
+           << " precision " << bm.precision() << " recall " << bm.recall() << " f1 " << bm.f1() << "\n";
+    }
+  }
+  const FloatModel m = fit(f.X, f.y, f.weight, rows, o);
+  std::size_t nonzero = 0;
+  InjectionModel q = quantize(m, o, threshold, &nonzero);
   if (log)
-    *log << "trained on " << samples.size() << " texts, " << o.epochs << " epochs, 2^" << o.bucket_bits << " buckets, "
+    *log << "trained on " << rows.size() << " texts, " << o.epochs << " epochs, 2^" << o.bucket_bits << " buckets, "
          << nonzero << " non-zero int8 weights (step " << q.scale << ")\n";
   return q;
+}
+
+}  // namespace
+
+InjectionModel trainInjectionModel(const std::vector<LabelledText>& samples, const TrainOptions& o, std::ostream* log) {
+  if (o.bucket_bits < 8 || o.bucket_bits > 24) throw std::invalid_argument("bucket_bits must be 8..24");
+  if (samples.empty()) throw std::invalid_argument("no training samples");
+  const Featurized f = featurizeAll(samples, o);
+  std::vector<std::size_t> rows(samples.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = i;
+  return trainRows(samples, f, rows, o, log);
+}
+
+std::vector<SourceResult> leaveOneSourceOut(const std::vector<LabelledText>& samples, const TrainOptions& o,
+                                            std::ostream* log, const std::string& only) {
+  if (o.bucket_bits < 8 || o.bucket_bits > 24) throw std::invalid_argument("bucket_bits must be 8..24");
+  const Featurized f = featurizeAll(samples, o);
+  std::map<std::string, std::vector<std::size_t>> bySource;
+  for (std::size_t i = 0; i < samples.size(); ++i) bySource[samples[i].source].push_back(i);
+  std::vector<SourceResult> out;
+  if (!only.empty() && !bySource.count(only)) throw std::invalid_argument("no texts of source " + only);
+  for (const auto& [source, test] : bySource) {
+    if (!only.empty() && source != only) continue;
+    std::vector<std::size_t> rows;
+    for (std::size_t i = 0; i < samples.size(); ++i)
+      if (samples[i].source != source && samples[i].from != source) rows.push_back(i);
+    const InjectionDetector d(trainRows(samples, f, rows, o, nullptr));
+    SourceResult r;
+    r.source = source;
+    r.threshold = d.threshold();
+    r.trained_on = rows.size();
+    for (std::size_t i : test) r.metrics.add(samples[i].label, d.score(samples[i].text) >= d.threshold());
+    if (log)
+      *log << "loso " << source << ": " << test.size() << " texts, trained on " << rows.size() << ", threshold "
+           << r.threshold << ", tp " << r.metrics.tp << " fp " << r.metrics.fp << " tn " << r.metrics.tn << " fn "
+           << r.metrics.fn << "\n";
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 Evaluation evaluate(const InjectionDetector& detector, const std::vector<LabelledText>& samples, double threshold) {

@@ -22,6 +22,7 @@ struct LabelledText {
   std::string text;
   int label = 0;  // 1 = injection / jailbreak
   std::string source;
+  std::string from;  // a synthesized text: the source its payload came from (LOSO keeps it out too)
 };
 
 // Reads JSONL lines {"text": str, "label": 0|1, "source": str (optional)}; throws
@@ -39,6 +40,16 @@ struct TrainOptions {
   std::uint64_t seed = 42;     // sample order
   int folds = 5;               // for tuning the threshold on out-of-fold scores
   double clip_quantile = 1.0;  // int8 step = this quantile of |w| / 127 (1.0: the largest weight)
+  // The threshold: 0 = the best F1 on out-of-fold scores; > 0 = a false-positive budget, the
+  // lowest threshold at which at most this fraction of the out-of-fold scores of benign texts of
+  // `calibration_sources` (everyday requests) is flagged.
+  double fpr_budget = 0.01;
+  // Each row's loss is weighted by sqrt(mean group size / its (source, label) group's size), so a
+  // 150-row source of attacks is not drowned by 3,000 tool outputs (the square root keeps a
+  // 7-row source from weighing like a thousand).
+  bool balance_sources = true;
+  std::vector<std::string> calibration_sources = defaultCalibrationSources();
+  static std::vector<std::string> defaultCalibrationSources();
 };
 
 struct BinaryMetrics {
@@ -57,6 +68,19 @@ struct BinaryMetrics {
 // Progress goes to `log` when given.
 InjectionModel trainInjectionModel(const std::vector<LabelledText>& samples, const TrainOptions& options,
                                    std::ostream* log = nullptr);
+
+// Leave-one-source-out: for each source, a model trained (threshold included, out-of-fold on the
+// training part only) on every other source, minus the texts synthesized from that source, and
+// scored by the runtime detector on that source's texts. Deterministic.
+struct SourceResult {
+  std::string source;
+  double threshold = 0.5;
+  BinaryMetrics metrics;
+  std::size_t trained_on = 0;
+};
+// `only` (non-empty): that source alone.
+std::vector<SourceResult> leaveOneSourceOut(const std::vector<LabelledText>& samples, const TrainOptions& options,
+                                            std::ostream* log = nullptr, const std::string& only = {});
 
 struct Evaluation {
   double threshold = 0.5;

@@ -16,6 +16,28 @@ void writeError(std::ostream& out, std::size_t line, const std::string& why) {
   out << boost::json::serialize(boost::json::object{{"error", "line " + std::to_string(line) + ": " + why}}) << '\n';
 }
 
+// A feature as valid UTF-8 (a character n-gram may cut a character): stray bytes as \xNN.
+std::string printable(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    if (ok && len == 1 && c < 0x20) ok = false;
+    if (ok) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+      ++i;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int runScreen(const ScreenCliOptions& options, std::istream& in, std::ostream& out, std::ostream& err) {
@@ -58,6 +80,25 @@ int runScreen(const ScreenCliOptions& options, std::istream& in, std::ostream& o
       continue;
     }
     const auto& s = text->get_string();
+    if (options.explain > 0) {
+      const Explanation e = detector->explain(std::string_view(s.data(), s.size()), options.explain);
+      std::string o;
+      char num[160];
+      std::snprintf(num, sizeof num, "{\"score\":%.4f,\"verdict\":\"%s\",\"bias\":%.4f,\"features\":[", e.score,
+                    e.score >= threshold ? "injection" : "benign", e.bias);
+      o += num;
+      for (std::size_t k = 0; k < e.top.size(); ++k) {
+        const auto& f = e.top[k];
+        o += k ? ",{\"feature\":" : "{\"feature\":";
+        appendJsonString(o, printable(f.feature));
+        std::snprintf(num, sizeof num, ",\"kind\":\"%s\",\"count\":%d,\"logit\":%.4f}", f.kind, f.count, f.logit);
+        o += num;
+      }
+      o += "]}\n";
+      out << o;
+      if (in.rdbuf()->in_avail() <= 0) out.flush();
+      continue;
+    }
     const double score = detector->score(std::string_view(s.data(), s.size()));
     char buf[96];
     std::snprintf(buf, sizeof buf, "{\"score\":%.4f,\"verdict\":\"%s\"}\n", score,

@@ -63,6 +63,32 @@ class Scanner {
 
   bool stopped() const { return stop_; }
 
+  // A tool result being visited: its texts are collected as one part (before redaction).
+  class ToolPart {
+   public:
+    ToolPart(Scanner& s, bool isTool) : s_(s), on_(isTool && s.opts_.collect_tool_text) {
+      if (!on_) return;
+      s_.res_.tool_texts.push_back({s_.formatPath(), {}});
+      s_.inTool_ = true;
+    }
+    ~ToolPart() {
+      if (!on_) return;
+      s_.inTool_ = false;
+      auto& parts = s_.res_.tool_texts;
+      if (parts.back().text.empty()) {
+        parts.pop_back();
+      } else if (parts.size() > s_.opts_.max_tool_parts) {
+        parts.erase(parts.begin());
+      }
+    }
+    ToolPart(const ToolPart&) = delete;
+    ToolPart& operator=(const ToolPart&) = delete;
+
+   private:
+    Scanner& s_;
+    bool on_;
+  };
+
   // The JSON path of the field being visited, kept as a stack of views into the document (keys
   // are never modified) and formatted only when a block rule hits.
   class Seg {
@@ -82,6 +108,7 @@ class Scanner {
     if (stop_ || !v.is_string()) return;
     auto& s = v.get_string();
     if (userTurn) addUserText({s.data(), s.size()});
+    if (inTool_ && f == redact::kTool) addToolText({s.data(), s.size()});
     if (redactString(s, f) < 0) return;
     if (opts_.collect_outgoing) res_.outgoing.push_back({role, f, std::string(s.data(), s.size())});
   }
@@ -138,6 +165,7 @@ class Scanner {
   // functionResponse.response): every string value inside.
   void tree(json::value& v, Field f, std::string_view role) {
     if (stop_ || !(v.is_object() || v.is_array())) return;
+    if (inTool_ && f == redact::kTool) addToolText(json::serialize(v));
     bool changed = false;
     if (red_) walkTree(v, f, changed, true);
     if (stop_) return;
@@ -262,9 +290,17 @@ class Scanner {
     }
   }
 
+  void addToolText(std::string_view t) {
+    if (t.empty() || res_.tool_texts.empty()) return;
+    appendCapped(res_.tool_texts.back().text, t);
+  }
+
   void addUserText(std::string_view t) {
     if (!opts_.collect_user_text || t.empty()) return;
-    auto& u = res_.user_text;
+    appendCapped(res_.user_text, t);
+  }
+
+  void appendCapped(std::string& u, std::string_view t) {
     const std::size_t max = opts_.max_user_text;
     if (!u.empty()) {
       if (u.size() + 1 >= max) return;
@@ -290,6 +326,7 @@ class Scanner {
   std::size_t depth_ = 0;
   int rawExact_ = -1;
   bool stop_ = false;
+  bool inTool_ = false;
 };
 
 using Seg = Scanner::Seg;
@@ -397,6 +434,7 @@ void scanChat(Scanner& s, json::object& root) {
   eachMessage(s, root, [](std::string_view) { return true; },
               [&](json::object& m, Field f, std::string_view role, bool userTurn) {
                 if (auto c = m.find("content"); c != m.end()) {
+                  Scanner::ToolPart tp(s, f == redact::kTool);
                   Seg gc(s, c->key());
                   contentText(s, c->value(), f, role, userTurn, {"text"});
                 }
@@ -466,6 +504,7 @@ void scanResponses(Scanner& s, json::object& root) {
       s.textMember(o, "input", redact::kToolArguments, kRoleAssistant);
     } else if (type == "function_call_output" || type == "custom_tool_call_output") {
       if (auto out = o.find("output"); out != o.end()) {
+        Scanner::ToolPart tp(s, true);
         Seg go(s, out->key());
         contentText(s, out->value(), redact::kTool, kRoleTool, false, {"input_text", "output_text", "text"});
       }
@@ -503,6 +542,7 @@ void scanAnthropic(Scanner& s, json::object& root) {
         }
       } else if (type == "tool_result") {
         if (auto tc = b.find("content"); tc != b.end()) {
+          Scanner::ToolPart tp(s, true);
           Seg gt(s, tc->key());
           contentText(s, tc->value(), redact::kTool, kRoleTool, false, {"text"});
         }
@@ -580,6 +620,7 @@ void scanGemini(Scanner& s, json::object& root) {
       } else if (auto* fr = member(part, "functionResponse", "function_response"); fr && fr->value().is_object()) {
         Seg gf(s, fr->key());
         if (auto a = fr->value().get_object().find("response"); a != fr->value().get_object().end()) {
+          Scanner::ToolPart tp(s, true);
           Seg ga(s, a->key());
           s.tree(a->value(), redact::kTool, kRoleTool);
         }

@@ -34,6 +34,14 @@ struct ScanOptions {
   bool collect_user_text = true;         // RequestScan::user_text, for the prompt-injection screen
   std::size_t max_user_text = 64 * 1024;  // bytes; cut on a UTF-8 character boundary
   bool collect_outgoing = false;         // RequestScan::outgoing, for an external guardrail webhook
+  bool collect_tool_text = false;        // RequestScan::tool_texts, for the prompt-injection screen
+  std::size_t max_tool_parts = 32;       // the last ones are kept (an agent's newest results)
+};
+
+// One tool result / function output as the client sent it (before redaction), for screening.
+struct ToolText {
+  std::string path;  // JSON path of the part, e.g. "messages[3]" or "contents[2].parts[0]"
+  std::string text;  // its text parts joined with '\n' (Gemini: the response object as JSON); capped
 };
 
 // One text field as it goes upstream (after redaction).
@@ -54,6 +62,7 @@ struct RequestScan {
   std::size_t masked = 0;
   std::vector<std::string> rules_hit;  // distinct rule names, in order of first hit
   std::string user_text;               // the last user turn's text, before redaction
+  std::vector<ToolText> tool_texts;    // only with ScanOptions::collect_tool_text
   std::vector<OutgoingText> outgoing;  // only with ScanOptions::collect_outgoing
 };
 
@@ -80,6 +89,9 @@ struct RequestScan {
 // user_text: the last user turn = the last user-role message holding text (tool results are
 // not user text, so an Anthropic/Gemini message of tool results only is skipped) together with
 // the user-role messages right before it; its text parts joined with '\n'.
+// tool_texts: every tool result in the request (Chat role tool/function messages, Responses
+// *_call_output items, Anthropic tool_result blocks, Gemini functionResponse parts), one entry
+// each, the last max_tool_parts of them, each capped at max_user_text bytes.
 // Unexpected shapes are left alone. Never throws except std::bad_alloc.
 // parsed (optional): `body` already parsed (its document is edited in place and left in an
 // unspecified state), to save a second parse.

@@ -52,6 +52,8 @@ std::shared_ptr<const Safety> Safety::build(const config::Config& cfg) {
   s->detector_ = cfg.screening.model.empty() ? guard::InjectionDetector::builtin()
                                              : guard::InjectionDetector::load(cfg.screening.model);
   s->threshold_ = cfg.screening.threshold > 0 ? cfg.screening.threshold : s->detector_->threshold();
+  s->scope_user_ = cfg.screening.scope_user;
+  s->scope_tool_ = cfg.screening.scope_tool;
   for (const auto& p : cfg.screening.deny) {
     auto re = std::make_unique<re2::RE2>(p, re2::RE2::Quiet);
     if (!re->ok()) throw std::runtime_error("screening.deny: not a valid RE2 pattern: " + p);

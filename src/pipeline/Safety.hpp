@@ -46,6 +46,8 @@ class Safety {
   // Screening.
   config::ScreenAction screenDefault() const { return screen_default_; }
   double threshold() const { return threshold_; }
+  bool scopeUser() const { return scope_user_; }  // screening.scope
+  bool scopeTool() const { return scope_tool_; }
   ScreenResult screen(std::string_view text) const;
 
   // Guardrail: null when no URL is configured.
@@ -65,6 +67,8 @@ class Safety {
   config::ScreenAction screen_default_ = config::ScreenAction::Off;
   std::optional<guard::InjectionDetector> detector_;
   double threshold_ = 0.5;
+  bool scope_user_ = true;
+  bool scope_tool_ = true;
   std::vector<std::string> deny_patterns_;
   std::vector<std::unique_ptr<re2::RE2>> deny_;
 

@@ -57,3 +57,24 @@ test('--threshold decides the verdict; a bad threshold or model file is refused'
   assert.equal(r.lines.length, 0);
   assert.match(r.err, /injection model .*corrupt\.model: (truncated|checksum)/);
 });
+
+test('--explain names the features that drove each score, largest first, as valid JSON for any bytes', () => {
+  const r = screen([injection, benign, 'caf\u00e9 \u65e5\u672c\u8a9e'].map((text) => JSON.stringify({ text })).join('\n') + '\n',
+    ['--explain', '--top', '4']);
+  assert.equal(r.code, 0, r.err);
+  assert.equal(r.lines.length, 3);
+  const plain = screen(JSON.stringify({ text: injection }) + '\n');
+  assert.equal(r.lines[0].score, plain.lines[0].score, 'the same score as without --explain');
+  assert.equal(r.lines[0].verdict, 'injection');
+  for (const l of r.lines) {
+    assert.deepEqual(Object.keys(l).sort(), ['bias', 'features', 'score', 'verdict']);
+    assert.equal(l.features.length, 4);
+    for (const f of l.features) {
+      assert.deepEqual(Object.keys(f).sort(), ['count', 'feature', 'kind', 'logit']);
+      assert.match(f.kind, /^(char[345]|word)$/);
+    }
+    const mags = l.features.map((f) => Math.abs(f.logit));
+    assert.deepEqual(mags, [...mags].sort((a, b) => b - a));
+  }
+  assert.ok(r.lines[0].features[0].logit > 0, JSON.stringify(r.lines[0]));
+});

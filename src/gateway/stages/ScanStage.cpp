@@ -64,7 +64,8 @@ class ScanStage final : public Stage {
       redactor.emplace(sf.rules(), protect.cipher.get(), protect.memo.get());
     }
     pipeline::ScanOptions so;
-    so.collect_user_text = plan.screen != config::ScreenAction::Off;
+    so.collect_user_text = plan.screen != config::ScreenAction::Off && sf.scopeUser();
+    so.collect_tool_text = plan.screen != config::ScreenAction::Off && sf.scopeTool();
     so.collect_outgoing = plan.webhook != nullptr;
     const std::unique_ptr<ParsedBody> parsed = std::move(ex.route.parsed);  // freed once scanned
     protect.scan = pipeline::scanRequest(ex.call.format(), ex.req.body(), redactor ? &*redactor : nullptr, so,

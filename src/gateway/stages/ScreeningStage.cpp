@@ -1,9 +1,13 @@
-// screening: the prompt-injection screen on the last user turn, as the client sent it (before
-// redaction). A flagged prompt is blocked (400), marked in a header (warn) or only noted in the
-// log, as the gateway's, the key's or the channel's setting says (the scan stage decided which).
+// screening: the prompt-injection screen on what the client sent (before redaction), each part
+// scored on its own as screening.scope says: the last user turn, and every tool result /
+// function output (an injection planted in a document, a web page or an e-mail an agent read
+// arrives that way). A request with a flagged part is blocked (400), marked in a header (warn)
+// or only noted in the log, as the gateway's, the key's or the channel's setting says (the scan
+// stage decided which). Every part's verdict goes into the request log.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/JsonText.hpp"
 #include "gateway/Exchange.hpp"
 #include "gateway/Snapshot.hpp"
 #include "gateway/stages/Stages.hpp"
@@ -16,19 +20,43 @@ namespace {
 class ScreeningStage final : public Stage {
  public:
   static bool applies(const Exchange& ex) {
-    return ex.protect.screen != config::ScreenAction::Off && ex.protect.scan.ok && !ex.protect.scan.user_text.empty();
+    const auto& scan = ex.protect.scan;
+    return ex.protect.screen != config::ScreenAction::Off && scan.ok &&
+           (!scan.user_text.empty() || !scan.tool_texts.empty());
   }
 
   boost::asio::awaitable<Step> onRequest(Exchange& ex) override {
     const auto& sf = *ex.snap.safety;
     auto& counters = metrics::registry().safety;
     counters.screened_total.fetch_add(1, std::memory_order_relaxed);
-    const pipeline::ScreenResult verdict = sf.screen(ex.protect.scan.user_text);
+    const auto& scan = ex.protect.scan;
+    // The most suspicious part decides; every part is logged.
+    pipeline::ScreenResult verdict;
+    std::string where;
+    std::string& log = ex.rec.screening;
+    log = "[";
+    auto judge = [&](std::string_view part, std::string_view path, std::string_view text) {
+      const pipeline::ScreenResult r = sf.screen(text);
+      if (log.size() > 1) log += ',';
+      log += fmt::format("{{\"part\":\"{}\"", part);
+      if (!path.empty()) {
+        log += ",\"path\":";
+        appendJsonString(log, path);
+      }
+      log += fmt::format(",\"score\":{:.4f},\"flagged\":{}}}", r.score, r.flagged ? "true" : "false");
+      if (r.flagged && (!verdict.flagged || r.score > verdict.score)) {
+        verdict = r;
+        where = path.empty() ? std::string("the user turn") : fmt::format("the tool result at {}", path);
+      }
+    };
+    if (!scan.user_text.empty()) judge("user", {}, scan.user_text);
+    for (const auto& t : scan.tool_texts) judge("tool", t.path, t.text);
+    log += ']';
     if (!verdict.flagged) co_return Step::Continue;
-    const std::string why =
-        verdict.deny.empty()
-            ? fmt::format("prompt-injection score {:.2f} (threshold {:.2f})", verdict.score, sf.threshold())
-            : fmt::format("the prompt matches the deny-list pattern {}", verdict.deny);
+    const std::string why = verdict.deny.empty()
+                                ? fmt::format("prompt-injection score {:.2f} (threshold {:.2f}) in {}", verdict.score,
+                                              sf.threshold(), where)
+                                : fmt::format("{} matches the deny-list pattern {}", where, verdict.deny);
     if (!verdict.deny.empty()) counters.screened("deny_hit");
     const config::ScreenAction action = ex.protect.screen;
     switch (action) {

@@ -185,6 +185,52 @@ TEST(ProtectScan, WithoutRedactorOnlyCollects) {
   EXPECT_NE(outgoingOf(r, "user", redact::kUser).find(kEmail), std::string::npos);
 }
 
+TEST(ProtectScan, ToolResultsAreCollectedOnePartEachBeforeRedaction) {
+  ScanOptions opts;
+  opts.collect_tool_text = true;
+  const std::string chat =
+      R"({"messages":[{"role":"user","content":"read it"},{"role":"tool","tool_call_id":"a","content":"mail bob@example.org"},)"
+      R"({"role":"tool","tool_call_id":"b","content":[{"type":"text","text":"one"},{"type":"text","text":"two"}]}]})";
+  auto r = scanRequest(Format::OpenAIChat, chat, &redactor(), opts);
+  ASSERT_EQ(r.tool_texts.size(), 2u);
+  EXPECT_EQ(r.tool_texts[0].path, "messages[1]");
+  EXPECT_EQ(r.tool_texts[0].text, "mail bob@example.org");  // as the client sent it
+  EXPECT_EQ(r.tool_texts[1].text, "one\ntwo");
+  EXPECT_EQ(r.user_text, "read it");
+
+  const std::string responses =
+      R"({"input":[{"role":"user","content":"q"},{"type":"function_call_output","call_id":"c","output":"result text"}]})";
+  r = scanRequest(Format::OpenAIResponses, responses, nullptr, opts);
+  ASSERT_EQ(r.tool_texts.size(), 1u);
+  EXPECT_EQ(r.tool_texts[0].path, "input[1]");
+  EXPECT_EQ(r.tool_texts[0].text, "result text");
+
+  const std::string anthropic =
+      R"({"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"page text"}]}]})";
+  r = scanRequest(Format::AnthropicMessages, anthropic, nullptr, opts);
+  ASSERT_EQ(r.tool_texts.size(), 1u);
+  EXPECT_EQ(r.tool_texts[0].path, "messages[0].content[0]");
+  EXPECT_EQ(r.tool_texts[0].text, "page text");
+  EXPECT_EQ(r.user_text, "");  // a tool result is not user text
+
+  const std::string gemini =
+      R"({"contents":[{"role":"user","parts":[{"functionResponse":{"name":"f","response":{"content":"doc"}}}]}]})";
+  r = scanRequest(Format::GeminiGenerate, gemini, nullptr, opts);
+  ASSERT_EQ(r.tool_texts.size(), 1u);
+  EXPECT_EQ(r.tool_texts[0].path, "contents[0].parts[0].functionResponse");
+  EXPECT_EQ(r.tool_texts[0].text, R"({"content":"doc"})");
+
+  // Off unless asked; an empty result is no part; only the last max_tool_parts are kept.
+  EXPECT_TRUE(scanRequest(Format::OpenAIChat, chat, nullptr, {}).tool_texts.empty());
+  std::string many = R"({"messages":[)";
+  for (int i = 0; i < 40; ++i)
+    many += R"({"role":"tool","content":"r)" + std::to_string(i) + R"("},{"role":"tool","content":""},)";
+  many += R"({"role":"user","content":"ok"}]})";
+  r = scanRequest(Format::OpenAIChat, many, nullptr, opts);
+  ASSERT_EQ(r.tool_texts.size(), opts.max_tool_parts);
+  EXPECT_EQ(r.tool_texts.back().text, "r39");
+}
+
 TEST(ProtectScan, ArgumentsTextIsRedactedValueByValue) {
   // Raw JSON text would give "line\[[sluice:..." (the e-mail regex starts at the n of \n) and
   // miss a rule anchored to a whole value; decoded values get neither problem.
