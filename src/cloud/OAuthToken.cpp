@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
-#include <cctype>
 
+#include <boost/url/encode.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
+
+#include "core/JsonText.hpp"
 #include "redact/Base64Url.hpp"
 
 namespace sluice::cloud {
@@ -19,6 +22,7 @@ struct ServiceAccountKey {
 
 namespace {
 namespace json = boost::json;
+namespace urls = boost::urls;
 
 std::string b64url(std::string_view bytes) {
   std::string out;
@@ -45,7 +49,7 @@ bool httpUrl(std::string_view s) {
 
 std::optional<json::object> parseObject(std::string_view text) {
   boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
+  json::value v = parseJson(text, ec);
   if (ec || !v.is_object()) return std::nullopt;
   return std::move(v.get_object());
 }
@@ -158,18 +162,8 @@ bool needsRefresh(const AccessToken& token, std::int64_t now) {
 }
 
 std::string formEncode(std::string_view value) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
-  out.reserve(value.size());
-  for (unsigned char c : value) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-    }
-  }
+  urls::encode(value, urls::unreserved_chars, {}, urls::string_token::append_to(out));
   return out;
 }
 

@@ -3,6 +3,10 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include <boost/url/encode.hpp>
+#include <boost/url/pct_string_view.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -11,8 +15,9 @@
 namespace sluice::cloud {
 namespace {
 
+namespace urls = boost::urls;
+
 constexpr char kHex[] = "0123456789abcdef";
-constexpr char kHexUpper[] = "0123456789ABCDEF";
 
 std::string hex(const unsigned char* p, size_t n) {
   std::string out(n * 2, '0');
@@ -35,48 +40,16 @@ std::string_view asView(const std::array<unsigned char, 32>& k) {
   return {reinterpret_cast<const char*>(k.data()), k.size()};
 }
 
-bool unreserved(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-         c == '.' || c == '~';
+// RFC 3986 percent-encoding of everything but the unreserved characters, as SigV4 wants it.
+void uriEncode(std::string& out, std::string_view s) {
+  urls::encode(s, urls::unreserved_chars, {}, urls::string_token::append_to(out));
 }
 
-// RFC 3986 percent-encoding of everything but the unreserved characters (and '/', where kept).
-void uriEncode(std::string& out, std::string_view s, bool keep_slash) {
-  for (unsigned char c : s) {
-    if (unreserved(c) || (keep_slash && c == '/')) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHexUpper[c >> 4]);
-      out.push_back(kHexUpper[c & 0xf]);
-    }
-  }
-}
-
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// A query's names and values as the client meant them: %XX decoded (a malformed escape is kept
-// as it is), so encoding them again gives one canonical spelling.
+// A query's name or value as the client meant it: %XX decoded, so encoding it again gives one
+// canonical spelling; one with a malformed escape is taken as it is.
 std::string uriDecode(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      int hi = hexValue(s[i + 1]), lo = hexValue(s[i + 2]);
-      if (hi >= 0 && lo >= 0) {
-        out.push_back(static_cast<char>(hi * 16 + lo));
-        i += 2;
-        continue;
-      }
-    }
-    out.push_back(s[i]);
-  }
-  return out;
+  auto pct = urls::make_pct_string_view(s);
+  return pct ? pct->decode() : std::string(s);
 }
 
 // Header values: leading and trailing spaces trimmed, runs of spaces inside folded into one.
@@ -221,7 +194,7 @@ std::string sigV4CanonicalUri(std::string_view wire_path) {
   std::string out = "/";
   for (size_t k = 0; k < segments.size(); ++k) {
     if (k > 0) out.push_back('/');
-    uriEncode(out, segments[k], false);
+    uriEncode(out, segments[k]);
   }
   if (trailing_slash && !segments.empty()) out.push_back('/');
   return out;
@@ -237,8 +210,8 @@ std::string sigV4CanonicalQuery(std::string_view wire_query) {
     if (!part.empty()) {
       size_t eq = part.find('=');
       std::string name, value;
-      uriEncode(name, uriDecode(part.substr(0, eq)), false);
-      if (eq != std::string_view::npos) uriEncode(value, uriDecode(part.substr(eq + 1)), false);
+      uriEncode(name, uriDecode(part.substr(0, eq)));
+      if (eq != std::string_view::npos) uriEncode(value, uriDecode(part.substr(eq + 1)));
       params.emplace_back(std::move(name), std::move(value));
     }
     i = j + 1;

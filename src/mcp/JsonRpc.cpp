@@ -6,6 +6,7 @@
 
 #include "config/Scalars.hpp"
 #include "core/JsonText.hpp"
+#include "providers/CodecUtil.hpp"
 
 namespace sluice::mcp {
 namespace json = boost::json;
@@ -214,31 +215,16 @@ UpstreamAnswer readUpstreamAnswer(std::string_view content_type, std::string_vie
     if (!takeFromJson(body, id, out)) out.message = "the server's answer is not a JSON-RPC response to the request";
     return out;
   }
-  // SSE: events split by a blank line; each event's data lines joined by '\n'.
-  std::string data;
-  std::size_t pos = 0;
-  auto flush = [&] {
-    const bool found = !data.empty() && takeFromJson(data, id, out);
-    data.clear();
-    return found;
+  // SSE, split as the provider streams are; the first event whose data answers the request wins.
+  // A last event without its closing blank line still counts (the body is whole).
+  providers::detail::SseSplitter events;
+  bool found = false;
+  auto take = [&](std::string_view, std::string_view data) {
+    if (!found && !data.empty()) found = takeFromJson(data, id, out);
   };
-  while (pos <= body.size()) {
-    auto eol = body.find('\n', pos);
-    const bool last = eol == std::string_view::npos;
-    std::string_view line = body.substr(pos, last ? std::string_view::npos : eol - pos);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) {
-      if (flush()) return out;
-    } else if (line.starts_with("data:")) {
-      std::string_view d = line.substr(5);
-      if (!d.empty() && d.front() == ' ') d.remove_prefix(1);
-      if (!data.empty()) data += '\n';
-      data.append(d);
-    }
-    if (last) break;
-    pos = eol + 1;
-  }
-  if (flush()) return out;
+  events.feed(body, take);
+  if (!found && events.pending() > 0) events.feed("\n\n", take);
+  if (found) return out;
   out.message = "the server's event stream ended without a response to the request";
   return out;
 }

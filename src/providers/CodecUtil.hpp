@@ -1,5 +1,6 @@
 // CodecUtil: helpers shared by the provider codecs: SSE framing, JSON field access with
-// path-aware errors, and fast hand-built JSON text for stream events. Internal to providers/.
+// path-aware errors, and fast hand-built JSON text for stream events. Internal to providers/
+// (mcp/ reads its servers' SSE answers with the same SseSplitter).
 #pragma once
 #include <boost/json/fwd.hpp>
 #include <boost/json/memory_resource.hpp>

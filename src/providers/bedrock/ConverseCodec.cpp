@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "cloud/EventStream.hpp"
+#include "core/JsonText.hpp"
 #include "providers/CodecUtil.hpp"
 #include "providers/anthropic/MessagesCodec.hpp"
 
@@ -16,9 +17,10 @@ namespace sluice::providers::bedrock {
 namespace {
 namespace json = boost::json;
 
+// Through the project's one parse (its depth bound), for upstream bytes and client schemas alike.
 std::optional<json::value> parseJson(std::string_view text) {
   boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
+  json::value v = sluice::parseJson(text, ec);
   if (ec) return std::nullopt;
   return v;
 }
@@ -34,8 +36,7 @@ const json::array* arrayAt(const json::object& o, std::string_view key) {
 }
 
 std::string_view stringAt(const json::object& o, std::string_view key) {
-  auto it = o.find(key);
-  return it != o.end() && it->value().is_string() ? std::string_view(it->value().get_string()) : std::string_view();
+  return detail::asStr(o.if_contains(key));
 }
 
 std::int64_t intAt(const json::object& o, std::string_view key) {
