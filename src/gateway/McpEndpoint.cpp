@@ -355,8 +355,7 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
       co_await r.send(std::move(res));
       co_return;
     }
-    rec.status = 200;
-    co_await stream(r, ctx, session, principal);
+    co_await stream(r, ctx, session, principal);  // not a request-log row, as other non-tool methods
     co_return;
   }
   if (req.method() != bhttp::verb::post) {

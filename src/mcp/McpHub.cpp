@@ -31,6 +31,7 @@
 
 #include "core/JsonText.hpp"
 #include "mcp/JsonRpc.hpp"
+#include "providers/CodecUtil.hpp"
 #include "upstream/Client.hpp"
 #include "upstream/Post.hpp"
 
@@ -117,7 +118,6 @@ class HttpTransport final : public Transport, public std::enable_shared_from_thi
  public:
   // A GET stream with nothing on it for this long is opened again (some proxies cut idle ones).
   static constexpr Millis kListenIdle{5 * 60'000};
-  static constexpr std::size_t kMaxEventBytes = 1u << 20;
 
   HttpTransport(net::io_context& ioc, upstream::Pool& pool, upstream::PostTarget target)
       : ioc_(ioc), pool_(pool), base_(std::move(target)) {
@@ -284,52 +284,28 @@ class HttpTransport final : public Transport, public std::enable_shared_from_thi
       conn->close();
       co_return status == 405 ? ListenEnd::NotOffered : ListenEnd::Failed;
     }
-    std::string buf;
+    providers::detail::SseSplitter splitter;
     while (gen == listen_gen_ && !parser.is_done()) {
       auto [rec, got] = co_await conn->readBody(parser, kListenIdle);
       if (gen != listen_gen_) break;
-      buf.append(got);
-      if (!events(buf) || rec) break;
+      if (!events(splitter, got) || rec) break;
     }
     if (gen == listen_gen_) listening_ = nullptr;
     conn->close();
     co_return ListenEnd::Streamed;
   }
 
-  // The complete events at the front of `buf`: a notification's method goes to on_notify
-  // (requests of the server on this stream, pings, are not answered: it sends them again by
-  // POST's answer if it must). False when one event passes kMaxEventBytes.
-  bool events(std::string& buf) {
-    for (;;) {
-      std::size_t end = std::string::npos;
-      std::size_t sep = 0;
-      for (std::string_view s : {"\n\n", "\r\n\r\n", "\r\r"}) {
-        const auto at = buf.find(s);
-        if (at < end) {
-          end = at;
-          sep = s.size();
-        }
-      }
-      if (end == std::string::npos) return buf.size() <= kMaxEventBytes;
-      std::string data;
-      std::string_view block(buf.data(), end);
-      while (!block.empty()) {
-        const auto nl = block.find_first_of("\r\n");
-        std::string_view line = block.substr(0, nl);
-        block.remove_prefix(nl == std::string_view::npos ? block.size() : nl + 1);
-        if (!line.starts_with("data:")) continue;
-        line.remove_prefix(5);
-        if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
-        if (!data.empty()) data += '\n';
-        data.append(line);
-      }
-      buf.erase(0, end + sep);
+  // The stream's events, split as the provider streams are: a notification's method goes to
+  // on_notify (a request of the server on this stream, a ping, is not answered: MCP lets a
+  // client ignore it). False when one event passes the splitter's bound: the stream is dropped.
+  bool events(providers::detail::SseSplitter& splitter, std::string_view bytes) {
+    return splitter.feed(bytes, [this](std::string_view, std::string_view data) {
       boost::system::error_code ec;
       json::value v = parseJson(data, ec);
       const auto* o = !ec ? v.if_object() : nullptr;
       const auto* method = o ? o->if_contains("method") : nullptr;
       if (method && method->is_string() && !o->contains("id") && on_notify) on_notify(std::string(method->get_string()));
-    }
+    });
   }
 
   net::io_context& ioc_;
