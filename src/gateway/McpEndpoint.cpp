@@ -459,8 +459,8 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
     const auto* v = params.if_contains(field);
     return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
   };
-  if (method == "ping") {
-    reply.result = json::object{};
+  if (method == "ping" || method == "logging/setLevel") {
+    reply.result = json::object{};  // setLevel accepted: the servers' own log levels are theirs
   } else if (method == "tools/list" || method == "prompts/list" || method == "resources/list" ||
              method == "resources/templates/list") {
     const bool tools = method == "tools/list";
@@ -583,8 +583,6 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
       }
       reply = replyOfCall(std::move(cr));
     }
-  } else if (method == "logging/setLevel") {
-    reply.result = json::object{};  // accepted; the servers' own log levels are theirs
   } else {
     reply = McpReply::error(mcp::kMethodNotFound, fmt::format("method {} is not offered by this gateway",
                                                               json::serialize(json::value(method.substr(0, 128)))));

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -960,7 +961,7 @@ net::awaitable<std::optional<json::array>> McpHub::fetchList(ServerPtr sp, std::
     const auto* o = r.ok() ? r.result.if_object() : nullptr;
     const auto* items = o ? o->if_contains(key) : nullptr;
     if (!items || !items->is_array()) {
-      if (r.ok()) r.message = "its " + method + " answer has no " + key + " array";
+      if (r.ok()) r.message = fmt::format("its {} answer has no {} array", method, key);
       spdlog::warn("mcp server {}: {} failed: {}", s.cfg.name, method, r.message);
       co_return std::nullopt;
     }
