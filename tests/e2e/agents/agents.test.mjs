@@ -21,12 +21,15 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startMock, startGateway, waitFor, MASTER } from '../../lib/harness.mjs';
+import { startMock, startGateway, waitFor, admin, createKey, metrics, metricValue, MASTER } from '../../lib/harness.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const BIN_DIR = join(HERE, 'node_modules', '.bin');
 const RUN_TIMEOUT_MS = Number(process.env.AGENT_RUN_TIMEOUT_MS || 60000);
 const pkg = JSON.parse(readFileSync(join(HERE, 'package.json'), 'utf8'));
+// An MCP server from npm (installed with the SDK tests in tests/e2e), run by the gateway over stdio
+// and put behind its /mcp endpoint, for Claude Code's `claude mcp add --transport http`.
+const EVERYTHING = join(HERE, '..', 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
 
 let mock, gw;
 const homes = [];
@@ -39,7 +42,7 @@ before(async () => {
     { name: 'ge', type: 'gemini', base_url: mock.url, models: ['gemini-2.5-flash'] },
     // A chat-completions-only server (vLLM, Ollama...): Responses requests reach it as chat.
     { name: 'vllm', type: 'openai-compatible', url: mock.url, models: ['llama-3.1-8b'] },
-  ] });
+  ], extra: `mcp:\n  servers:\n    - {name: tools, command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(EVERYTHING)}, stdio], timeout: 20s}\n` });
 });
 after(async () => {
   await gw?.stop();
@@ -217,6 +220,53 @@ test('Claude Code -> gemini-2.5-flash on a gemini channel (translated): answer',
 // any other failure of the translated path.
 test('Claude Code -> gpt-4o-mini (translated), diagnostic with thinking off: Bash tool round trip', async () => {
   await claude('gpt-4o-mini', 'Use the Bash tool to run: echo hi', { tool: 'Bash', extraEnv: { CLAUDE_CODE_DISABLE_THINKING: '1' } });
+});
+
+// Claude Code with the gateway's /mcp added as its MCP server (`claude mcp add --transport http`,
+// a virtual key in the header): the mock model calls the MCP tool, Claude Code calls it through
+// the gateway, which runs it on server-everything and logs the call; the result goes back to the
+// model. The key may use one tool only: the other is not even listed to Claude Code.
+test('Claude Code -> an MCP tool through the gateway (claude mcp add --transport http), limited by allowed_tools', async () => {
+  assert.ok(existsSync(EVERYTHING), `${EVERYTHING} is missing: run npm ci in tests/e2e`);
+  assert.equal(await waitFor(async () => metricValue(await metrics(gw), 'sluice_mcp_server_up') === 1, 20000), true,
+    'the MCP server behind the gateway comes up');
+  const { key, secret } = await createKey(gw, { name: 'claude-mcp', allowed_tools: ['tools__echo'] });
+  const model = 'claude-sonnet-4-5';
+  const { cwd, env } = claudeEnv(model);
+  env.ANTHROPIC_API_KEY = secret;
+  const add = await runCli('claude', ['mcp', 'add', '--transport', 'http', '--scope', 'user', 'sluice', `${gw.url}/mcp`,
+    '--header', `Authorization: Bearer ${secret}`], { cwd, env });
+  assert.equal(add.code, 0, await explain(add, 'claude mcp add failed'));
+  const list = await runCli('claude', ['mcp', 'list'], { cwd, env });
+  assert.match(list.stdout, /sluice: http:\/\/127\.0\.0\.1:\d+\/mcp \(HTTP\) - . Connected/, await explain(list, 'claude mcp list does not show the gateway connected'));
+
+  const tool = 'mcp__sluice__tools__echo';
+  // Built-in tools off (--tools ""): the model sees the MCP tools only, so the mock calls just this one.
+  const run = await runCli('claude', ['-p', `Use the ${tool} tool`, '--output-format', 'json', '--model', model,
+    '--tools', '', '--allowedTools', tool], { cwd, env });
+  if (run.timedOut || run.code !== 0) assert.fail(await explain(run, 'claude did not finish cleanly'));
+  let out;
+  try { out = JSON.parse(run.stdout.trim().split('\n').pop()); } catch { assert.fail(await explain(run, 'claude printed no JSON result')); }
+  if (out.is_error || out.subtype !== 'success') assert.fail(await explain(run, `claude reported an error: ${out.result}`));
+  assert.ok(out.num_turns >= 2, await explain(run, `no tool turn (num_turns ${out.num_turns})`));
+  assert.deepEqual(out.permission_denials ?? [], [], await explain(run, 'the MCP tool was denied'));
+
+  // The model offered Claude Code's tools: the allowed MCP tool is among them, the other tools of
+  // the server are not (allowed_tools applies to the list Claude Code got from the gateway).
+  const last = (await mock.stats()).last_request;
+  const offered = (last?.body?.tools ?? []).map((t) => t.name).filter((n) => n.startsWith('mcp__'));
+  assert.deepEqual(offered, [tool], `MCP tools offered to the model: ${offered}`);
+  assert.ok(toolRoundTripIn(last?.body, tool), await explain(run, `no ${tool} round trip reached the model`));
+  const result = JSON.stringify(last.body.messages.at(-1));
+  assert.match(result, /Echo: example/, 'the tool result is server-everything\'s echo of the argument');
+
+  // The call is a request-log row of the key: channel the server, model the tool.
+  const row = await waitFor(async () => {
+    const page = await (await admin(gw, `/logs?virtual_key_id=${key.id}&limit=50`)).json();
+    return page.data.find((r) => r.channel === 'tools' && r.model === 'echo');
+  }, 5000);
+  assert.ok(row, 'the MCP tool call is in the request log under the key');
+  assert.equal(row.status, 200);
 });
 
 // ---------------------------------------------------------------------------------------------
