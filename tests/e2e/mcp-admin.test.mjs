@@ -8,6 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
 import { readFileSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -284,6 +285,66 @@ test('hostile and invalid admin bodies: 400 naming the field, nothing stored, th
   assert.deepEqual(listed, ['local'], 'nothing was stored');
   assert.equal((await admin(gw, '/mcp-servers/nope')).status, 404);
   assert.equal((await client.callTool({ name: 'local__echo', arguments: { message: 'still here' } })).content[0].text, 'Echo: still here');
+});
+
+// A minimal MCP server over plain HTTP that keeps the raw bytes of every request it gets.
+async function startRecordingServer() {
+  const raw = [];
+  const srv = createHttpServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => {
+      if (req.method === 'GET') { res.writeHead(405).end(); return; }
+      const msg = JSON.parse(body);
+      if (msg.id === undefined) { res.writeHead(202).end(); return; }
+      const result = msg.method === 'initialize'
+        ? { protocolVersion: msg.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'rec', version: '1' } }
+        : msg.method === 'tools/list' ? { tools: [{ name: 'noop', description: 'does nothing', inputSchema: { type: 'object' } }] } : {};
+      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'rec-session-1' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+    });
+  });
+  srv.on('connection', (sock) => sock.on('data', (d) => raw.push(d.toString('latin1'))));
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  return { srv, raw, port: srv.address().port };
+}
+
+test('attack table: the stored header reaches the server byte for byte; refused bodies change nothing upstream', async () => {
+  const rec = await startRecordingServer();
+  try {
+    const url = `http://127.0.0.1:${rec.port}/mcp`;
+    const res = await admin(gw, '/mcp-servers', { method: 'POST', body: { name: 'rec', url, headers: { 'X-Api-Key': 'rec-secret-0042' } } });
+    assert.equal(res.status, 201);
+    assert.ok(await waitFor(() => upState('rec'), 10000));
+    const heads = () => rec.raw.join('').split(/(?=POST |GET )/).filter((h) => h.startsWith('POST ') || h.startsWith('GET '));
+    const init = heads().find((h) => h.includes('"method":"initialize"'));
+    assert.ok(init, 'the server got initialize');
+    const head = init.slice(0, init.indexOf('\r\n\r\n') + 2);
+    assert.match(head, /^POST \/mcp HTTP\/1\.1\r\n/);
+    assert.equal(head.split('\r\n').filter((l) => /^x-api-key:/i.test(l)).length, 1, head);
+    assert.ok(head.includes('\r\nX-Api-Key: rec-secret-0042\r\n'), head);
+    // Hostile changes are refused and never reach the server.
+    const before = rec.raw.length;
+    for (const body of [
+      { headers: { 'X-Api-Key': 'v\r\nX-Injected: 1' } },
+      { headers: { 'X-Api-Key\r\nX-Injected': 'v' } },
+      { url: `http://evil:pw@127.0.0.1:${rec.port}/mcp` },
+      { url: 'file:///etc/passwd' },
+      { name: 'a__b' },
+      { name: 'a/b' },
+    ]) {
+      const r = await admin(gw, '/mcp-servers/rec', { method: 'PATCH', body });
+      assert.equal(r.status, 400, JSON.stringify(body));
+    }
+    await client.callTool({ name: 'rec__noop', arguments: {} }).catch(() => {});
+    const after = rec.raw.slice(before).join('');
+    assert.ok(!after.includes('X-Injected'), 'no injected header reached the server');
+    assert.ok(!/evil|passwd/.test(after));
+    assert.equal((await serverOf('rec')).headers['X-Api-Key'], 'rec\u202642', 'the stored header is unchanged, masked');
+  } finally {
+    await admin(gw, '/mcp-servers/rec', { method: 'DELETE' });
+    await new Promise((r) => rec.srv.close(r));
+  }
 });
 
 test('the OpenAPI document describes /mcp-servers', async () => {
