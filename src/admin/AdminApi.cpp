@@ -16,11 +16,13 @@
 #include "admin/Csv.hpp"
 #include "admin/Fields.hpp"
 #include "admin/KeyOps.hpp"
+#include "admin/McpServerOps.hpp"
 #include "admin/OpenApi.hpp"
 #include "admin/StatsWindow.hpp"
 #include "config/Config.hpp"
 #include "core/JsonText.hpp"
 #include "core/SecretBox.hpp"
+#include "mcp/McpHub.hpp"
 #include "store/Store.hpp"
 
 namespace sluice::admin {
@@ -53,6 +55,11 @@ enum class Op {
   GetChannelKey,
   UpdateChannelKey,
   DeleteChannelKey,
+  ListMcpServers,
+  CreateMcpServer,
+  GetMcpServer,
+  UpdateMcpServer,
+  DeleteMcpServer,
 };
 
 struct Route {
@@ -83,6 +90,11 @@ constexpr Route kRoutes[] = {
     {bhttp::verb::get, "/channels/{id}/keys/{key_id}", Op::GetChannelKey},
     {bhttp::verb::patch, "/channels/{id}/keys/{key_id}", Op::UpdateChannelKey},
     {bhttp::verb::delete_, "/channels/{id}/keys/{key_id}", Op::DeleteChannelKey},
+    {bhttp::verb::get, "/mcp-servers", Op::ListMcpServers},
+    {bhttp::verb::post, "/mcp-servers", Op::CreateMcpServer},
+    {bhttp::verb::get, "/mcp-servers/{id}", Op::GetMcpServer},
+    {bhttp::verb::patch, "/mcp-servers/{id}", Op::UpdateMcpServer},
+    {bhttp::verb::delete_, "/mcp-servers/{id}", Op::DeleteMcpServer},
 };
 
 std::vector<std::string_view> segments(std::string_view path) {
@@ -278,6 +290,7 @@ struct AdminApi::State {
   std::unique_ptr<store::Store> store;
   std::function<std::shared_ptr<const config::Config>()> config_source;
   std::function<void()> on_change;
+  std::function<std::vector<mcp::ServerState>()> mcp_source;
   // Cached so the key derivation runs once per passphrase, not once per request.
   std::string box_passphrase;
   std::unique_ptr<SecretBox> box;
@@ -360,7 +373,55 @@ struct AdminApi::State {
   store::UpstreamKey requireUpstreamKey(const store::Channel& ch, const std::string& param);
   http::Response createUpstreamKey(Call& c);
   http::Response updateUpstreamKey(Call& c);
+
+  // ---- MCP servers ----
+  // A server named in a path: a store row (by id or name), or one of the config file.
+  struct McpRef {
+    std::optional<store::McpServer> stored;
+    const config::McpServerConfig* declared = nullptr;
+    std::shared_ptr<const config::Config> cfg;  // keeps `declared` alive
+  };
+  McpRef resolveMcpServer(const std::string& param);
+  store::McpServer requireStoredMcpServer(const std::string& param, std::string_view what);
+  void checkMcpNameFree(const std::string& name, std::int64_t self_id);
+  // The stored row as a draft; false when its headers cannot be decrypted.
+  bool mcpDraft(const store::McpServer& row, McpServerDraft& out);
+  void sealMcpHeaders(const McpServerDraft& d, store::McpServer& row);
+  json::object storedMcpJson(const store::McpServer& row, const std::vector<mcp::ServerState>& live);
+  std::vector<mcp::ServerState> mcpLive() const { return mcp_source ? mcp_source() : std::vector<mcp::ServerState>{}; }
+  http::Response listMcpServers();
+  http::Response getMcpServer(Call& c);
+  http::Response createMcpServer(Call& c);
+  http::Response updateMcpServer(Call& c);
+  http::Response deleteMcpServer(Call& c);
 };
+
+namespace {
+
+const mcp::ServerState* liveOf(const std::vector<mcp::ServerState>& live, std::string_view name) {
+  for (const auto& s : live)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+McpServerDraft draftOfConfig(const config::McpServerConfig& c) {
+  McpServerDraft d;
+  d.name = c.name;
+  d.url = c.url;
+  d.command = c.command;
+  d.headers = c.headers;
+  d.timeout_ms = c.timeout.count();
+  return d;
+}
+
+const config::McpServerConfig* declaredMcpServer(const config::Config* cfg, std::string_view name) {
+  if (!cfg) return nullptr;
+  for (const auto& s : cfg->mcp.servers)
+    if (s.store_id == 0 && s.name == name) return &s;
+  return nullptr;
+}
+
+}  // namespace
 
 // ---- read side ----
 
@@ -702,6 +763,151 @@ http::Response AdminApi::State::updateUpstreamKey(Call& c) {
   return jsonResponse(200, upstreamKeyJson(key, secretBox()));
 }
 
+// ---- MCP servers ----
+
+AdminApi::State::McpRef AdminApi::State::resolveMcpServer(const std::string& param) {
+  McpRef ref;
+  if (const auto id = pathId(param)) ref.stored = db().getMcpServer(*id);
+  if (!ref.stored) {
+    ref.cfg = config();
+    ref.declared = declaredMcpServer(ref.cfg.get(), param);
+    if (!ref.declared) ref.stored = db().findMcpServerByName(param);
+  }
+  if (!ref.stored && !ref.declared)
+    throw HttpError{404, fmt::format("no MCP server with id or name \"{}\"", param.substr(0, 128))};
+  return ref;
+}
+
+store::McpServer AdminApi::State::requireStoredMcpServer(const std::string& param, std::string_view what) {
+  auto ref = resolveMcpServer(param);
+  if (ref.declared) {
+    const auto& file = ref.cfg->source_path.empty() ? std::string("the built-in config") : ref.cfg->source_path;
+    throw HttpError{409, fmt::format("MCP server \"{}\" is defined in the config file ({}, line {}); {} there "
+                                     "(mcp.servers) and reload, or manage servers added through this API instead",
+                                     ref.declared->name, file, ref.declared->line, what)};
+  }
+  return std::move(*ref.stored);
+}
+
+void AdminApi::State::checkMcpNameFree(const std::string& name, std::int64_t self_id) {
+  const auto cfg = config();
+  if (const auto* declared = declaredMcpServer(cfg.get(), name))
+    throw HttpError{409, fmt::format("the config file already defines an MCP server named \"{}\" (line {}); choose "
+                                     "another name",
+                                     name, declared->line)};
+  if (const auto other = db().findMcpServerByName(name); other && other->id != self_id)
+    throw HttpError{409, fmt::format("an MCP server named \"{}\" already exists (id {}); choose another name", name,
+                                     other->id)};
+}
+
+bool AdminApi::State::mcpDraft(const store::McpServer& row, McpServerDraft& d) {
+  d.name = row.name;
+  d.url = row.url;
+  d.timeout_ms = row.timeout_ms;
+  boost::system::error_code ec;
+  json::value command = sluice::parseJson(row.command, ec);
+  if (!ec && command.is_array())
+    for (const auto& a : command.as_array())
+      if (a.is_string()) d.command.emplace_back(a.as_string());
+  if (row.headers_encrypted.empty()) return true;
+  const auto* box = secretBox();
+  const auto plain = box ? box->open(row.headers_encrypted) : std::nullopt;
+  json::value headers = plain ? sluice::parseJson(*plain, ec) : json::value();
+  if (!plain || ec || !headers.is_object()) return false;
+  for (const auto& [k, v] : headers.as_object())
+    if (v.is_string()) d.headers[std::string(k)] = std::string(v.as_string());
+  return true;
+}
+
+void AdminApi::State::sealMcpHeaders(const McpServerDraft& d, store::McpServer& row) {
+  row.name = d.name;
+  row.url = d.url;
+  json::array command;
+  for (const auto& a : d.command) command.emplace_back(a);
+  row.command = json::serialize(command);
+  row.timeout_ms = d.timeout_ms;
+  if (d.headers.empty()) {
+    row.headers_encrypted.clear();
+    return;
+  }
+  const auto* box = secretBox();
+  if (!box)
+    throw HttpError{503,
+                    "MCP server headers are stored encrypted and no secret key is configured: set the "
+                    "SLUICE_SECRET_KEY environment variable (or store.secret_key in the config file) to a long "
+                    "random string, then restart or reload"};
+  json::object h;
+  for (const auto& [k, v] : d.headers) h[k] = v;
+  row.headers_encrypted = box->seal(json::serialize(h));
+}
+
+json::object AdminApi::State::storedMcpJson(const store::McpServer& row, const std::vector<mcp::ServerState>& live) {
+  McpServerDraft d;
+  const bool known = mcpDraft(row, d);
+  return mcpServerJson(d, row.id, false, known, liveOf(live, row.name));
+}
+
+http::Response AdminApi::State::listMcpServers() {
+  const auto live = mcpLive();
+  json::array data;
+  if (const auto cfg = config()) {
+    for (const auto& s : cfg->mcp.servers)
+      if (s.store_id == 0) data.push_back(mcpServerJson(draftOfConfig(s), std::nullopt, true, true, liveOf(live, s.name)));
+  }
+  for (const auto& row : db().listMcpServers()) data.push_back(storedMcpJson(row, live));
+  return jsonResponse(200, json::object{{"data", std::move(data)}});
+}
+
+http::Response AdminApi::State::getMcpServer(Call& c) {
+  auto ref = resolveMcpServer(c.params[0]);
+  const auto live = mcpLive();
+  if (ref.declared)
+    return jsonResponse(200, mcpServerJson(draftOfConfig(*ref.declared), std::nullopt, true, true,
+                                           liveOf(live, ref.declared->name)));
+  return jsonResponse(200, storedMcpJson(*ref.stored, live));
+}
+
+http::Response AdminApi::State::createMcpServer(Call& c) {
+  const json::object body = parseBodyObject(c.body);
+  McpServerDraft d;
+  applyMcpServerFields(d, body, true);
+  checkMcpNameFree(d.name, 0);
+  store::McpServer row;
+  sealMcpHeaders(d, row);
+  const auto id = db().createMcpServer(row);
+  changed();
+  const auto stored = db().getMcpServer(id);
+  if (!stored) throw HttpError{404, fmt::format("MCP server {} was deleted meanwhile", id)};
+  return jsonResponse(201, storedMcpJson(*stored, mcpLive()));
+}
+
+http::Response AdminApi::State::updateMcpServer(Call& c) {
+  auto row = requireStoredMcpServer(c.params[0], "edit it");
+  const json::object body = parseBodyObject(c.body);
+  McpServerDraft d;
+  if (!mcpDraft(row, d) && !body.contains("headers") && !body.contains("command"))
+    throw HttpError{503, "the server's stored headers cannot be decrypted with the configured secret key; send "
+                         "headers again to replace them"};
+  applyMcpServerFields(d, body, false);
+  if (d.name != row.name) checkMcpNameFree(d.name, row.id);
+  if (!body.empty()) {
+    sealMcpHeaders(d, row);
+    if (!db().updateMcpServer(row)) throw HttpError{404, fmt::format("no MCP server with id {}", row.id)};
+    changed();
+    auto stored = db().getMcpServer(row.id);
+    if (!stored) throw HttpError{404, fmt::format("no MCP server with id {}", row.id)};
+    row = std::move(*stored);
+  }
+  return jsonResponse(200, storedMcpJson(row, mcpLive()));
+}
+
+http::Response AdminApi::State::deleteMcpServer(Call& c) {
+  const auto row = requireStoredMcpServer(c.params[0], "remove it");
+  if (!db().deleteMcpServer(row.id)) throw HttpError{404, fmt::format("no MCP server with id {}", row.id)};
+  changed();
+  return http::Response{bhttp::status::no_content, 11};
+}
+
 // ---- dispatch ----
 
 http::Response AdminApi::State::serve(Op op, Call& c) {
@@ -763,6 +969,16 @@ http::Response AdminApi::State::serve(Op op, Call& c) {
       changed();
       return http::Response{bhttp::status::no_content, 11};
     }
+    case Op::ListMcpServers:
+      return listMcpServers();
+    case Op::CreateMcpServer:
+      return createMcpServer(c);
+    case Op::GetMcpServer:
+      return getMcpServer(c);
+    case Op::UpdateMcpServer:
+      return updateMcpServer(c);
+    case Op::DeleteMcpServer:
+      return deleteMcpServer(c);
   }
   throw HttpError{404, "no such admin endpoint"};
 }
@@ -823,6 +1039,10 @@ void AdminApi::setConfigSource(std::function<std::shared_ptr<const config::Confi
 
 void AdminApi::onChange(std::function<void()> callback) {
   state_->on_change = std::move(callback);
+}
+
+void AdminApi::setMcpSource(std::function<std::vector<mcp::ServerState>()> source) {
+  state_->mcp_source = std::move(source);
 }
 
 std::vector<std::pair<std::string, std::string>> AdminApi::routes() {

@@ -1,5 +1,5 @@
 // AdminApi: the JSON API under /admin/api/ (master key only): request logs and usage, virtual
-// keys, channels and their upstream keys, and the OpenAPI document describing all of it. Its
+// keys, channels and their upstream keys, MCP servers, and the OpenAPI document describing all of it. Its
 // handlers run database work on their own thread, never on a gateway worker, and answer on the
 // worker that received the request.
 // Thread-safety: handle() may be called from any worker concurrently; call setConfigSource()
@@ -17,6 +17,9 @@
 
 namespace sluice::config {
 struct Config;
+}
+namespace sluice::mcp {
+struct ServerState;
 }
 
 namespace sluice::admin {
@@ -36,6 +39,8 @@ class AdminApi {
   // Called on the admin thread after every successful write (virtual key, channel or upstream
   // key), so the gateway can rebuild its snapshot at once rather than at its next poll.
   void onChange(std::function<void()> callback);
+  // The MCP hub's live view of its servers (state, tools), asked for on the admin thread.
+  void setMcpSource(std::function<std::vector<mcp::ServerState>()> source);
 
   // Every endpoint served here as {"METHOD", "/path/{param}"}, for the OpenAPI document's test.
   static std::vector<std::pair<std::string, std::string>> routes();

@@ -18,6 +18,7 @@ constexpr std::string_view kDocument = R"json({
     {"name": "keys", "description": "Virtual keys: the keys applications use. Stored as SHA-256 hashes; the secret is shown once, when the key is created."},
     {"name": "channels", "description": "Channels created through this API (source store), and the read-only channels of the config file (source config)."},
     {"name": "upstream-keys", "description": "Provider API keys of store channels, sealed with AES-256-GCM under store.secret_key (SLUICE_SECRET_KEY); and the live health of every upstream key."},
+    {"name": "mcp-servers", "description": "The MCP servers behind /mcp: those added through this API (source store; header values sealed with AES-256-GCM under store.secret_key) and the read-only ones of the config file's mcp.servers (source config), each with its live state and tools. A change takes effect at once, without a restart."},
     {"name": "observability", "description": "Request logs and usage."},
     {"name": "operations", "description": "The effective config and reload."}
   ],
@@ -412,6 +413,60 @@ constexpr std::string_view kDocument = R"json({
         }
       }
     },
+    "/mcp-servers": {
+      "get": {
+        "tags": ["mcp-servers"], "operationId": "listMcpServers", "summary": "Every MCP server, config-file and store alike, with its live state",
+        "responses": {
+          "200": {"description": "The servers", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["data"],
+            "properties": {"data": {"type": "array", "items": {"$ref": "#/components/schemas/McpServer"}}}}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"}
+        }
+      },
+      "post": {
+        "tags": ["mcp-servers"], "operationId": "createMcpServer", "summary": "Add an MCP server; its header values are encrypted before they are stored. It starts at once: its tools appear on /mcp and clients with an open stream get notifications/tools/list_changed",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/McpServerCreate"}}}},
+        "responses": {
+          "201": {"$ref": "#/components/responses/McpServer"},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "409": {"$ref": "#/components/responses/Conflict"},
+          "503": {"$ref": "#/components/responses/Unavailable"}
+        }
+      }
+    },
+    "/mcp-servers/{id}": {
+      "parameters": [{"$ref": "#/components/parameters/McpServerId"}],
+      "get": {
+        "tags": ["mcp-servers"], "operationId": "getMcpServer", "summary": "One MCP server (a config-file server is shown read-only)",
+        "responses": {
+          "200": {"$ref": "#/components/responses/McpServer"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"}
+        }
+      },
+      "patch": {
+        "tags": ["mcp-servers"], "operationId": "updateMcpServer", "summary": "Change the name, url or command, headers or timeout of a store server; it reconnects with the new settings",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/McpServerUpdate"}}}},
+        "responses": {
+          "200": {"$ref": "#/components/responses/McpServer"},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"},
+          "409": {"$ref": "#/components/responses/Conflict"},
+          "503": {"$ref": "#/components/responses/Unavailable"}
+        }
+      },
+      "delete": {
+        "tags": ["mcp-servers"], "operationId": "deleteMcpServer", "summary": "Remove a store server: its tools leave /mcp, a stdio server's process ends",
+        "responses": {
+          "204": {"description": "Deleted"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "404": {"$ref": "#/components/responses/NotFound"},
+          "409": {"$ref": "#/components/responses/Conflict"}
+        }
+      }
+    },
     "/reload": {
       "post": {
         "tags": ["operations"], "operationId": "reload", "summary": "Reload the config file now; a config that fails validation is not applied",
@@ -440,7 +495,8 @@ constexpr std::string_view kDocument = R"json({
       "KeyId": {"name": "id", "in": "path", "required": true, "description": "virtual key id", "schema": {"type": "integer", "minimum": 1}},
       "ChannelId": {"name": "id", "in": "path", "required": true, "description": "channel id, or channel name (config-file channels have only a name)", "schema": {"type": "string"}},
       "UpstreamKeyId": {"name": "key_id", "in": "path", "required": true, "description": "upstream key id", "schema": {"type": "integer", "minimum": 1}},
-      "KeyRef": {"name": "ref", "in": "path", "required": true, "description": "the ref of a key as GET /upstream-keys lists it", "schema": {"type": "string"}}
+      "KeyRef": {"name": "ref", "in": "path", "required": true, "description": "the ref of a key as GET /upstream-keys lists it", "schema": {"type": "string"}},
+      "McpServerId": {"name": "id", "in": "path", "required": true, "description": "MCP server id, or its name (config-file servers have only a name)", "schema": {"type": "string"}}
     },
     "responses": {
       "Key": {"description": "The key", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Key"}}}},
@@ -449,12 +505,13 @@ constexpr std::string_view kDocument = R"json({
       "ReloadResult": {"description": "ok true: the new config is serving; ok false (400): it failed validation and the running config stays, message says where", "content": {"application/json": {"schema": {
         "type": "object", "required": ["ok", "message"],
         "properties": {"ok": {"type": "boolean"}, "message": {"type": "string"}}}}}},
+      "McpServer": {"description": "The MCP server", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/McpServer"}}}},
       "UpstreamKeyHealth": {"description": "The key's health", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/UpstreamKeyHealth"}}}},
       "BadRequest": {"description": "A field was refused (param names it), or the body is not a JSON object (param null)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
       "Unauthorized": {"description": "The master key is missing or wrong", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
       "NotFound": {"description": "No such id", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-      "Conflict": {"description": "The name is taken (by a store channel or one of the config file), or the channel is defined in the config file and is read-only here", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-      "Unavailable": {"description": "The store cannot be reached, or no store.secret_key (SLUICE_SECRET_KEY) is set to encrypt upstream keys", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+      "Conflict": {"description": "The name is taken (by a store channel or MCP server, or one of the config file), or the channel or MCP server is defined in the config file and is read-only here", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "Unavailable": {"description": "The store cannot be reached, or no store.secret_key (SLUICE_SECRET_KEY) is set to encrypt upstream keys or MCP server headers", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     },
     "schemas": {
       "Error": {
@@ -574,6 +631,49 @@ constexpr std::string_view kDocument = R"json({
         }
       },
       "ChannelCreate": {"allOf": [{"$ref": "#/components/schemas/ChannelUpdate"}, {"required": ["name", "type", "base_url", "models"]}]},
+      "McpServer": {
+        "type": "object",
+        "required": ["id", "name", "source", "transport", "url", "command", "headers", "timeout_ms", "state", "error", "restarts", "tools", "prompts", "resources"],
+        "properties": {
+          "id": {"type": ["integer", "null"], "description": "null for a server of the config file"},
+          "name": {"type": "string", "description": "prefixes its tools and prompts as NAME__TOOL"},
+          "source": {"type": "string", "enum": ["config", "store"]},
+          "transport": {"type": "string", "enum": ["http", "stdio"]},
+          "url": {"type": ["string", "null"], "description": "the Streamable HTTP endpoint; null for a stdio server"},
+          "command": {"type": ["array", "null"], "items": {"type": "string"}, "description": "the stdio server's program and arguments (no shell); null for a url"},
+          "headers": {"type": ["object", "null"], "additionalProperties": {"type": "string"}, "description": "sent with every request to the url, values masked (Bear…abcd); null when they cannot be decrypted with the configured store.secret_key"},
+          "timeout_ms": {"type": "integer", "description": "per request to the server"},
+          "state": {"type": "string", "enum": ["up", "down", "starting"]},
+          "error": {"type": ["string", "null"], "description": "why it is down"},
+          "restarts": {"type": "integer", "description": "times it came back after going down"},
+          "tools": {"type": "array", "items": {"type": "object", "required": ["name", "description"], "properties": {
+            "name": {"type": "string", "description": "as /mcp lists it: SERVER__TOOL"}, "description": {"type": "string"}}}},
+          "prompts": {"type": "integer", "description": "how many prompts it offers"},
+          "resources": {"type": "integer", "description": "how many resources it offers"}
+        }
+      },
+      "McpServerCreate": {
+        "type": "object", "required": ["name"], "additionalProperties": false,
+        "description": "exactly one of url or command",
+        "properties": {
+          "name": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$", "description": "no \"__\" and no final '_'; unique among the config's and the store's servers"},
+          "url": {"type": "string", "description": "http:// or https://, no user:password@ (send credentials in headers), at most 2048 bytes"},
+          "command": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 64},
+          "headers": {"type": "object", "additionalProperties": {"type": "string"}, "maxProperties": 32, "description": "url servers only; values without control characters, at most 8192 bytes each; needs store.secret_key (503 without)"},
+          "timeout_ms": {"type": "integer", "minimum": 100, "maximum": 3600000, "default": 30000}
+        }
+      },
+      "McpServerUpdate": {
+        "type": "object", "additionalProperties": false,
+        "description": "any subset; url makes it an HTTP server, command a stdio one. A header value sent back masked as GET showed it keeps its stored value; headers null removes them all",
+        "properties": {
+          "name": {"type": "string"},
+          "url": {"type": "string"},
+          "command": {"type": "array", "items": {"type": "string"}},
+          "headers": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
+          "timeout_ms": {"type": "integer", "minimum": 100, "maximum": 3600000}
+        }
+      },
       "UpstreamKey": {
         "type": "object",
         "required": ["id", "channel_id", "label", "masked", "state", "disabled_reason", "cooldown_until_ms", "created_at_ms", "updated_at_ms"],

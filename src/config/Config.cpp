@@ -1165,6 +1165,10 @@ std::string maskUrl(const std::string& url) {
 
 }  // namespace
 
+std::string maskedUrl(const std::string& url) {
+  return maskUrl(url);
+}
+
 const char* screenActionName(ScreenAction a) {
   switch (a) {
     case ScreenAction::Off: return "off";

@@ -234,6 +234,7 @@ struct McpServerConfig {
   std::vector<std::string> command;
   Millis timeout{30'000};  // per request to the server (initialize, lists, each tool call)
   int line = 0;
+  std::int64_t store_id = 0;  // != 0: added through the admin API (the store's row), not the file's
 };
 
 struct McpConfig {
@@ -318,6 +319,8 @@ std::optional<ChannelType> parseChannelType(std::string_view name);
 
 // "sk-…yz" (first 3 + "…" + last 2), "***" when shorter than 8, "" when empty.
 std::string maskSecret(std::string_view secret);
+// A URL with the password of user:pass@ and any password=... query value masked.
+std::string maskedUrl(const std::string& url);
 
 // The effective config as YAML, every secret masked: master key, channel keys, channel header
 // values and passwords inside store/redis URLs. For the admin API and `sluice check`.

@@ -89,6 +89,41 @@ bool channelFromStore(const store::Channel& c, const std::vector<store::Upstream
   return true;
 }
 
+// An MCP server of the store as the hub takes it; false (and `why`) when it cannot serve: its
+// headers do not decrypt, or the row is not one the admin API would have written.
+bool mcpServerFromStore(const store::McpServer& m, const SecretBox* box, config::McpServerConfig& out,
+                        std::string& why) {
+  out.name = m.name;
+  out.url = m.url;
+  out.timeout = std::chrono::milliseconds(std::max<std::int64_t>(m.timeout_ms, 1));
+  out.store_id = m.id;
+  boost::system::error_code ec;
+  auto command = sluice::parseJson(m.command, ec);
+  if (!ec && command.is_array()) {
+    for (const auto& a : command.as_array())
+      if (a.is_string()) out.command.emplace_back(a.as_string());
+  }
+  if (out.url.empty() == out.command.empty()) {
+    why = "it has neither a url nor a command";
+    return false;
+  }
+  if (!m.headers_encrypted.empty()) {
+    std::optional<std::string> plain = box ? box->open(m.headers_encrypted) : std::nullopt;
+    if (!plain) {
+      why = box ? "its headers cannot be decrypted with store.secret_key (was it changed?)"
+                : "its headers cannot be decrypted: store.secret_key / SLUICE_SECRET_KEY is not set";
+      return false;
+    }
+    auto headers = sluice::parseJson(*plain, ec);
+    if (ec) {
+      why = "its headers are not a JSON object";
+      return false;
+    }
+    out.headers = jsonStringMap(&headers);
+  }
+  return true;
+}
+
 }  // namespace
 
 ControlPlane::ControlPlane(std::shared_ptr<const config::Config> file_cfg, cluster::Limiter& limiter,
@@ -158,6 +193,17 @@ std::shared_ptr<const Snapshot> ControlPlane::makeSnapshot(const std::shared_ptr
       merged->channels.push_back(std::move(cc));
     }
     if (!why.empty()) problems.insert(fmt::format("store channel \"{}\": {}", c.name, why));
+  }
+  for (const auto& m : st.mcp_servers) {
+    std::string why;
+    config::McpServerConfig mc;
+    if (std::any_of(fileCfg->mcp.servers.begin(), fileCfg->mcp.servers.end(),
+                    [&](const config::McpServerConfig& f) { return f.name == m.name; })) {
+      why = "an MCP server of the config file has the same name";
+    } else if (mcpServerFromStore(m, box.get(), mc, why)) {
+      merged->mcp.servers.push_back(std::move(mc));
+    }
+    if (!why.empty()) problems.insert(fmt::format("store MCP server \"{}\": {}", m.name, why));
   }
   for (const auto& p : problems)
     if (!reported_problems_.contains(p)) spdlog::warn("{}", p);
@@ -239,6 +285,7 @@ bool ControlPlane::refreshFromStore(bool force) {
     st.upstream_keys = cp_store_->listUpstreamKeys(std::nullopt);
     st.virtual_keys = cp_store_->listVirtualKeys();
     st.gateway_settings = cp_store_->gatewaySettings();
+    st.mcp_servers = cp_store_->listMcpServers();
     std::lock_guard lk(publish_mu_);
     store_state_ = std::move(st);
     cp_stamp_ = std::move(stamp);

@@ -1,5 +1,5 @@
 // ControlPlane: what the gateway serves from, as one immutable Snapshot: the config file's
-// channels plus those added through the admin API, the virtual keys, the prices. It reads the
+// channels and MCP servers plus those added through the admin API, the virtual keys, the prices. It reads the
 // store on a thread of its own (every 500 ms, and at once after an admin write), rebuilds the
 // snapshot when something changed, and hands it to the gateway to publish to the workers. With
 // Redis it also keeps upstream key health in step with the other instances, and it seeds the
@@ -32,6 +32,7 @@ struct StoreState {
   std::vector<store::UpstreamKey> upstream_keys;
   std::vector<store::VirtualKey> virtual_keys;
   std::map<std::string, std::string> gateway_settings;
+  std::vector<store::McpServer> mcp_servers;
 };
 
 class ControlPlane {

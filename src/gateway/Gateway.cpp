@@ -137,6 +137,7 @@ class Gateway {
     admin_ = std::make_unique<admin::AdminApi>(cfg->store.url);
     admin_->setConfigSource([this] { return control_->fileConfig(); });
     admin_->onChange([this] { control_->refreshNowAndWait(); });
+    admin_->setMcpSource([this] { return mcp_ ? mcp_->states() : std::vector<mcp::ServerState>{}; });
     auto first = control_->initial();
     warmClientTls(*first);
     configureTracing(first->cfg->telemetry);
@@ -172,9 +173,10 @@ class Gateway {
     server_->onWorkerExit([this](int) { access_.flushThisThread(); });
     net::co_spawn(server_->workerContext(0), recoveryLoop(*workers_[0]), net::detached);
     net::co_spawn(server_->workerContext(0), discoveryLoop(*workers_[0]), net::detached);
-    // The MCP servers are fixed at start (a reload that changes mcp.servers says so).
+    // The MCP servers: the config's and the store's; each published snapshot may change the set.
     mcp_ = std::make_unique<mcp::McpHub>(first->cfg->mcp.servers, tls_);
     mcp_endpoint_ = std::make_unique<McpEndpoint>(*mcp_, limiter_);
+    mcp_->onListChanged([ep = mcp_endpoint_.get()](const std::string& method) { ep->broadcast(method); });
   }
 
   net::awaitable<void> flushLoop(net::io_context& ioc) {
@@ -356,6 +358,7 @@ class Gateway {
   // Makes `next` the snapshot every worker uses from its next request on.
   void publish(const std::shared_ptr<const Snapshot>& next) {
     warmClientTls(*next);
+    if (mcp_) mcp_->setServers(next->cfg->mcp.servers);
     for (std::size_t i = 0; i < workers_.size(); ++i) {
       net::post(server_->workerContext(static_cast<int>(i)), [ws = workers_[i].get(), next] { ws->snap = next; });
     }
@@ -378,6 +381,7 @@ class Gateway {
         }
         auto grace = control_->fileConfig()->server.shutdown_grace;
         spdlog::info("signal {}: stopping; in-flight requests get {} ms", sig, grace.count());
+        if (mcp_endpoint_) mcp_endpoint_->shutdown();  // open /mcp streams end, cleanly
         server_->stop(grace);
       });
     };
@@ -435,8 +439,6 @@ class Gateway {
       spdlog::warn("reload: store.url and redis.url take effect only after a restart");
     if (before->admin.listen != after.admin.listen)
       spdlog::warn("reload: admin.listen takes effect only after a restart");
-    if (config::describeConfig(mcpOnly(*before)) != config::describeConfig(mcpOnly(after)))
-      spdlog::warn("reload: mcp.servers take effect only after a restart");
     if (before->server.tls.enabled() != after.server.tls.enabled()) {
       spdlog::warn("reload: turning server.tls on or off takes effect only after a restart");
     } else if (edge_tls_ && !(after.server.tls == tls_files_)) {
@@ -453,12 +455,6 @@ class Gateway {
     std::string done = fmt::format("config applied, {} channels", next->cfg->channels.size());
     spdlog::info("reload ({}): {}", why, done);
     return {true, done};
-  }
-
-  static config::Config mcpOnly(const config::Config& c) {
-    config::Config only;
-    only.mcp = c.mcp;
-    return only;
   }
 
   // Loads the edge certificate and key again; new connections take them, open ones keep theirs.
@@ -547,6 +543,9 @@ class Gateway {
         tracer_.renderMetrics(out);
         renderStoredResponseMetrics(responses_->stored(), responses_->expired(), out);
         mcp_->renderMetrics(out);
+        out += "# HELP sluice_mcp_streams_open GET /mcp streams open (server-to-client notifications).\n";
+        out += "# TYPE sluice_mcp_streams_open gauge\n";
+        out += "sluice_mcp_streams_open " + std::to_string(mcp_endpoint_->openStreams()) + "\n";
       });
       co_await r.send(std::move(res));
       co_return;

@@ -2,8 +2,15 @@
 
 #include <fmt/format.h>
 #include <openssl/rand.h>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/json/serialize.hpp>
+
+#include <atomic>
 
 #include "cluster/Limiter.hpp"
 #include "gateway/Auth.hpp"
@@ -11,6 +18,8 @@
 #include "mcp/JsonRpc.hpp"
 #include "mcp/McpHub.hpp"
 #include "pipeline/KeyTable.hpp"
+#include "pipeline/Safety.hpp"
+#include "redact/Redactor.hpp"
 
 namespace sluice::gateway {
 
@@ -21,6 +30,32 @@ namespace bhttp = boost::beast::http;
 namespace {
 
 constexpr int kSessionNotFound = -32001;
+
+// The notifications a stream passes on, one bit each.
+constexpr std::string_view kStreamed[] = {"notifications/tools/list_changed", "notifications/prompts/list_changed",
+                                          "notifications/resources/list_changed"};
+
+// The log's copy of a tool call's arguments or result, after the redaction rules: every string
+// in it is scanned as `field` (decoded, as the rules read text) and replaced by what they keep.
+// Encrypt rules mask here: a token would be of no use to whoever reads the log.
+void redactStrings(json::value& v, const redact::Redactor& r, redact::FieldMask field, int depth = 0) {
+  if (depth > 64) return;
+  if (auto* s = v.if_string()) {
+    std::string out;
+    const redact::Redaction res = r.redact(*s, field, out);
+    if (res.blocked) {
+      out.clear();
+      redact::appendMask(out, res.blocked->name);
+      *s = out;
+    } else if (res.changed) {
+      *s = out;
+    }
+  } else if (auto* a = v.if_array()) {
+    for (auto& e : *a) redactStrings(e, r, field, depth + 1);
+  } else if (auto* o = v.if_object()) {
+    for (auto& kv : *o) redactStrings(kv.value(), r, field, depth + 1);
+  }
+}
 
 std::string randomSessionId() {
   unsigned char bytes[16];
@@ -121,12 +156,120 @@ std::optional<std::string> McpEndpoint::touchSession(const std::string& id, cons
   return it->second.version;
 }
 
+struct McpEndpoint::Listener {
+  explicit Listener(const net::any_io_executor& ex) : ex(ex), timer(ex) {}
+  net::any_io_executor ex;
+  net::steady_timer timer;           // on ex only: woken by a post of cancel()
+  std::atomic<unsigned> pending{0};  // bits of kStreamed waiting to be written
+  std::atomic<bool> closed{false};
+
+  void wake(const std::shared_ptr<Listener>& self) {
+    net::post(ex, [self] { self->timer.cancel(); });
+  }
+};
+
 bool McpEndpoint::endSession(const std::string& id, const std::string& principal) {
   std::lock_guard lk(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end() || it->second.principal != principal) return false;
   sessions_.erase(it);
+  if (auto l = listeners_.find(id); l != listeners_.end()) {
+    l->second->closed = true;
+    l->second->wake(l->second);
+  }
   return true;
+}
+
+void McpEndpoint::broadcast(const std::string& method) {
+  unsigned bit = 0;
+  for (std::size_t i = 0; i < std::size(kStreamed); ++i)
+    if (kStreamed[i] == method) bit = 1u << i;
+  if (bit == 0) return;
+  std::lock_guard lk(mu_);
+  for (auto& [id, l] : listeners_) {
+    l->pending.fetch_or(bit);
+    l->wake(l);
+  }
+}
+
+void McpEndpoint::shutdown() {
+  std::lock_guard lk(mu_);
+  shut_ = true;
+  for (auto& [id, l] : listeners_) {
+    l->closed = true;
+    l->wake(l);
+  }
+}
+
+std::size_t McpEndpoint::openStreams() const {
+  std::lock_guard lk(mu_);
+  return listeners_.size();
+}
+
+// GET: the session's stream of server-initiated messages, until the session ends, the client
+// goes, or the gateway stops.
+net::awaitable<void> McpEndpoint::stream(http::Responder& r, const RequestContext& ctx, const std::string& session,
+                                         const std::string& principal) {
+  auto l = std::make_shared<Listener>(co_await net::this_coro::executor);
+  int refused = 0;
+  std::string why;
+  {
+    std::lock_guard lk(mu_);
+    if (shut_) {
+      refused = 503;
+      why = "the gateway is shutting down";
+    } else if (listeners_.contains(session)) {
+      refused = 409;
+      why = "this session already has an open stream";
+    } else if (listeners_.size() >= kMaxStreams) {
+      refused = 503;
+      why = "too many open MCP streams; retry later";
+    } else {
+      listeners_.emplace(session, l);
+    }
+  }
+  if (refused != 0) {
+    http::Response res{static_cast<bhttp::status>(refused), 11};
+    res.set("x-request-id", ctx.id);
+    res.set(bhttp::field::content_type, "application/json");
+    if (refused == 503) res.set(bhttp::field::retry_after, "5");
+    res.body() = mcp::errorText(json::value(), mcp::kInvalidRequest, why);
+    co_await r.send(std::move(res));
+    co_return;
+  }
+  std::string fields = "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nx-request-id: ";
+  fields.append(ctx.id).append("\r\n");
+  // A comment first: the header leaves at once, so the client knows the stream is open.
+  bool ok = co_await r.beginStream(200, "OK", fields);
+  if (ok) ok = co_await r.writeChunk(": sluice mcp stream\n\n");
+  auto beat = std::chrono::steady_clock::now();
+  while (ok && !l->closed) {
+    if (const unsigned bits = l->pending.exchange(0)) {
+      std::string out;
+      for (std::size_t i = 0; i < std::size(kStreamed); ++i) {
+        if (!(bits & (1u << i))) continue;
+        out += "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"";
+        out += kStreamed[i];
+        out += "\"}\n\n";
+      }
+      ok = co_await r.writeChunk(out);
+      continue;
+    }
+    if (std::chrono::steady_clock::now() - beat >= kHeartbeat) {
+      // The heartbeat finds a client that left (the write fails) and keeps the session alive.
+      if (!touchSession(session, principal)) break;
+      ok = co_await r.writeChunk(": keep-alive\n\n");
+      beat = std::chrono::steady_clock::now();
+      continue;
+    }
+    l->timer.expires_at(beat + kHeartbeat);
+    co_await l->timer.async_wait(net::as_tuple(net::use_awaitable));
+  }
+  {
+    std::lock_guard lk(mu_);
+    if (auto it = listeners_.find(session); it != listeners_.end() && it->second == l) listeners_.erase(it);
+  }
+  if (ok) co_await r.endStream();
 }
 
 net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& req, http::Responder& r,
@@ -148,10 +291,25 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
       }
     }
     if (status == 401) res.set(bhttp::field::www_authenticate, "Bearer");
-    if (status == 405) res.set(bhttp::field::allow, "POST, DELETE");
+    if (status == 405) res.set(bhttp::field::allow, "GET, POST, DELETE");
     return res;
   };
   const json::value noId;
+
+  // A browser page of another site reaching a gateway on this machine or network (DNS
+  // rebinding): refused before the key is even read.
+  if (const std::string_view origin = req[bhttp::field::origin];
+      !origin.empty() && !mcp::originAllowed(origin, req[bhttp::field::host])) {
+    rec.status = 403;
+    rec.error = "Origin not allowed";
+    {
+      auto res = respond(403, mcp::errorText(noId, mcp::kInvalidRequest,
+                                             "the request's Origin is not this gateway's host: refused (MCP "
+                                             "requires it, against DNS rebinding)"));
+      co_await r.send(std::move(res));
+    }
+    co_return;
+  }
 
   // Who is calling, before anything reaches a server.
   KeyCheck check = checkKey(snap, presentedKey(req, ctx.query));
@@ -178,11 +336,33 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
     }
     co_return;
   }
+  if (req.method() == bhttp::verb::get) {
+    const std::string_view accept = req[bhttp::field::accept];
+    int status = 0;
+    std::string why;
+    if (!headerHasToken(accept, "text/event-stream")) {
+      status = 406;
+      why = "GET /mcp opens the stream of server messages: send Accept: text/event-stream";
+    } else if (session.empty()) {
+      status = 400;
+      why = "no Mcp-Session-Id header: call initialize first";
+    } else if (!touchSession(session, principal)) {
+      status = 404;
+      why = "session not found: initialize again";
+    }
+    if (status != 0) {
+      auto res = respond(status, mcp::errorText(noId, status == 404 ? kSessionNotFound : mcp::kInvalidRequest, why));
+      co_await r.send(std::move(res));
+      co_return;
+    }
+    co_await stream(r, ctx, session, principal);  // not a request-log row, as other non-tool methods
+    co_return;
+  }
   if (req.method() != bhttp::verb::post) {
-    // No stream of server-initiated messages: the spec lets a server answer GET with 405.
     {
       auto res = respond(405, mcp::errorText(noId, mcp::kInvalidRequest,
-                                             "/mcp takes POST (one JSON-RPC message) and DELETE (end a session)"));
+                                             "/mcp takes POST (one JSON-RPC message), GET (the stream of server "
+                                             "messages) and DELETE (end a session)"));
       co_await r.send(std::move(res));
     }
     co_return;
@@ -242,9 +422,10 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
     if (const auto* v = params.if_contains("protocolVersion"); v && v->is_string()) asked = v->get_string();
     const std::string version(mcp::negotiateVersion(asked));
     sessionHeader = openSession(principal, version);
-    json::object caps{{"tools", json::object{{"listChanged", false}}},
-                      {"prompts", json::object{{"listChanged", false}}},
-                      {"resources", json::object{{"listChanged", false}}}};
+    // listChanged: a GET stream on the session carries the notifications.
+    json::object caps{{"tools", json::object{{"listChanged", true}}},
+                      {"prompts", json::object{{"listChanged", true}}},
+                      {"resources", json::object{{"listChanged", true}}}};
     json::object result{{"protocolVersion", version},
                         {"capabilities", std::move(caps)},
                         {"serverInfo", json::object{{"name", "sluice"}, {"version", SLUICE_VERSION}}},
@@ -278,8 +459,8 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
     const auto* v = params.if_contains(field);
     return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
   };
-  if (method == "ping") {
-    reply.result = json::object{};
+  if (method == "ping" || method == "logging/setLevel") {
+    reply.result = json::object{};  // setLevel accepted: the servers' own log levels are theirs
   } else if (method == "tools/list" || method == "prompts/list" || method == "resources/list" ||
              method == "resources/templates/list") {
     const bool tools = method == "tools/list";
@@ -294,7 +475,7 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
     std::vector<mcp::ServerItems> lists = co_await hub_.listAll(std::move(m), std::move(k));
     json::array merged;
     for (auto& l : lists) {
-      const std::string& server = hub_.name(l.server);
+      const std::string& server = l.server;
       for (auto& item : l.items) {
         auto* o = item.if_object();
         const auto* v = o ? o->if_contains(field) : nullptr;
@@ -312,7 +493,7 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
     const std::string name(nameParam("name"));
     const char* what = tool ? "tool" : "prompt";
     auto ref = mcp::splitName(name);
-    std::optional<std::size_t> server = ref ? hub_.find(ref->server) : std::nullopt;
+    const bool server = ref && hub_.has(ref->server);
     const std::string shown = name.substr(0, 128);
     if (tool && ref && server) {
       rec.channel = std::string(ref->server);
@@ -347,8 +528,10 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
       }
       if (admitted) {
         params["name"] = ref->name;
+        json::value args = tool && params.contains("arguments") ? params.at("arguments") : json::value();
         std::string m = method;
-        mcp::CallResult cr = co_await hub_.call(*server, std::move(m), std::move(params));
+        std::string target(ref->server);
+        mcp::CallResult cr = co_await hub_.call(std::move(target), std::move(m), std::move(params));
         if (tool) {
           rec.status = recordStatus(cr);
           if (!cr.ok()) {
@@ -357,14 +540,20 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
             rec.error = "the tool reported an error";
           }
         }
-        // Arguments and results are kept with store.log_bodies, but only while redaction is off:
-        // its rules are written for model requests, and what they would hide must not reach the
-        // log through a tool call either (as the route stage does for bodies it cannot scan).
+        // Arguments and results are kept with store.log_bodies, after the redaction rules (as
+        // the proxy keeps a body as it went upstream): the arguments read as tool-call
+        // arguments, the result as a tool result. What reaches the server is not changed.
         const auto& st = snap.cfg->store;
-        if (tool && st.log_bodies && !snap.redactionOn()) {
-          rec.request_body = req.body().substr(0, st.log_body_max_bytes);
-          std::string answer = json::serialize(cr.result);
-          rec.response_body = answer.substr(0, st.log_body_max_bytes);
+        if (tool && st.log_bodies) {
+          json::value result = cr.result;
+          if (snap.redactionOn()) {
+            const redact::Redactor redactor(snap.safety->rules(), nullptr);
+            redactStrings(args, redactor, redact::kToolArguments);
+            redactStrings(result, redactor, redact::kTool);
+          }
+          json::object logged{{"name", name}, {"arguments", std::move(args)}};
+          rec.request_body = json::serialize(logged).substr(0, st.log_body_max_bytes);
+          rec.response_body = json::serialize(result).substr(0, st.log_body_max_bytes);
         }
         reply = replyOfCall(std::move(cr));
         if (limited) co_await limiter_.settle(vk->subject, charge, 0, 0);
@@ -375,14 +564,14 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
     // A copy: `ref` views into it, and params["uri"] is rewritten below.
     const std::string uri(nameParam("uri"));
     auto ref = mcp::unwrapUri(uri);
-    std::optional<std::size_t> server = ref ? hub_.find(ref->server) : std::nullopt;
-    if (!server) {
+    if (!ref || !hub_.has(ref->server)) {
       reply = McpReply::error(mcp::kInvalidParams,
                               "unknown resource: URIs are sluice-mcp://SERVER/URI (see resources/list)");
     } else {
       params["uri"] = ref->name;
       std::string m = method;
-      mcp::CallResult cr = co_await hub_.call(*server, std::move(m), std::move(params));
+      std::string target(ref->server);
+      mcp::CallResult cr = co_await hub_.call(std::move(target), std::move(m), std::move(params));
       if (auto* o = cr.ok() ? cr.result.if_object() : nullptr) {
         if (auto* contents = o->if_contains("contents"); contents && contents->is_array()) {
           for (auto& c : contents->get_array()) {
@@ -394,8 +583,6 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
       }
       reply = replyOfCall(std::move(cr));
     }
-  } else if (method == "logging/setLevel") {
-    reply.result = json::object{};  // accepted; the servers' own log levels are theirs
   } else {
     reply = McpReply::error(mcp::kMethodNotFound, fmt::format("method {} is not offered by this gateway",
                                                               json::serialize(json::value(method.substr(0, 128)))));

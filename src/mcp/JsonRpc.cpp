@@ -3,6 +3,7 @@
 #include <boost/json/serialize.hpp>
 
 #include <array>
+#include <cctype>
 
 #include "config/Scalars.hpp"
 #include "core/JsonText.hpp"
@@ -235,6 +236,58 @@ std::optional<std::int64_t> responseId(const json::value& message) {
   if (o.contains("method")) return std::nullopt;
   const auto* id = o.if_contains("id");
   return id ? rpcIdNumber(*id) : std::nullopt;
+}
+
+namespace {
+
+// The host of "host", "host:port", "[v6]" or "[v6]:port", lower-cased; "" when malformed.
+std::string hostOf(std::string_view authority) {
+  if (authority.empty() || authority.size() > 512) return {};
+  std::string_view host;
+  if (authority.front() == '[') {
+    const auto close = authority.find(']');
+    if (close == std::string_view::npos) return {};
+    host = authority.substr(0, close + 1);
+    authority.remove_prefix(close + 1);
+    if (!authority.empty() && authority.front() != ':') return {};
+  } else {
+    const auto colon = authority.find(':');
+    host = authority.substr(0, colon);
+    authority.remove_prefix(colon == std::string_view::npos ? authority.size() : colon);
+  }
+  if (!authority.empty()) {  // ":port"
+    authority.remove_prefix(1);
+    if (authority.empty() || authority.size() > 5) return {};
+    for (char c : authority)
+      if (c < '0' || c > '9') return {};
+  }
+  if (host.empty()) return {};
+  std::string out;
+  for (char c : host) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u >= 0x7f || c == '/' || c == '@' || c == '\\' || c == '?' || c == '#') return {};
+    out += static_cast<char>(std::tolower(u));
+  }
+  return out;
+}
+
+bool loopbackName(std::string_view h) {
+  return h == "localhost" || h == "127.0.0.1" || h == "[::1]";
+}
+
+}  // namespace
+
+bool originAllowed(std::string_view origin, std::string_view host) {
+  const auto scheme = origin.find("://");
+  if (scheme == std::string_view::npos) return false;
+  const std::string_view s = origin.substr(0, scheme);
+  if (s != "http" && s != "https") return false;
+  std::string_view authority = origin.substr(scheme + 3);
+  if (!authority.empty() && authority.back() == '/') authority.remove_suffix(1);  // some clients add one
+  const std::string from = hostOf(authority);
+  const std::string to = hostOf(host);
+  if (from.empty() || to.empty()) return false;
+  return from == to || (loopbackName(from) && loopbackName(to));
 }
 
 }  // namespace sluice::mcp

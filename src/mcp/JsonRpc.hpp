@@ -76,6 +76,12 @@ struct UpstreamAnswer {
 // `message` events; other messages (notifications, requests of the server) are skipped.
 UpstreamAnswer readUpstreamAnswer(std::string_view content_type, std::string_view body, std::int64_t id);
 
+// The spec's DNS-rebinding rule for /mcp: a request carrying `Origin` is served only when the
+// origin's host is the request's Host (ports aside), or both are loopback names (localhost,
+// 127.0.0.1, [::1]). Anything unparsable, "null" included, is refused; a missing Origin is the
+// caller's concern (SDKs and CLIs send none).
+bool originAllowed(std::string_view origin, std::string_view host);
+
 // One line of a stdio server: a response to one of ours (id), or something else.
 std::optional<std::int64_t> responseId(const boost::json::value& message);
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,11 +26,13 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <future>
 #include <map>
 
 #include "core/JsonText.hpp"
 #include "mcp/JsonRpc.hpp"
+#include "providers/CodecUtil.hpp"
 #include "upstream/Client.hpp"
 #include "upstream/Post.hpp"
 
@@ -82,6 +85,15 @@ class Transport {
   virtual net::awaitable<bool> notify(std::string_view method, Millis timeout) = 0;
   virtual void setVersion(std::string version) = 0;
   virtual void close() = 0;  // the process killed, the session forgotten
+  // After a handshake: an HTTP transport opens the GET stream of the server's own messages.
+  virtual void listen() {}
+
+  // What the server offers (initialize's capabilities), from the last handshake.
+  json::object capabilities;
+  // A notification the server sent on its own (a stdio line, an event of the GET stream): its method.
+  std::function<void(const std::string&)> on_notify;
+  // The GET stream ended or could not be opened: the server may be gone.
+  std::function<void()> on_stream_lost;
 
   // initialize, then notifications/initialized, on a fresh connection: "" or why it failed.
   net::awaitable<std::string> handshake(Millis timeout) {
@@ -95,26 +107,39 @@ class Transport {
     if (!v || !v->is_string() || !supportedVersion(v->get_string()))
       co_return "it answered initialize without a protocol version this gateway speaks";
     setVersion(std::string(v->get_string()));
+    capabilities.clear();
+    if (const auto* c = o->if_contains("capabilities"); c && c->is_object()) capabilities = c->get_object();
     if (!co_await notify("notifications/initialized", timeout)) co_return "it refused notifications/initialized";
     co_return std::string();
   }
 };
 
 // Streamable HTTP: each request a POST; the answer a JSON body or an SSE stream.
-class HttpTransport final : public Transport {
+class HttpTransport final : public Transport, public std::enable_shared_from_this<HttpTransport> {
  public:
-  HttpTransport(upstream::Pool& pool, upstream::PostTarget target) : pool_(pool), base_(std::move(target)) {
+  // A GET stream with nothing on it for this long is opened again (some proxies cut idle ones).
+  static constexpr Millis kListenIdle{5 * 60'000};
+
+  HttpTransport(net::io_context& ioc, upstream::Pool& pool, upstream::PostTarget target)
+      : ioc_(ioc), pool_(pool), base_(std::move(target)) {
     base_.accept = "application/json, text/event-stream";
   }
   std::string open() override {
+    stopListening();
     session_.clear();
     version_.clear();
     return {};
   }
   void setVersion(std::string version) override { version_ = std::move(version); }
   void close() override {
+    stopListening();
     session_.clear();
     version_.clear();
+  }
+
+  void listen() override {
+    stopListening();
+    net::co_spawn(ioc_, listenLoop(shared_from_this(), listen_gen_), net::detached);
   }
 
   // A server that restarted has forgotten the session (404, or 400): a session is opened again, once,
@@ -210,8 +235,85 @@ class HttpTransport final : public Transport {
     return t;
   }
 
+  void stopListening() {
+    ++listen_gen_;
+    if (listening_) listening_->close();  // its read ends at once
+    listening_ = nullptr;
+  }
+
+  // The GET stream, open while the session is (the spec: a server that offers none answers
+  // 405, and then it is not asked again); after a failure, again with backoff.
+  static net::awaitable<void> listenLoop(std::shared_ptr<HttpTransport> self, std::uint64_t gen) {
+    Millis backoff{1000};
+    net::steady_timer wait(self->ioc_);
+    while (gen == self->listen_gen_) {
+      if (!self->session_.empty()) {
+        auto once = self->listenOnce(gen);
+        const ListenEnd end = co_await std::move(once);
+        if (end == ListenEnd::NotOffered || gen != self->listen_gen_) co_return;
+        if (end == ListenEnd::Streamed) backoff = Millis(1000);
+        if (self->on_stream_lost) self->on_stream_lost();
+      }
+      wait.expires_after(backoff);
+      co_await wait.async_wait(net::as_tuple(net::use_awaitable));
+      backoff = std::min(backoff * 2, kBackoffMax);
+    }
+  }
+
+  enum class ListenEnd { NotOffered, Failed, Streamed };
+  net::awaitable<ListenEnd> listenOnce(std::uint64_t gen) {
+    const upstream::PostTarget t = target(base_.timeout);
+    auto [cec, conn] = co_await pool_.acquire(t.endpoint, t.timeout, false);
+    if (cec || gen != listen_gen_) co_return ListenEnd::Failed;
+    std::string head;
+    head.append("GET ").append(t.path).append(" HTTP/1.1\r\nHost: ").append(t.endpoint.host_header);
+    head.append("\r\nAccept: text/event-stream\r\n").append(t.extra_headers).append("\r\n");
+    listening_ = conn.get();
+    upstream::ResponseParser parser;
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // a stream: each event is bounded below
+    auto ec = co_await conn->writeRaw(head, {}, t.timeout);
+    if (!ec && gen == listen_gen_) ec = co_await conn->readHeader(parser, t.timeout);
+    if (ec || gen != listen_gen_) {
+      if (gen == listen_gen_) listening_ = nullptr;
+      conn->close();
+      co_return ListenEnd::Failed;
+    }
+    const int status = static_cast<int>(parser.get().result_int());
+    const std::string_view type = parser.get()[boost::beast::http::field::content_type];
+    if (status != 200 || type.find("text/event-stream") == std::string_view::npos) {
+      listening_ = nullptr;
+      conn->close();
+      co_return status == 405 ? ListenEnd::NotOffered : ListenEnd::Failed;
+    }
+    providers::detail::SseSplitter splitter;
+    while (gen == listen_gen_ && !parser.is_done()) {
+      auto [rec, got] = co_await conn->readBody(parser, kListenIdle);
+      if (gen != listen_gen_) break;
+      if (!events(splitter, got) || rec) break;
+    }
+    if (gen == listen_gen_) listening_ = nullptr;
+    conn->close();
+    co_return ListenEnd::Streamed;
+  }
+
+  // The stream's events, split as the provider streams are: a notification's method goes to
+  // on_notify (a request of the server on this stream, a ping, is not answered: MCP lets a
+  // client ignore it). False when one event passes the splitter's bound: the stream is dropped.
+  bool events(providers::detail::SseSplitter& splitter, std::string_view bytes) {
+    return splitter.feed(bytes, [this](std::string_view, std::string_view data) {
+      boost::system::error_code ec;
+      json::value v = parseJson(data, ec);
+      const auto* o = !ec ? v.if_object() : nullptr;
+      const auto* method = o ? o->if_contains("method") : nullptr;
+      if (method && method->is_string() && !o->contains("id") && on_notify) on_notify(std::string(method->get_string()));
+    });
+  }
+
+  net::io_context& ioc_;
   upstream::Pool& pool_;
   upstream::PostTarget base_;
+  std::uint64_t listen_gen_ = 0;
+  upstream::Connection* listening_ = nullptr;  // the GET stream's connection, while it is read
   std::string session_;
   std::string version_;
   std::int64_t next_id_ = 1;
@@ -220,7 +322,7 @@ class HttpTransport final : public Transport {
 
 // stdio: a child process (its own process group), newline-delimited JSON-RPC on its stdin and
 // stdout; its stderr is the gateway's.
-class StdioTransport final : public Transport {
+class StdioTransport final : public Transport, public std::enable_shared_from_this<StdioTransport> {
  public:
   StdioTransport(net::io_context& ioc, std::vector<std::string> argv, std::string name,
                  std::function<void(const std::string&)> onExit)
@@ -275,7 +377,8 @@ class StdioTransport final : public Transport {
     stdout_ = std::make_unique<net::posix::stream_descriptor>(ioc_, out[0]);
     writes_.clear();
     writing_ = false;
-    net::co_spawn(ioc_, readLoop(generation_), net::detached);
+    // The loops hold the transport: a removed server's object outlives their last wake-up.
+    net::co_spawn(ioc_, readLoop(shared_from_this(), generation_), net::detached);
     return {};
   }
 
@@ -334,11 +437,14 @@ class StdioTransport final : public Transport {
     writes_.push_back(std::move(line));
     if (!writing_) {
       writing_ = true;
-      net::co_spawn(ioc_, writeLoop(generation_), net::detached);
+      net::co_spawn(ioc_, writeLoop(shared_from_this(), generation_), net::detached);
     }
   }
 
-  net::awaitable<void> writeLoop(std::uint64_t gen) {
+  static net::awaitable<void> writeLoop(std::shared_ptr<StdioTransport> self, std::uint64_t gen) {
+    co_await self->writeLines(gen);
+  }
+  net::awaitable<void> writeLines(std::uint64_t gen) {
     while (gen == generation_ && stdin_ && !writes_.empty()) {
       std::string line = std::move(writes_.front());
       writes_.pop_front();
@@ -348,7 +454,10 @@ class StdioTransport final : public Transport {
     if (gen == generation_) writing_ = false;
   }
 
-  net::awaitable<void> readLoop(std::uint64_t gen) {
+  static net::awaitable<void> readLoop(std::shared_ptr<StdioTransport> self, std::uint64_t gen) {
+    co_await self->readLines(gen);
+  }
+  net::awaitable<void> readLines(std::uint64_t gen) {
     std::string buf;
     std::string why = "the server process closed its stdout";
     for (;;) {
@@ -390,7 +499,12 @@ class StdioTransport final : public Transport {
     const auto& o = v.get_object();
     const auto* id = o.if_contains("id");
     const auto* method = o.if_contains("method");
-    if (!id || !method || !method->is_string()) return;  // a notification
+    if (!id) {
+      // A notification: the list_changed ones are passed on; the rest (logging, progress) dropped.
+      if (method && method->is_string() && on_notify) on_notify(std::string(method->get_string()));
+      return;
+    }
+    if (!method || !method->is_string()) return;
     if (method->get_string() == "ping") {
       send(resultText(*id, json::object{}));
     } else {
@@ -452,7 +566,8 @@ class StdioTransport final : public Transport {
 }  // namespace
 
 struct McpHub::Impl {
-  Impl(net::io_context& ioc, upstream::ClientTls& tls) : pool(ioc, tls), work(net::make_work_guard(ioc)) {}
+  Impl(net::io_context& ioc, upstream::ClientTls& tls) : tls(tls), pool(ioc, tls), work(net::make_work_guard(ioc)) {}
+  upstream::ClientTls& tls;
   upstream::Pool pool;
   net::executor_work_guard<net::io_context::executor_type> work;
 };
@@ -460,53 +575,106 @@ struct McpHub::Impl {
 struct McpHub::Server {
   Server(net::io_context& ioc, config::McpServerConfig c) : cfg(std::move(c)), wake(ioc) {}
   config::McpServerConfig cfg;
-  std::unique_ptr<Transport> transport;
+  std::shared_ptr<Transport> transport;
   std::atomic<bool> up{false};
+  std::atomic<bool> tried{false};    // a first connection attempt has ended
+  std::atomic<std::uint64_t> attempts{0};  // connection attempts ended
+  std::atomic<bool> removed{false};  // no longer in the set: its loop ends
   std::atomic<std::uint64_t> restarts{0};
   std::size_t in_flight = 0;  // hub thread only
-  net::steady_timer wake;     // cancelled when the server goes down
+  net::steady_timer wake;     // cancelled when the server goes down or leaves
+
+  struct CachedList {
+    json::array items;
+    SteadyClock::time_point at;
+  };
+  mutable std::mutex mu;  // the fields below: written on the hub thread, read by states()
   std::string last_error;
+  std::map<std::string, CachedList, std::less<>> lists;  // by method
+  std::map<std::string, std::uint64_t, std::less<>> fetches;  // by method
 };
+
+namespace {
+
+bool sameConnection(const config::McpServerConfig& a, const config::McpServerConfig& b) {
+  return a.url == b.url && a.headers == b.headers && a.command == b.command && a.timeout == b.timeout;
+}
+
+// The lists a list_changed notification makes stale.
+std::vector<std::string_view> listsOf(std::string_view notification) {
+  if (notification == "notifications/tools/list_changed") return {"tools/list"};
+  if (notification == "notifications/prompts/list_changed") return {"prompts/list"};
+  if (notification == "notifications/resources/list_changed") return {"resources/list", "resources/templates/list"};
+  return {};
+}
+
+constexpr std::string_view kChangedNotifications[] = {"notifications/tools/list_changed",
+                                                      "notifications/prompts/list_changed",
+                                                      "notifications/resources/list_changed"};
+
+}  // namespace
+
+McpHub::ServerPtr McpHub::makeServer(config::McpServerConfig c) {
+  auto s = std::make_shared<Server>(*ioc_, std::move(c));
+  Server* raw = s.get();
+  if (!raw->cfg.url.empty()) {
+    upstream::PostTarget t =
+        upstream::makePostTarget(raw->cfg.url, raw->cfg.headers, raw->cfg.timeout, "mcp.servers " + raw->cfg.name);
+    if (t.endpoint.tls) impl_->tls.get();  // the trust store loaded now, never on the hub's first call
+    raw->transport = std::make_shared<HttpTransport>(*ioc_, impl_->pool, std::move(t));
+  } else {
+    raw->transport = std::make_shared<StdioTransport>(*ioc_, raw->cfg.command, raw->cfg.name,
+                                                      [this, raw](const std::string& why) { markDown(*raw, why); });
+  }
+  // Hub thread (the stdio reader); the transport is closed before the server is dropped.
+  raw->transport->on_notify = [this, raw](const std::string& method) {
+    if (listsOf(method).empty() || raw->removed) return;
+    dropCache(*raw, method);
+    listChanged(method);
+  };
+  // The GET stream broke: a ping says whether the server is still there (a failed one takes it
+  // down, out of the lists), as the lists, now cached, no longer ask it.
+  raw->transport->on_stream_lost = [this, weak = std::weak_ptr<Server>(s)] {
+    auto sp = weak.lock();
+    if (!sp || !sp->up || sp->removed || stopping_) return;
+    auto ping = [](McpHub* hub, ServerPtr sp) -> net::awaitable<void> {
+      auto call = hub->callOnHub(std::move(sp), "ping", json::object{});
+      co_await std::move(call);
+    };
+    net::co_spawn(*ioc_, ping(this, std::move(sp)), net::detached);
+  };
+  return s;
+}
 
 McpHub::McpHub(std::vector<config::McpServerConfig> servers, upstream::ClientTls& tls)
     : ioc_(std::make_unique<net::io_context>(1)) {
   impl_ = std::make_unique<Impl>(*ioc_, tls);
-  for (auto& c : servers) {
-    auto s = std::make_unique<Server>(*ioc_, std::move(c));
-    Server* raw = s.get();
-    if (!raw->cfg.url.empty()) {
-      upstream::PostTarget t =
-          upstream::makePostTarget(raw->cfg.url, raw->cfg.headers, raw->cfg.timeout, "mcp.servers " + raw->cfg.name);
-      if (t.endpoint.tls) tls.get();  // the trust store loaded now, never on the hub's first call
-      raw->transport = std::make_unique<HttpTransport>(impl_->pool, std::move(t));
-    } else {
-      raw->transport = std::make_unique<StdioTransport>(*ioc_, raw->cfg.command, raw->cfg.name,
-                                                        [this, raw](const std::string& why) { markDown(*raw, why); });
-    }
-    servers_.push_back(std::move(s));
-  }
+  for (auto& c : servers) servers_.push_back(makeServer(std::move(c)));
 }
 
 McpHub::~McpHub() {
   stop();
 }
 
+void McpHub::onListChanged(std::function<void(const std::string&)> callback) {
+  on_list_changed_ = std::move(callback);
+}
+
 void McpHub::start() {
-  if (started_ || servers_.empty()) return;
-  started_ = true;
-  for (std::size_t i = 0; i < servers_.size(); ++i) net::co_spawn(*ioc_, keep(i), net::detached);
+  if (started_.exchange(true)) return;
+  for (auto& s : all()) net::co_spawn(*ioc_, keep(s), net::detached);
   thread_ = std::thread([this] { ioc_->run(); });
 }
 
 void McpHub::stop() {
-  if (!started_) return;
-  started_ = false;
+  if (!started_.exchange(false)) return;
   stopping_ = true;
   std::promise<void> done;
   auto finished = done.get_future();
   net::post(*ioc_, [this, &done] {
-    for (auto& s : servers_) {
+    for (auto& s : all()) {
       s->up = false;
+      s->removed = true;
       s->wake.cancel();
       s->transport->close();
     }
@@ -519,49 +687,168 @@ void McpHub::stop() {
   thread_.join();
 }
 
-std::size_t McpHub::size() const {
-  return servers_.size();
-}
-const std::string& McpHub::name(std::size_t server) const {
-  return servers_[server]->cfg.name;
-}
-bool McpHub::up(std::size_t server) const {
-  return servers_[server]->up.load(std::memory_order_relaxed);
+void McpHub::setServers(std::vector<config::McpServerConfig> servers) {
+  if (!started_ || stopping_) return;
+  net::post(*ioc_, [this, servers = std::move(servers)]() mutable { apply(std::move(servers)); });
 }
 
-std::optional<std::size_t> McpHub::find(std::string_view server) const {
-  for (std::size_t i = 0; i < servers_.size(); ++i)
-    if (servers_[i]->cfg.name == server) return i;
-  return std::nullopt;
+// Hub thread: the new set, in its order; unchanged servers carried over as they are.
+void McpHub::apply(std::vector<config::McpServerConfig> wanted) {
+  if (stopping_) return;
+  std::vector<ServerPtr> before = all();
+  std::vector<ServerPtr> next;
+  std::vector<ServerPtr> added;
+  bool changed = false;
+  for (auto& c : wanted) {
+    auto it = std::find_if(before.begin(), before.end(), [&](const ServerPtr& s) { return s && s->cfg.name == c.name; });
+    if (it != before.end() && sameConnection((*it)->cfg, c)) {
+      next.push_back(std::move(*it));
+      continue;
+    }
+    if (it != before.end()) {
+      spdlog::info("mcp server {}: its settings changed; connecting again", c.name);
+      retire(*it);
+      it->reset();
+    } else {
+      spdlog::info("mcp server {}: added", c.name);
+    }
+    auto s = makeServer(std::move(c));
+    next.push_back(s);
+    added.push_back(std::move(s));
+    changed = true;
+  }
+  for (auto& s : before) {
+    if (!s) continue;
+    spdlog::info("mcp server {}: removed", s->cfg.name);
+    retire(s);
+    changed = true;
+  }
+  {
+    std::lock_guard lk(list_mu_);
+    servers_ = std::move(next);
+  }
+  for (auto& s : added) net::co_spawn(*ioc_, keep(s), net::detached);
+  // Servers that left take their names out of the lists now; new ones say so when they are up.
+  if (changed)
+    for (auto n : kChangedNotifications) listChanged(std::string(n));
+}
+
+void McpHub::retire(const ServerPtr& s) {
+  s->removed = true;
+  s->up = false;
+  s->wake.cancel();
+  s->transport->close();  // a stdio server's process ends (SIGTERM, then SIGKILL after 2 s)
+}
+
+void McpHub::listChanged(const std::string& method) {
+  if (on_list_changed_) on_list_changed_(method);
+}
+
+void McpHub::dropCache(Server& s, std::string_view notification) {
+  std::lock_guard lk(s.mu);
+  if (notification.empty()) {
+    s.lists.clear();
+    return;
+  }
+  for (auto m : listsOf(notification)) {
+    if (auto it = s.lists.find(m); it != s.lists.end()) s.lists.erase(it);
+  }
+}
+
+std::vector<McpHub::ServerPtr> McpHub::all() const {
+  std::lock_guard lk(list_mu_);
+  return servers_;
+}
+
+McpHub::ServerPtr McpHub::lookup(std::string_view name) const {
+  std::lock_guard lk(list_mu_);
+  for (const auto& s : servers_)
+    if (s->cfg.name == name) return s;
+  return nullptr;
+}
+
+std::size_t McpHub::size() const {
+  std::lock_guard lk(list_mu_);
+  return servers_.size();
+}
+
+bool McpHub::has(std::string_view server) const {
+  return lookup(server) != nullptr;
+}
+
+std::vector<ServerState> McpHub::states() const {
+  std::vector<ServerState> out;
+  for (const auto& s : all()) {
+    ServerState st;
+    st.name = s->cfg.name;
+    st.restarts = s->restarts.load();
+    const bool up = s->up.load();
+    std::lock_guard lk(s->mu);
+    st.state = up ? "up" : (!s->tried.load() || s->last_error.empty()) ? "starting" : "down";
+    if (!up) st.error = s->last_error;
+    if (up) {
+      if (auto it = s->lists.find("tools/list"); it != s->lists.end()) {
+        for (const auto& t : it->second.items) {
+          const auto* o = t.if_object();
+          const auto* n = o ? o->if_contains("name") : nullptr;
+          if (!n || !n->is_string()) continue;
+          const auto* d = o->if_contains("description");
+          st.tools.emplace_back(joinName(s->cfg.name, n->get_string()),
+                                d && d->is_string() ? std::string(d->get_string()) : std::string());
+        }
+      }
+      if (auto it = s->lists.find("prompts/list"); it != s->lists.end()) st.prompts = it->second.items.size();
+      if (auto it = s->lists.find("resources/list"); it != s->lists.end()) st.resources = it->second.items.size();
+    }
+    out.push_back(std::move(st));
+  }
+  return out;
 }
 
 void McpHub::markDown(Server& s, const std::string& why) {
   if (s.up.exchange(false)) spdlog::warn("mcp server {}: down ({})", s.cfg.name, why);
-  s.last_error = why;
+  {
+    std::lock_guard lk(s.mu);
+    s.last_error = why;
+  }
   s.wake.cancel();
 }
 
 // Brings the server up (a process, initialize, initialized) and again whenever it goes down,
-// waiting kBackoffMin doubling to kBackoffMax between failed tries.
-net::awaitable<void> McpHub::keep(std::size_t index) {
-  Server& s = *servers_[index];
+// waiting kBackoffMin doubling to kBackoffMax between failed tries. Ends when the server leaves.
+net::awaitable<void> McpHub::keep(ServerPtr sp) {
+  Server& s = *sp;
   Millis backoff = kBackoffMin;
   bool first = true;
-  while (!stopping_) {
+  auto gone = [&] { return stopping_ || s.removed; };
+  while (!gone()) {
     if (!s.up) {
       std::string why = s.transport->open();
       if (why.empty()) why = co_await s.transport->handshake(s.cfg.timeout);
-      if (stopping_) co_return;
+      if (gone()) co_return;
+      s.tried = true;
+      s.attempts.fetch_add(1);
       if (why.empty()) {
         if (!first) s.restarts.fetch_add(1, std::memory_order_relaxed);
         first = false;
         backoff = kBackoffMin;
-        s.last_error.clear();
+        {
+          std::lock_guard lk(s.mu);
+          s.last_error.clear();
+          s.lists.clear();  // a new connection: the lists are fetched again
+        }
         s.up = true;
         spdlog::info("mcp server {}: up ({})", s.cfg.name, s.cfg.url.empty() ? "stdio" : "streamable http");
+        s.transport->listen();
+        net::co_spawn(*ioc_, prefetch(sp), net::detached);
       } else {
-        if (why != s.last_error) spdlog::warn("mcp server {}: {} (trying again)", s.cfg.name, why);
-        s.last_error = why;
+        bool fresh = false;
+        {
+          std::lock_guard lk(s.mu);
+          fresh = why != s.last_error;
+          s.last_error = why;
+        }
+        if (fresh) spdlog::warn("mcp server {}: {} (trying again)", s.cfg.name, why);
         s.transport->close();
         s.wake.expires_after(backoff);
         co_await s.wake.async_wait(net::as_tuple(net::use_awaitable));
@@ -571,7 +858,7 @@ net::awaitable<void> McpHub::keep(std::size_t index) {
     }
     s.wake.expires_after(std::chrono::hours(24));
     co_await s.wake.async_wait(net::as_tuple(net::use_awaitable));
-    if (!s.up && !stopping_) {
+    if (!s.up && !gone()) {
       s.transport->close();
       s.wake.expires_after(backoff);  // a server that dies at once is not restarted in a loop
       co_await s.wake.async_wait(net::as_tuple(net::use_awaitable));
@@ -580,11 +867,49 @@ net::awaitable<void> McpHub::keep(std::size_t index) {
   }
 }
 
-net::awaitable<CallResult> McpHub::callOnHub(std::size_t index, std::string method, json::object params) {
-  Server& s = *servers_[index];
+// A server that came up: its lists are read into the cache (those it offers), then clients are
+// told the aggregated lists changed.
+net::awaitable<void> McpHub::prefetch(ServerPtr s) {
+  const json::object caps = s->transport->capabilities;
+  struct List {
+    const char* cap;
+    const char* method;
+    const char* key;
+  };
+  constexpr List kLists[] = {{"tools", "tools/list", "tools"},
+                             {"prompts", "prompts/list", "prompts"},
+                             {"resources", "resources/list", "resources"}};
+  for (const auto& l : kLists) {
+    if (!caps.contains(l.cap)) continue;
+    auto fetch = fetchList(s, l.method, l.key, false);
+    co_await std::move(fetch);
+    if (!s->up || s->removed) co_return;
+  }
+  for (auto n : kChangedNotifications) listChanged(std::string(n));
+}
+
+net::awaitable<CallResult> McpHub::callOnHub(ServerPtr sp, std::string method, json::object params) {
+  Server& s = *sp;
   CallResult out;
+  if (!s.up && !s.cfg.url.empty() && !s.removed && !stopping_) {
+    // An HTTP server that is down may be back (a restart): one connection attempt now, rather
+    // than at the end of the keeper's backoff, and the call goes through if it succeeds.
+    const auto tried = s.attempts.load();
+    s.wake.cancel();
+    net::steady_timer tick(*ioc_);
+    const auto until = SteadyClock::now() + std::min(s.cfg.timeout, Millis(3000));
+    while (!s.up && s.attempts.load() == tried && !s.removed && SteadyClock::now() < until) {
+      tick.expires_after(Millis(10));
+      co_await tick.async_wait(net::as_tuple(net::use_awaitable));
+    }
+  }
   if (!s.up) {
-    out.message = "MCP server " + s.cfg.name + " is unavailable" + (s.last_error.empty() ? "" : ": " + s.last_error);
+    std::string why;
+    {
+      std::lock_guard lk(s.mu);
+      why = s.last_error;
+    }
+    out.message = "MCP server " + s.cfg.name + " is unavailable" + (why.empty() ? "" : ": " + why);
     co_return out;
   }
   if (s.in_flight >= kMaxPending) {
@@ -601,87 +926,125 @@ net::awaitable<CallResult> McpHub::callOnHub(std::size_t index, std::string meth
     out.broken = true;
   }
   --s.in_flight;
-  if (out.broken) markDown(s, out.message);
+  if (out.broken && !s.removed) markDown(s, out.message);
   co_return out;
 }
 
-net::awaitable<CallResult> McpHub::call(std::size_t server, std::string method, json::object params) {
-  auto task = callOnHub(server, std::move(method), std::move(params));
+net::awaitable<CallResult> McpHub::call(std::string server, std::string method, json::object params) {
+  ServerPtr s = lookup(server);
+  if (!s || !started_) {
+    CallResult out;
+    out.message = "MCP server " + server + " is not configured";
+    co_return out;
+  }
+  auto task = callOnHub(std::move(s), std::move(method), std::move(params));
   co_return co_await net::co_spawn(*ioc_, std::move(task), net::use_awaitable);
+}
+
+// One server's whole list (pages followed): the cached one when it is fresh and `use_cache`.
+net::awaitable<std::optional<json::array>> McpHub::fetchList(ServerPtr sp, std::string method, std::string key,
+                                                             bool use_cache) {
+  Server& s = *sp;
+  if (use_cache) {
+    std::lock_guard lk(s.mu);
+    if (auto it = s.lists.find(method); it != s.lists.end() && SteadyClock::now() - it->second.at < kListTtl)
+      co_return it->second.items;
+  }
+  json::array got;
+  json::value cursor;
+  const auto until = SteadyClock::now() + s.cfg.timeout;
+  for (std::size_t page = 0; page < kMaxPages && SteadyClock::now() < until; ++page) {
+    json::object params;
+    if (!cursor.is_null()) params["cursor"] = cursor;
+    auto call = callOnHub(sp, method, std::move(params));
+    CallResult r = co_await std::move(call);
+    const auto* o = r.ok() ? r.result.if_object() : nullptr;
+    const auto* items = o ? o->if_contains(key) : nullptr;
+    if (!items || !items->is_array()) {
+      if (r.ok()) r.message = fmt::format("its {} answer has no {} array", method, key);
+      spdlog::warn("mcp server {}: {} failed: {}", s.cfg.name, method, r.message);
+      co_return std::nullopt;
+    }
+    for (const auto& item : items->get_array()) {
+      if (got.size() >= kMaxListItems) break;
+      got.push_back(item);
+    }
+    const auto* next = o->if_contains("nextCursor");
+    if (!next || !next->is_string() || next->get_string().empty() || got.size() >= kMaxListItems) break;
+    cursor = *next;
+  }
+  {
+    std::lock_guard lk(s.mu);
+    ++s.fetches[method];
+    // A list_changed or a reconnect while this was in flight already dropped the entry; the
+    // answer may predate the change, but the next change or kListTtl replaces it.
+    if (s.up && !s.removed) s.lists[method] = Server::CachedList{got, SteadyClock::now()};
+  }
+  co_return got;
 }
 
 net::awaitable<std::vector<ServerItems>> McpHub::listOnHub(std::string method, std::string key) {
   struct Gather {
     explicit Gather(net::io_context& ioc) : done(ioc) {}
-    std::vector<ServerItems> lists;
+    std::vector<std::optional<json::array>> lists;
     std::size_t left = 0;
     net::steady_timer done;
   };
+  const std::vector<ServerPtr> servers = all();
   auto g = std::make_shared<Gather>(*ioc_);
+  g->lists.resize(servers.size());
   Millis longest{0};
-  for (std::size_t i = 0; i < servers_.size(); ++i) {
-    if (!servers_[i]->up) continue;
-    longest = std::max(longest, servers_[i]->cfg.timeout);
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    if (!servers[i]->up) continue;
+    longest = std::max(longest, servers[i]->cfg.timeout);
     ++g->left;
-    auto one = [](McpHub* hub, std::size_t i, std::string method, std::string key,
+    auto one = [](McpHub* hub, ServerPtr s, std::size_t i, std::string method, std::string key,
                   std::shared_ptr<Gather> g) -> net::awaitable<void> {
-      ServerItems got{i, {}};
-      json::value cursor;
-      bool ok = true;
-      const auto until = SteadyClock::now() + hub->servers_[i]->cfg.timeout;
-      for (std::size_t page = 0; page < kMaxPages && SteadyClock::now() < until; ++page) {
-        json::object params;
-        if (!cursor.is_null()) params["cursor"] = cursor;
-        auto call = hub->callOnHub(i, method, std::move(params));
-        CallResult r = co_await std::move(call);
-        const auto* o = r.ok() ? r.result.if_object() : nullptr;
-        const auto* items = o ? o->if_contains(key) : nullptr;
-        if (!items || !items->is_array()) {
-          if (r.ok()) r.message = "its " + method + " answer has no " + key + " array";
-          spdlog::warn("mcp server {}: {} failed: {}", hub->servers_[i]->cfg.name, method, r.message);
-          ok = false;
-          break;
-        }
-        for (const auto& item : items->get_array()) {
-          if (got.items.size() >= kMaxListItems) break;
-          got.items.push_back(item);
-        }
-        const auto* next = o->if_contains("nextCursor");
-        if (!next || !next->is_string() || next->get_string().empty() || got.items.size() >= kMaxListItems) break;
-        cursor = *next;
-      }
-      if (ok) g->lists.push_back(std::move(got));
+      auto fetch = hub->fetchList(std::move(s), std::move(method), std::move(key), true);
+      g->lists[i] = co_await std::move(fetch);
       if (--g->left == 0) g->done.cancel();
     };
-    net::co_spawn(*ioc_, one(this, i, method, key, g), net::detached);
+    net::co_spawn(*ioc_, one(this, servers[i], i, method, key, g), net::detached);
   }
   if (g->left > 0) {
     g->done.expires_after(longest + Millis(1000));  // each server's pages end within its own timeout
     co_await g->done.async_wait(net::as_tuple(net::use_awaitable));
   }
-  std::vector<ServerItems> out = std::move(g->lists);
-  g->lists.clear();
-  std::sort(out.begin(), out.end(), [](const ServerItems& a, const ServerItems& b) { return a.server < b.server; });
+  std::vector<ServerItems> out;
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    if (!g->lists[i]) continue;
+    out.push_back(ServerItems{servers[i]->cfg.name, std::move(*g->lists[i])});
+    g->lists[i].reset();
+  }
   co_return out;
 }
 
 net::awaitable<std::vector<ServerItems>> McpHub::listAll(std::string method, std::string key) {
-  if (servers_.empty()) co_return std::vector<ServerItems>{};  // no thread runs the hub then
+  if (!started_ || size() == 0) co_return std::vector<ServerItems>{};
   auto task = listOnHub(std::move(method), std::move(key));
   co_return co_await net::co_spawn(*ioc_, std::move(task), net::use_awaitable);
 }
 
 void McpHub::renderMetrics(std::string& out) const {
-  if (servers_.empty()) return;
+  const auto servers = all();
+  if (servers.empty()) return;
   out += "# HELP sluice_mcp_server_up Whether the MCP server is initialized and answering (1) or down (0).\n";
   out += "# TYPE sluice_mcp_server_up gauge\n";
-  for (const auto& s : servers_)
+  for (const auto& s : servers)
     out += "sluice_mcp_server_up{server=\"" + s->cfg.name + "\"} " + (s->up.load() ? "1" : "0") + "\n";
   out += "# HELP sluice_mcp_server_restarts_total Times the MCP server came back after going down.\n";
   out += "# TYPE sluice_mcp_server_restarts_total counter\n";
-  for (const auto& s : servers_)
+  for (const auto& s : servers)
     out +=
         "sluice_mcp_server_restarts_total{server=\"" + s->cfg.name + "\"} " + std::to_string(s->restarts.load()) + "\n";
+  out += "# HELP sluice_mcp_list_fetches_total Lists read from the MCP server (not the gateway's cache).\n";
+  out += "# TYPE sluice_mcp_list_fetches_total counter\n";
+  for (const auto& s : servers) {
+    std::lock_guard lk(s->mu);
+    for (const auto& [method, n] : s->fetches)
+      out += "sluice_mcp_list_fetches_total{server=\"" + s->cfg.name + "\",method=\"" + method + "\"} " +
+             std::to_string(n) + "\n";
+  }
 }
 
 }  // namespace sluice::mcp

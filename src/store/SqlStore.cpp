@@ -1122,4 +1122,66 @@ bool SqlStore::deleteUpstreamKey(std::int64_t id) {
   return conn_->execute("DELETE FROM upstream_keys WHERE id = ?", params) > 0;
 }
 
+// ---- MCP servers ----
+
+namespace {
+
+#define SLUICE_MCP_COLUMNS "id, name, url, command, headers_encrypted, timeout_ms, created_at, updated_at"
+
+McpServer readMcpServer(SqlRows& r) {
+  McpServer m;
+  m.id = r.getInt(0);
+  m.name = r.getText(1);
+  m.url = r.getText(2);
+  m.command = r.getText(3);
+  m.headers_encrypted = r.getBlob(4);
+  m.timeout_ms = r.getInt(5);
+  m.created_at_ms = r.getInt(6);
+  m.updated_at_ms = r.getInt(7);
+  return m;
+}
+
+}  // namespace
+
+std::int64_t SqlStore::createMcpServer(const McpServer& m) {
+  const std::int64_t now = nowMs();
+  P params[] = {P::text(m.name),          P::text(m.url),  P::text(m.command), P::blob(m.headers_encrypted),
+                P::integer(m.timeout_ms), P::integer(now), P::integer(now)};
+  return insertReturningId(
+      "INSERT INTO mcp_servers (name, url, command, headers_encrypted, timeout_ms, created_at, updated_at) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?)",
+      params);
+}
+
+std::optional<McpServer> SqlStore::getMcpServer(std::int64_t id) {
+  P params[] = {P::integer(id)};
+  return first<McpServer>(conn_->query("SELECT " SLUICE_MCP_COLUMNS " FROM mcp_servers WHERE id = ?", params),
+                          readMcpServer);
+}
+
+std::optional<McpServer> SqlStore::findMcpServerByName(const std::string& name) {
+  P params[] = {P::text(name)};
+  return first<McpServer>(conn_->query("SELECT " SLUICE_MCP_COLUMNS " FROM mcp_servers WHERE name = ?", params),
+                          readMcpServer);
+}
+
+std::vector<McpServer> SqlStore::listMcpServers() {
+  return all<McpServer>(conn_->query("SELECT " SLUICE_MCP_COLUMNS " FROM mcp_servers ORDER BY id", {}),
+                        readMcpServer);
+}
+
+bool SqlStore::updateMcpServer(const McpServer& m) {
+  P params[] = {P::text(m.name),          P::text(m.url),      P::text(m.command), P::blob(m.headers_encrypted),
+                P::integer(m.timeout_ms), P::integer(nowMs()), P::integer(m.id)};
+  return conn_->execute(
+             "UPDATE mcp_servers SET name = ?, url = ?, command = ?, headers_encrypted = ?, timeout_ms = ?, "
+             "updated_at = ? WHERE id = ?",
+             params) > 0;
+}
+
+bool SqlStore::deleteMcpServer(std::int64_t id) {
+  P params[] = {P::integer(id)};
+  return conn_->execute("DELETE FROM mcp_servers WHERE id = ?", params) > 0;
+}
+
 }  // namespace sluice::store

@@ -59,6 +59,13 @@ class SqlStore final : public Store {
                            std::optional<std::int64_t> cooldown_until_ms) override;
   bool deleteUpstreamKey(std::int64_t id) override;
 
+  std::int64_t createMcpServer(const McpServer& server) override;
+  std::optional<McpServer> getMcpServer(std::int64_t id) override;
+  std::optional<McpServer> findMcpServerByName(const std::string& name) override;
+  std::vector<McpServer> listMcpServers() override;
+  bool updateMcpServer(const McpServer& server) override;
+  bool deleteMcpServer(std::int64_t id) override;
+
   // Most rows per multi-row INSERT statement in insertLogs (21 parameters each; SQLite takes
   // up to 32766 per statement, PostgreSQL 65535). A power of two.
   static constexpr std::size_t kInsertChunk = 512;

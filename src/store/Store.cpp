@@ -59,6 +59,25 @@ std::int64_t Store::deleteExpiredResponses(std::int64_t, std::int64_t) {
   unsupported("deleteExpiredResponses");
 }
 
+std::int64_t Store::createMcpServer(const McpServer&) {
+  unsupported("createMcpServer");
+}
+std::optional<McpServer> Store::getMcpServer(std::int64_t) {
+  unsupported("getMcpServer");
+}
+std::optional<McpServer> Store::findMcpServerByName(const std::string&) {
+  unsupported("findMcpServerByName");
+}
+std::vector<McpServer> Store::listMcpServers() {
+  unsupported("listMcpServers");
+}
+bool Store::updateMcpServer(const McpServer&) {
+  unsupported("updateMcpServer");
+}
+bool Store::deleteMcpServer(std::int64_t) {
+  unsupported("deleteMcpServer");
+}
+
 std::unique_ptr<Store> Store::open(const std::string& url) {
   return std::make_unique<SqlStore>(openSqlConnection(url));
 }

@@ -240,6 +240,19 @@ struct UpstreamKey {
   std::int64_t updated_at_ms = 0;  // set by the store on every change (state changes included)
 };
 
+// An MCP server added through the admin API (config mcp.servers are the file's). Its headers
+// are one sealed JSON object (the caller encrypts), so no header value is stored in the clear.
+struct McpServer {
+  std::int64_t id = 0;
+  std::string name;               // unique
+  std::string url;                // a Streamable HTTP server; "" for a stdio server
+  std::string command = "[]";     // JSON array: the stdio server's argv; [] for a url
+  std::string headers_encrypted;  // opaque bytes (sealed JSON object); "" when it has none
+  std::int64_t timeout_ms = 30'000;
+  std::int64_t created_at_ms = 0;  // set by the store
+  std::int64_t updated_at_ms = 0;  // set by the store
+};
+
 // A Responses API answer the gateway keeps (store.responses), so that GET, DELETE,
 // input_items and previous_response_id work on any channel. Owned by the virtual key that made
 // it (owner_key_id 0: the master key); every read and delete names the owner, so a key never
@@ -358,6 +371,14 @@ class Store {
   virtual bool setUpstreamKeyState(std::int64_t id, UpstreamKeyState state, const std::string& reason,
                                    std::optional<std::int64_t> cooldown_until_ms) = 0;
   virtual bool deleteUpstreamKey(std::int64_t id) = 0;
+
+  // ---- MCP servers ---- (the defaults throw StoreError(Internal), as getLog's)
+  virtual std::int64_t createMcpServer(const McpServer& server);
+  virtual std::optional<McpServer> getMcpServer(std::int64_t id);
+  virtual std::optional<McpServer> findMcpServerByName(const std::string& name);
+  virtual std::vector<McpServer> listMcpServers();  // by id
+  virtual bool updateMcpServer(const McpServer& server);  // all fields but id/created_at
+  virtual bool deleteMcpServer(std::int64_t id);
 };
 
 }  // namespace sluice::store

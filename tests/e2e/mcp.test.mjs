@@ -269,8 +269,13 @@ test('hostile input gets a JSON-RPC error or a 4xx, and the gateway keeps servin
   assert.equal(res.status, 400);
   res = await post(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
   assert.equal(res.status, 202);
-  res = await fetch(`${gw.url}/mcp`, { headers });
-  assert.equal(res.status, 405, 'GET: no server-initiated stream');
+  res = await fetch(`${gw.url}/mcp`, { headers: { ...headers, accept: 'text/event-stream' } });
+  assert.equal(res.status, 200, 'GET: the stream of server messages (tests/e2e/mcp-admin.test.mjs)');
+  assert.match(res.headers.get('content-type'), /text\/event-stream/);
+  await res.body.cancel();
+  res = await fetch(`${gw.url}/mcp`, { method: 'PUT', headers });
+  assert.equal(res.status, 405);
+  assert.equal(res.headers.get('allow'), 'GET, POST, DELETE');
   // A session is the key's that opened it.
   const { secret } = await createKey(gw, { name: 'other' });
   res = await waitFor(async () => {

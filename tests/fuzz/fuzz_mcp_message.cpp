@@ -1,6 +1,7 @@
 // The MCP gateway's parsers (mcp/JsonRpc.hpp) on untrusted bytes: a client's JSON-RPC message,
 // an upstream server's answer (a JSON body or an SSE stream), and the namespaced names and
-// resource URIs a client sends back. Input: [mode] [bytes]; mode bit 0 reads the bytes as SSE.
+// resource URIs a client sends back, and the Origin rule (the bytes split at their first '|'
+// into Origin and Host). Input: [mode] [bytes]; mode bit 0 reads the bytes as SSE.
 // Checks: no crash; a refused message has a JSON-RPC code and a reason; every answer the
 // gateway would write parses as JSON-RPC; a name or URI that splits joins back to itself, its
 // server a valid server name and its name free of control bytes.
@@ -60,6 +61,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!config::validMcpServerName(u->server) || u->name.empty() || hasControl(u->name))
       fuzz::fail("a URI unwrapped into an invalid part", body);
     if (mcp::wrapUri(u->server, u->name) != body) fuzz::fail("a URI that does not wrap back", body);
+  }
+
+  if (const auto bar = body.find('|'); bar != std::string_view::npos) {
+    const std::string_view origin = body.substr(0, bar);
+    const std::string_view host = body.substr(bar + 1);
+    if (mcp::originAllowed(origin, host)) {
+      // Only an http(s) origin without a path, user or control byte may pass.
+      if (!origin.starts_with("http://") && !origin.starts_with("https://")) fuzz::fail("an origin of another scheme", body);
+      if (hasControl(origin) || hasControl(host)) fuzz::fail("an origin with control bytes allowed", body);
+      const std::string_view rest = origin.substr(origin.find("://") + 3);
+      if (rest.find('@') != std::string_view::npos) fuzz::fail("an origin with userinfo allowed", body);
+    }
   }
   return 0;
 }

@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{cloud_credentials,event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,mcp_message,screen_features,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
+mkdir -p "$C"/{cloud_credentials,event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,mcp_message,mcp_server_fields,screen_features,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -55,6 +55,14 @@ printf 'multipart/form-data; boundary="a b"\npreamble\r\n--a b\r\ncontent-dispos
 { printf '\x01'; printf 'event: message\r\ndata: {"jsonrpc":"2.0","method":"notifications/progress"}\r\n\r\nevent: message\ndata: {"jsonrpc":"2.0",\ndata: "id":1,"result":{"content":[]}}\n\n'; } >$C/mcp_message/sse
 { printf '\x00'; printf 'files__read__file'; } >$C/mcp_message/name
 { printf '\x00'; printf 'sluice-mcp://files/demo://resource/static/document/a.md'; } >$C/mcp_message/uri
+{ printf '\x00'; printf 'http://localhost:5173|127.0.0.1:8080'; } >$C/mcp_message/origin
+{ printf '\x00'; printf 'https://evil.example|gateway.internal:8080'; } >$C/mcp_message/origin_other
+# mcp_server_fields: [patch bit] + a POST or PATCH /admin/api/mcp-servers body
+{ printf '\x00'; printf '{"name":"files","url":"https://mcp.example/mcp","headers":{"Authorization":"Bearer x"},"timeout_ms":30000}'; } >$C/mcp_server_fields/create_http
+{ printf '\x00'; printf '{"name":"local","command":["npx","-y","@modelcontextprotocol/server-everything"]}'; } >$C/mcp_server_fields/create_stdio
+{ printf '\x01'; printf '%s' '{"headers":{"Authorization":"Bear\u2026789"},"timeout_ms":1000}'; } >$C/mcp_server_fields/patch_echo
+{ printf '\x01'; printf '{"command":["node","s.js"],"headers":null}'; } >$C/mcp_server_fields/patch_to_stdio
+{ printf '\x00'; printf '%s' '{"name":"a__b","url":"http://u:p@h/","headers":{"X\r\nY":"v\r\n"}}'; } >$C/mcp_server_fields/hostile
 
 # model_list: [gemini bit] [a provider's model-list body]
 { printf '\x00'; printf '{"object":"list","data":[{"id":"gpt-4o"},{"id":"gpt-4x/../../admin"},{"id":"gpt-4 x"},{"id":5},"s"]}'; } >$C/model_list/openai

@@ -426,6 +426,7 @@ test('the OpenAPI document parses, is 3.1 and lists every endpoint', async () =>
     '/upstream-keys/{ref}/probe': ['post'], '/config': ['get'], '/reload': ['post'],
     '/logs/{id}': ['get'], '/stats': ['get'], '/settings': ['get', 'patch'], '/pricing': ['get'],
     '/model-discovery': ['get'],
+    '/mcp-servers': ['get', 'post'], '/mcp-servers/{id}': ['get', 'patch', 'delete'],
   };
   assert.deepEqual(Object.keys(doc.paths).sort(), Object.keys(expected).sort());
   for (const [path, methods] of Object.entries(expected))

@@ -230,6 +230,26 @@ CREATE TABLE stored_responses (
 ) WITHOUT ROWID;
 CREATE INDEX stored_responses_expiry ON stored_responses (expires_at_ms);
 )sql"},
+    // MCP servers added through the admin API. The headers (secrets) are one sealed blob, as
+    // upstream keys are; the control-plane triggers make every instance pick a change up.
+    {9, "mcp servers", R"sql(
+CREATE TABLE mcp_servers (
+  id                INTEGER PRIMARY KEY AUTOINCREMENT,
+  name              TEXT    NOT NULL UNIQUE,
+  url               TEXT    NOT NULL DEFAULT '',
+  command           TEXT    NOT NULL DEFAULT '[]' CHECK (json_valid(command)),
+  headers_encrypted BLOB    NOT NULL DEFAULT X'',
+  timeout_ms        INTEGER NOT NULL DEFAULT 30000 CHECK (timeout_ms > 0),
+  created_at        INTEGER NOT NULL,
+  updated_at        INTEGER NOT NULL
+);
+CREATE TRIGGER mcp_servers_cp_insert AFTER INSERT ON mcp_servers
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+CREATE TRIGGER mcp_servers_cp_update AFTER UPDATE ON mcp_servers
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+CREATE TRIGGER mcp_servers_cp_delete AFTER DELETE ON mcp_servers
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+)sql"},
 };
 
 }  // namespace

@@ -150,6 +150,27 @@ TEST(McpUpstream, ResponseIdOfAStdioLine) {
   EXPECT_FALSE(responseId(json::parse("[]")));
 }
 
+TEST(McpOrigin, TheRequestsOwnHostOrLoopbackOnly) {
+  EXPECT_TRUE(originAllowed("http://gateway.internal:8080", "gateway.internal:8080"));
+  EXPECT_TRUE(originAllowed("https://Gateway.Internal", "gateway.internal:443"));  // ports aside, any case
+  EXPECT_TRUE(originAllowed("http://localhost:5173", "127.0.0.1:8080"));
+  EXPECT_TRUE(originAllowed("http://127.0.0.1:8080/", "localhost:8080"));
+  EXPECT_TRUE(originAllowed("http://[::1]:3000", "localhost"));
+  EXPECT_FALSE(originAllowed("http://evil.example", "127.0.0.1:8080"));
+  EXPECT_FALSE(originAllowed("http://evil.example", "gateway.internal"));
+  EXPECT_FALSE(originAllowed("http://127.0.0.1.evil.example", "127.0.0.1:8080"));
+  EXPECT_FALSE(originAllowed("http://localhost", "gateway.internal"));  // loopback only matches loopback
+  EXPECT_FALSE(originAllowed("null", "127.0.0.1:8080"));
+  EXPECT_FALSE(originAllowed("file://", "127.0.0.1:8080"));
+  EXPECT_FALSE(originAllowed("chrome-extension://abc", "127.0.0.1:8080"));
+  EXPECT_FALSE(originAllowed("http://user@127.0.0.1", "127.0.0.1"));
+  EXPECT_FALSE(originAllowed("http://127.0.0.1:80x", "127.0.0.1"));
+  EXPECT_FALSE(originAllowed("http://127.0.0.1/path", "127.0.0.1"));
+  EXPECT_FALSE(originAllowed("http://[::1", "[::1]"));
+  EXPECT_FALSE(originAllowed("http://a b", "a b"));
+  EXPECT_FALSE(originAllowed("http://gateway.internal", ""));  // no Host: nothing to match
+}
+
 }  // namespace json_rpc_test
 }  // namespace
 }  // namespace sluice::mcp

@@ -909,6 +909,53 @@ TEST_P(StoreTest, ChannelCrud) {
   EXPECT_EQ(store_->listChannels().size(), 1u);
 }
 
+TEST_P(StoreTest, McpServerCrudKeepsHeadersAsOpaqueBytesAndBumpsTheStamp) {
+  McpServer m;
+  m.name = "files";
+  m.url = "https://mcp.example/mcp";
+  m.headers_encrypted = std::string("\x00sealed\xff\x01", 9);  // any byte, as a sealed blob is
+  m.timeout_ms = 15000;
+  const std::string before = store_->controlPlaneStamp();
+  const std::int64_t id = store_->createMcpServer(m);
+  EXPECT_NE(store_->controlPlaneStamp(), before) << "every instance must see an added server";
+  auto got = store_->getMcpServer(id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->name, "files");
+  EXPECT_EQ(got->url, m.url);
+  EXPECT_EQ(got->command, "[]");
+  EXPECT_EQ(got->headers_encrypted, m.headers_encrypted);
+  EXPECT_EQ(got->timeout_ms, 15000);
+  EXPECT_GT(got->created_at_ms, 0);
+  EXPECT_EQ(store_->findMcpServerByName("files")->id, id);
+  EXPECT_FALSE(store_->findMcpServerByName("nope"));
+  try {
+    store_->createMcpServer(m);
+    FAIL() << "duplicate MCP server name accepted";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.code(), StoreErrc::Conflict) << e.what();
+  }
+
+  McpServer s;
+  s.name = "local";
+  s.command = R"(["node","server.js"])";
+  const std::int64_t sid = store_->createMcpServer(s);
+  ASSERT_EQ(store_->listMcpServers().size(), 2u);
+  EXPECT_EQ(store_->listMcpServers().at(1).command, s.command);
+
+  got->url = "https://other.example/mcp";
+  got->headers_encrypted.clear();
+  const std::string stamp = store_->controlPlaneStamp();
+  EXPECT_TRUE(store_->updateMcpServer(*got));
+  EXPECT_NE(store_->controlPlaneStamp(), stamp);
+  EXPECT_EQ(store_->getMcpServer(id)->url, "https://other.example/mcp");
+  EXPECT_TRUE(store_->getMcpServer(id)->headers_encrypted.empty());
+
+  EXPECT_TRUE(store_->deleteMcpServer(sid));
+  EXPECT_FALSE(store_->deleteMcpServer(sid));
+  EXPECT_FALSE(store_->getMcpServer(sid));
+  EXPECT_EQ(store_->listMcpServers().size(), 1u);
+}
+
 TEST_P(StoreTest, ChannelSettingsRoundTripAndAreJsonChecked) {
   Channel c;
   c.name = "azure";
