@@ -6,6 +6,7 @@ import { SignIn } from './pages/SignIn';
 import { Dashboard } from './pages/Dashboard';
 import { Channels } from './pages/Channels';
 import { Keys } from './pages/Keys';
+import { Mcp } from './pages/Mcp';
 import { Logs } from './pages/Logs';
 import { LogDetail } from './pages/LogDetail';
 import { Usage } from './pages/Usage';
@@ -16,6 +17,7 @@ const NAV = [
   { path: '/', label: 'Dashboard' },
   { path: '/channels', label: 'Channels' },
   { path: '/keys', label: 'Keys' },
+  { path: '/mcp', label: 'MCP' },
   { path: '/logs', label: 'Logs' },
   { path: '/usage', label: 'Usage' },
   { path: '/settings', label: 'Settings' },
@@ -47,6 +49,7 @@ export function App() {
     case '': page = <Dashboard />; break;
     case 'channels': page = <Channels />; break;
     case 'keys': page = <Keys />; break;
+    case 'mcp': page = <Mcp />; break;
     case 'logs': page = route.parts[1] ? <LogDetail id={route.parts[1]} /> : <Logs query={route.query} />; break;
     case 'usage': page = <Usage />; break;
     case 'settings': page = <Settings />; break;

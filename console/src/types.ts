@@ -132,6 +132,7 @@ export interface VirtualKey {
   key_prefix: string;
   allowed_models: string[];
   allowed_channels: string[];
+  allowed_tools: string[];  // MCP tools (SERVER__TOOL names or globs); empty: every tool
   rpm: number | null;
   tpm: number | null;
   max_concurrent: number | null;
@@ -223,4 +224,27 @@ export interface Price {
   output_per_mtok: number;
   cached_input_per_mtok?: number | null;
   source: 'shipped' | 'config';
+}
+
+// GET /admin/api/mcp-servers: a server behind /mcp, with the running hub's view of it.
+export interface McpTool {
+  name: string;  // namespaced: SERVER__TOOL
+  description?: string | null;
+}
+
+export interface McpServer {
+  id: number | null;  // null: declared in the config file
+  name: string;
+  source: 'config' | 'store';
+  transport: 'http' | 'stdio';
+  url: string | null;
+  command: string[] | null;
+  headers: Record<string, string>;  // values masked
+  timeout_ms: number;
+  state: 'up' | 'down' | 'starting';
+  error: string | null;
+  restarts: number;
+  tools: McpTool[];
+  prompts: number;
+  resources: number;
 }

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, ApiError } from '../api';
 import { fmtCompact, fmtInt, fmtRelative, fmtTime, fmtUsd, fromLocalInput, splitList, toLocalInput } from '../format';
 import { PROTECT_PARAMS, ProtectFields, protectBody, protectForm, ProtectProps, type ProtectForm } from '../protect';
-import type { Channel, UsagePage, VirtualKey } from '../types';
+import type { Channel, McpServer, UsagePage, VirtualKey } from '../types';
 import {
   ActionButton, Badge, CopyButton, describedBy, Empty, ErrorBox, Field, fieldError, InlineError, Loading, PageHeader,
   useAsync,
@@ -11,6 +11,7 @@ import {
 interface Data {
   keys: VirtualKey[];
   channels: string[];
+  tools: string[];  // the MCP tools the gateway offers now (SERVER__TOOL)
   usage: Map<number, { requests: number; tokens: number }>;
 }
 
@@ -28,14 +29,16 @@ const BUDGETS = [
 export function Keys() {
   const [status, setStatus] = useState('');
   const state = useAsync<Data>(async (signal) => {
-    const [keys, channels, usage] = await Promise.all([
+    const [keys, channels, usage, mcp] = await Promise.all([
       api<{ data: VirtualKey[] }>('/keys', { signal, query: { status } }),
       api<{ data: Channel[] }>('/channels', { signal }).catch(() => ({ data: [] as Channel[] })),
       api<UsagePage>('/usage', { signal, query: { by: 'key' } }).catch(() => ({ data: [], from_ms: 0, to_ms: 0 })),
+      api<{ data: McpServer[] }>('/mcp-servers', { signal }).catch(() => ({ data: [] as McpServer[] })),
     ]);
     const u = new Map<number, { requests: number; tokens: number }>();
     for (const r of usage.data) if (r.virtual_key_id) u.set(r.virtual_key_id, { requests: r.requests, tokens: r.input_tokens + r.output_tokens });
-    return { keys: keys.data, channels: channels.data.map((c) => c.name), usage: u };
+    const tools = mcp.data.flatMap((m) => m.tools.map((t) => t.name)).sort();
+    return { keys: keys.data, channels: channels.data.map((c) => c.name), tools, usage: u };
   }, [status]);
   const [creating, setCreating] = useState(false);
   const [secret, setSecret] = useState<{ name: string; secret: string } | null>(null);
@@ -60,7 +63,7 @@ export function Keys() {
       {secret && <SecretReveal {...secret} onDismiss={() => setSecret(null)} />}
       {creating && (
         <div id="new-key">
-          <KeyForm channels={d?.channels ?? []}
+          <KeyForm channels={d?.channels ?? []} tools={d?.tools ?? []}
             onCancel={() => setCreating(false)}
             onSaved={async (r) => {
               setCreating(false);
@@ -74,7 +77,7 @@ export function Keys() {
       {d && d.keys.length === 0 && <Empty>{status ? `No ${status} keys.` : 'No virtual keys yet. Create one for each application.'}</Empty>}
       {d && d.keys.length > 0 && (
         <ul class="stack keylist" aria-label="Virtual keys">
-          {d.keys.map((k) => <KeyCard key={k.id} k={k} channels={d.channels} usage={d.usage.get(k.id)} onChange={() => state.reload()} />)}
+          {d.keys.map((k) => <KeyCard key={k.id} k={k} channels={d.channels} tools={d.tools} usage={d.usage.get(k.id)} onChange={() => state.reload()} />)}
         </ul>
       )}
     </>
@@ -116,8 +119,8 @@ function Meter({ label, spent, budget }: { label: string; spent: number; budget:
   );
 }
 
-function KeyCard({ k, channels, usage, onChange }: {
-  k: VirtualKey; channels: string[]; usage?: { requests: number; tokens: number }; onChange: () => Promise<void>;
+function KeyCard({ k, channels, tools, usage, onChange }: {
+  k: VirtualKey; channels: string[]; tools: string[]; usage?: { requests: number; tokens: number }; onChange: () => Promise<void>;
 }) {
   const [editing, setEditing] = useState(false);
   const limits = LIMITS.filter(([f]) => k[f] !== null);
@@ -149,12 +152,13 @@ function KeyCard({ k, channels, usage, onChange }: {
         </div>
       </header>
       {editing ? (
-        <KeyForm k={k} channels={channels} onCancel={() => setEditing(false)} onSaved={async () => { setEditing(false); await onChange(); }} />
+        <KeyForm k={k} channels={channels} tools={tools} onCancel={() => setEditing(false)} onSaved={async () => { setEditing(false); await onChange(); }} />
       ) : (
         <div class="key-body">
           <dl class="props">
             <div><dt>Models</dt><dd>{k.allowed_models.length ? k.allowed_models.map((m) => <code key={m} class="chip">{m}</code>) : 'every model'}</dd></div>
             <div><dt>Channels</dt><dd>{k.allowed_channels.length ? k.allowed_channels.map((m) => <code key={m} class="chip">{m}</code>) : 'every channel'}</dd></div>
+            <div><dt>MCP tools</dt><dd data-testid="key-tools">{(k.allowed_tools ?? []).length ? k.allowed_tools.map((m) => <code key={m} class="chip">{m}</code>) : 'every tool'}</dd></div>
             <div><dt>Limits</dt><dd>{limits.length ? limits.map(([f, label]) => <span key={f} class="chip">{label}: {fmtInt(k[f])}</span>) : 'none'}</dd></div>
             <ProtectProps o={k} testid="key" />
             <div><dt>Expires</dt><dd>{k.expires_at_ms ? <span title={fmtTime(k.expires_at_ms)}>{fmtTime(k.expires_at_ms)} ({fmtRelative(k.expires_at_ms)})</span> : 'never'}</dd></div>
@@ -176,6 +180,7 @@ interface FormState {
   name: string;
   allowed_models: string;
   allowed_channels: string[];
+  allowed_tools: string;
   rpm: string;
   tpm: string;
   max_concurrent: string;
@@ -192,6 +197,7 @@ function toForm(k?: VirtualKey): FormState {
     name: k?.name ?? '',
     allowed_models: (k?.allowed_models ?? []).join(', '),
     allowed_channels: k?.allowed_channels ?? [],
+    allowed_tools: (k?.allowed_tools ?? []).join(', '),
     rpm: s(k?.rpm), tpm: s(k?.tpm), max_concurrent: s(k?.max_concurrent),
     budget_daily_usd: s(k?.budget_daily_usd), budget_monthly_usd: s(k?.budget_monthly_usd), budget_total_usd: s(k?.budget_total_usd),
     expires: toLocalInput(k?.expires_at_ms),
@@ -207,8 +213,8 @@ function num(s: string, param: string, integer: boolean): number | null {
   return n;
 }
 
-function KeyForm({ k, channels, onSaved, onCancel }: {
-  k?: VirtualKey; channels: string[]; onSaved: (created?: { name: string; secret: string }) => Promise<void>; onCancel: () => void;
+function KeyForm({ k, channels, tools, onSaved, onCancel }: {
+  k?: VirtualKey; channels: string[]; tools: string[]; onSaved: (created?: { name: string; secret: string }) => Promise<void>; onCancel: () => void;
 }) {
   const [f, setF] = useState<FormState>(() => toForm(k));
   const [error, setError] = useState<unknown>(undefined);
@@ -226,6 +232,7 @@ function KeyForm({ k, channels, onSaved, onCancel }: {
         name: f.name.trim(),
         allowed_models: splitList(f.allowed_models),
         allowed_channels: f.allowed_channels,
+        allowed_tools: splitList(f.allowed_tools),
       };
       for (const [p] of LIMITS) body[p] = num(f[p], p, true);
       for (const [p] of BUDGETS) body[p] = num(f[p], p, false);
@@ -238,6 +245,7 @@ function KeyForm({ k, channels, onSaved, onCancel }: {
         if (f.name === before.name) delete body.name;
         if (f.allowed_models === before.allowed_models) delete body.allowed_models;
         if (JSON.stringify(f.allowed_channels) === JSON.stringify(before.allowed_channels)) delete body.allowed_channels;
+        if (f.allowed_tools === before.allowed_tools) delete body.allowed_tools;
         for (const [p] of [...LIMITS, ...BUDGETS]) if (f[p] === before[p]) delete body[p];
         if (f.expires === before.expires) delete body.expires_at_ms;
         for (const p of PROTECT_PARAMS) if (f.protect[p] === before.protect[p]) delete body[p];
@@ -245,6 +253,7 @@ function KeyForm({ k, channels, onSaved, onCancel }: {
         await onSaved();
       } else {
         for (const key of Object.keys(body)) if (body[key] === null) delete body[key];
+        if ((body.allowed_tools as string[]).length === 0) delete body.allowed_tools;
         const r = await api<{ key: VirtualKey; secret: string }>('/keys', { method: 'POST', body });
         await onSaved({ name: r.key.name, secret: r.secret });
       }
@@ -256,7 +265,7 @@ function KeyForm({ k, channels, onSaved, onCancel }: {
   };
 
   const fe = (p: string) => fieldError(error, p);
-  const known = ['name', 'allowed_models', 'allowed_channels', 'expires_at_ms', 'expires_at', ...PROTECT_PARAMS, ...LIMITS.map(([p]) => p), ...BUDGETS.map(([p]) => p)];
+  const known = ['name', 'allowed_models', 'allowed_channels', 'allowed_tools', 'expires_at_ms', 'expires_at', ...PROTECT_PARAMS, ...LIMITS.map(([p]) => p), ...BUDGETS.map(([p]) => p)];
   const numField = (p: keyof FormState & string, label: string, integer: boolean, hint: string) => (
     <Field key={p} id={`${base}-${p}`} label={label} hint={hint} error={fe(p)}>
       <input id={`${base}-${p}`} name={p} type="number" min={integer ? 1 : 0} step={integer ? 1 : 'any'} value={f[p] as string}
@@ -276,6 +285,8 @@ function KeyForm({ k, channels, onSaved, onCancel }: {
             onInput={(e) => set('allowed_models', e.currentTarget.value)}
             aria-describedby={describedBy(`${base}-allowed_models`, 'h', fe('allowed_models'))} aria-invalid={!!fe('allowed_models')} />
         </Field>
+        <ToolsField base={base} value={f.allowed_tools} tools={tools} error={fe('allowed_tools')}
+          onChange={(v) => set('allowed_tools', v)} />
         {LIMITS.map(([p, label]) => numField(p, label, true, 'Blank: no limit'))}
         {BUDGETS.map(([p, label]) => numField(p, label, false, 'Blank: no budget'))}
         <Field id={`${base}-expires`} label="Expires" error={fe('expires_at_ms') ?? fe('expires_at')} hint="Local time; blank: never">
@@ -303,5 +314,34 @@ function KeyForm({ k, channels, onSaved, onCancel }: {
         <button type="button" class="btn btn-ghost" onClick={onCancel}>Cancel</button>
       </div>
     </form>
+  );
+}
+
+// A key's allowed MCP tools: names or globs over SERVER__TOOL, typed or picked from the tools the
+// gateway's MCP servers offer now.
+function ToolsField({ base, value, tools, error, onChange }: {
+  base: string; value: string; tools: string[]; error?: string; onChange: (v: string) => void;
+}) {
+  const id = `${base}-allowed_tools`;
+  const chosen = splitList(value);
+  const servers = [...new Set(tools.map((t) => t.split('__')[0]))];
+  const offers = [...servers.map((s) => `${s}__*`), ...tools].filter((t) => !chosen.includes(t));
+  return (
+    <div class={`field field-wide${error ? ' field-invalid' : ''}`}>
+      <label for={id}>Allowed MCP tools</label>
+      <input id={id} name="allowed_tools" value={value} placeholder="github__*, files__read_file"
+        onInput={(e) => onChange(e.currentTarget.value)}
+        aria-describedby={describedBy(id, 'h', error)} aria-invalid={!!error} />
+      <small id={`${id}-hint`} class="hint">Names or globs over SERVER__TOOL, comma separated; blank: every tool</small>
+      {offers.length > 0 && (
+        <div class="chips-pick" role="group" aria-label="Add a tool">
+          {offers.slice(0, 40).map((t) => (
+            <button key={t} type="button" class="btn btn-small btn-ghost chip" aria-label={`Allow ${t}`}
+              onClick={() => onChange([...chosen, t].join(', '))}>+ {t}</button>
+          ))}
+        </div>
+      )}
+      {error && <small id={`${id}-error`} class="field-error" role="alert">{error}</small>}
+    </div>
   );
 }

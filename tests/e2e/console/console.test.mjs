@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { spawn } from 'node:child_process';
 import { chromium } from 'playwright-core';
 import OpenAI from 'openai';
+import { createServer } from 'node:net';
 import { MASTER, startMock, startGateway, tempDir, stop, sleep } from '../../lib/harness.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -17,10 +18,14 @@ const ARTIFACTS = join(HERE, 'artifacts');
 const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
 const LAPTOP = { width: 1366, height: 900 };
 const PHONE = { width: 390, height: 844 };
+// An MCP server from npm (installed with the SDK tests, tests/e2e): the gateway runs one copy over
+// stdio (from the config file); another, on a loopback port, is added in the console.
+const EVERYTHING = join(HERE, '..', 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
+const MCP_SECRET = 'mcp-upstream-secret-9f8e7d6c';
 const CHANNEL = 'console-mock';
 const MODEL = 'console-1';
 
-let mock, gw, browser, page, consoleUrl, preview;
+let mock, gw, browser, page, consoleUrl, preview, mcpHttp, mcpPort;
 const pageErrors = [];
 
 // Every UI wait has a deadline; the dashboard polls every 5 s, so its waits allow a few polls.
@@ -47,6 +52,9 @@ channels:
     models: ["file-*", "mock-mod*"]
 pricing:
   "console-*": {input: 3, output: 15}
+mcp:
+  servers:
+    - {name: tools, command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(EVERYTHING)}, stdio], timeout: 20s}
 `;
 }
 
@@ -107,6 +115,34 @@ async function shoot(name, ready) {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 }
 
+async function freePort() {
+  const srv = createServer();
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address();
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+// One MCP session on the gateway's /mcp with `key`: the names tools/list answers.
+async function mcpToolNames(key) {
+  const post = (body, session) => fetch(`${gw.url}/mcp`, { method: 'POST', body: JSON.stringify(body), headers: {
+    authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+    ...(session ? { 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' } : {}) } });
+  const message = async (res) => {
+    const text = await res.text();
+    if (!/event-stream/.test(res.headers.get('content-type') ?? '')) return JSON.parse(text);
+    return JSON.parse(text.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5)).pop());
+  };
+  const init = await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {
+    protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'console-test', version: '1' } } });
+  assert.equal(init.status, 200);
+  const session = init.headers.get('mcp-session-id');
+  await message(init);
+  await (await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, session)).text();
+  const list = await message(await post({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }, session));
+  return list.result.tools.map((t) => t.name).sort();
+}
+
 async function kpi(id) {
   const v = await page.getByTestId(id).getAttribute('data-value');
   return Number(v);
@@ -118,6 +154,9 @@ before(async () => {
   // Streams slow enough (12 chunks, 60 ms apart) that the playground shows text arriving chunk by
   // chunk and its Stop button can end one.
   mock = await startMock(['--chunks', '12', '--chunk-interval-ms', '60']);
+  assert.ok(existsSync(EVERYTHING), `${EVERYTHING} is missing: run npm ci in tests/e2e`);
+  mcpPort = await freePort();
+  mcpHttp = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], { env: { ...process.env, PORT: String(mcpPort) }, stdio: 'ignore' });
   gw = await startGateway(gatewayConfig(tempDir()));
   consoleUrl = await consoleOrigin();
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
@@ -136,6 +175,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   if (preview) await stop(preview);
+  if (mcpHttp) await stop(mcpHttp);
   await gw?.stop();
   await mock?.stop();
 });
@@ -331,6 +371,55 @@ test("keys: a key's screening and cache overrides are set in its form and take e
   assert.equal((await card.getByTestId('key-cache').textContent()).trim(), 'off', 'an untouched field keeps its value');
   const passed = await sdk.chat.completions.create(injection);
   assert.ok(passed.choices[0].message.content.length > 0);
+});
+
+test('mcp: the config server and its tools; a server added with a secret header; a key limited to one of its tools', async () => {
+  await go('/mcp');
+  const fromFile = page.getByTestId('mcp-server-tools');
+  await fromFile.getByText('config file').waitFor();
+  await page.locator('[data-testid="mcp-server-tools"][data-state="up"]').waitFor({ timeout: POLL_MS });
+  await fromFile.getByTestId('mcp-tools').getByText('tools__echo', { exact: true }).waitFor();
+  assert.equal(await fromFile.getByRole('button', { name: 'Edit' }).count(), 0, 'a config-file server has no Edit button');
+
+  // A refused name is shown next to the field; then the server is added.
+  await page.getByRole('button', { name: 'New server' }).click();
+  const form = page.getByTestId('mcp-form');
+  await form.getByLabel('Name', { exact: true }).fill('re__mote');
+  await form.getByLabel('URL').fill(`http://127.0.0.1:${mcpPort}/mcp`);
+  await form.getByLabel('Headers').fill(`Authorization: Bearer ${MCP_SECRET}`);
+  await form.getByRole('button', { name: 'Add server' }).click();
+  await form.locator('.field-invalid .field-error').first().waitFor();
+  await form.getByLabel('Name', { exact: true }).fill('remote');
+  await form.getByRole('button', { name: 'Add server' }).click();
+  const card = page.getByTestId('mcp-server-remote');
+  await card.waitFor();
+  await page.locator('[data-testid="mcp-server-remote"][data-state="up"]').waitFor({ timeout: POLL_MS });
+  await card.getByTestId('mcp-tools').getByText('remote__echo', { exact: true }).waitFor();
+  const shown = await card.getByTestId('mcp-headers').textContent();
+  assert.match(shown, /^Authorization: /);
+  assert.ok(!shown.includes(MCP_SECRET.slice(8)), `the header value is masked: ${shown}`);
+  assert.ok(!(await page.content()).includes(MCP_SECRET), 'the secret is nowhere on the page');
+  await shoot('mcp');
+
+  // The key form offers the tools; picking one limits the key to it on /mcp.
+  await go('/keys');
+  const keyCard = page.getByTestId('vkey-e2e-app');
+  assert.equal((await keyCard.getByTestId('key-tools').textContent()).trim(), 'every tool');
+  await keyCard.getByRole('button', { name: 'Edit' }).click();
+  const keyForm = keyCard.getByTestId('key-form');
+  await keyForm.getByRole('button', { name: 'Allow remote__echo' }).click();
+  assert.equal(await keyForm.getByLabel('Allowed MCP tools').inputValue(), 'remote__echo');
+  await keyForm.getByRole('button', { name: 'Save changes' }).click();
+  await keyCard.getByTestId('key-tools').getByText('remote__echo').waitFor();
+  assert.deepEqual(await mcpToolNames(secret), ['remote__echo'], 'the key lists only its allowed tool');
+  assert.ok((await mcpToolNames(MASTER)).includes('tools__echo'), 'the master key lists every tool');
+
+  // Deleting the server in the console takes its tools off /mcp.
+  await go('/mcp');
+  page.once('dialog', (d) => void d.accept());
+  await page.getByRole('button', { name: 'Delete MCP server remote' }).click();
+  await page.getByTestId('mcp-server-remote').waitFor({ state: 'detached' });
+  assert.deepEqual(await mcpToolNames(secret), [], 'the key has no tool left to list');
 });
 
 test("channels: a store channel's screening override is set in its form and takes effect", async () => {
