@@ -159,8 +159,10 @@ scale_measure() {
   c0=$(mock_conns)
   measure "$@"
   c1=$(mock_conns)
+  # Each mock_conns is a connection of its own that the count it answers already includes: c1's
+  # is not the proxy's.
   printf '{"scenario":"%s","target":"%s","round":%s,"upstream_connects":%s,"rss_before_kb":%s}\n' \
-    "$scenario" "$target" "$round" "$((c1 - c0))" "$rss0" >>"$WORK/conns.jsonl"
+    "$scenario" "$target" "$round" "$((c1 - c0 - 1))" "$rss0" >>"$WORK/conns.jsonl"
 }
 # shellcheck disable=SC2034  # read by measure() in bench/lib.sh
 MEASURE_WATCH=1

@@ -15,8 +15,12 @@ pkgs=(
   systemd debootstrap podman
 )
 # Only what the benchmark harness needs on top (nginx and haproxy as the proxy floors; valgrind
-# for bench/instructions.sh).
-if [ "${SLUICE_BENCH_DEPS:-0}" = 1 ]; then pkgs+=(nginx-light haproxy valgrind); fi
+# for bench/instructions.sh and callgrind profiles; perf and heaptrack for where CPU and memory
+# go; jemalloc and mimalloc to compare allocators with LD_PRELOAD, SCALE_SLUICE_ENV in
+# bench/scale.sh).
+if [ "${SLUICE_BENCH_DEPS:-0}" = 1 ]; then
+  pkgs+=(nginx-light haproxy valgrind linux-perf heaptrack libjemalloc2 libmimalloc2.0)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do

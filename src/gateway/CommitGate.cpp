@@ -95,7 +95,8 @@ Verdict CommitGate::onEvent(std::string_view name, std::string_view data) {
     if (name == "ping" || name == "message_start") return Verdict::Hold;
     if (name == "content_block_start") {
       boost::system::error_code ec;
-      const json::value v = parseJson(data, ec);
+      ScratchJson scratch;
+      const json::value v = scratch.parse(data, ec);
       if (ec || !v.is_object()) return fail(502, data, "the upstream sent a malformed content_block_start event");
       const json::object* block = objectAt(v.as_object(), "content_block");
       const std::string_view type = block ? stringAt(*block, "type") : std::string_view();
@@ -104,7 +105,8 @@ Verdict CommitGate::onEvent(std::string_view name, std::string_view data) {
     }
     if (name == "error") {
       boost::system::error_code ec;
-      const json::value v = parseJson(data, ec);
+      ScratchJson scratch;
+      const json::value v = scratch.parse(data, ec);
       const json::object* e = !ec && v.is_object() ? objectAt(v.as_object(), "error") : nullptr;
       if (!e) return fail(502, data, "the upstream sent an error event that is not an error object");
       return fail(errorStatus(*e), data, errorMessage(*e, "error event"));
@@ -113,7 +115,8 @@ Verdict CommitGate::onEvent(std::string_view name, std::string_view data) {
   }
   if (format_ == Format::OpenAIChat && data == "[DONE]") return Verdict::Commit;
   boost::system::error_code ec;
-  const json::value v = parseJson(data, ec);
+  ScratchJson scratch;  // the event's tree, dropped with it
+  const json::value v = scratch.parse(data, ec);
   if (ec || !v.is_object()) return fail(502, data, "the upstream sent a stream event that is not a JSON object");
   const json::object& o = v.as_object();
   switch (format_) {

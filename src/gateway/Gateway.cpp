@@ -490,7 +490,11 @@ class Gateway {
     RequestRecord rec;
     auto& reg = metrics::registry();
     reg.active_requests.fetch_add(1, std::memory_order_relaxed);
-    co_await route(*snap, ws, req, r, ctx, rec);
+    // Everything but the proxy API is answered in route(), whose frame (every branch's locals:
+    // about 3 KB) is gone again before a stream begins; the proxy API runs in proxyApi(), whose
+    // frame is what each open stream holds.
+    ClientCall call;
+    if (!co_await route(*snap, ws, req, r, ctx, rec, call)) co_await proxyApi(*snap, ws, req, r, ctx, call, rec);
     reg.active_requests.fetch_sub(1, std::memory_order_relaxed);
     if (!rec.status) co_return;  // an unlogged housekeeping endpoint
     scrubRecord(*snap, rec);
@@ -519,8 +523,9 @@ class Gateway {
     co_await r.send(std::move(res));
   }
 
-  net::awaitable<void> route(const Snapshot& snap, WorkerState& ws, http::Request& req, http::Responder& r,
-                             const RequestContext& ctx, RequestRecord& rec) {
+  // Answers what is not the proxy API (true); for the proxy API, says which call it is (false).
+  net::awaitable<bool> route(const Snapshot& snap, WorkerState& ws, http::Request& req, http::Responder& r,
+                             const RequestContext& ctx, RequestRecord& rec, ClientCall& call) {
     const auto& path = ctx.path;
     auto method = req.method();
 
@@ -528,7 +533,7 @@ class Gateway {
     if (path == "/healthz") {
       json::value ok = json::object{{"status", "ok"}};
       co_await sendJson(r, ctx, 200, ok);
-      co_return;
+      co_return true;
     }
     if (path == "/metrics" && method == bhttp::verb::get) {
       http::Response res{bhttp::status::ok, 11};
@@ -548,7 +553,7 @@ class Gateway {
         out += "sluice_mcp_streams_open " + std::to_string(mcp_endpoint_->openStreams()) + "\n";
       });
       co_await r.send(std::move(res));
-      co_return;
+      co_return true;
     }
     // With admin.listen set, the console and the admin API live on that listener only, and the
     // proxy API only on the public one; each answers the other's paths as unknown routes.
@@ -558,7 +563,7 @@ class Gateway {
     if (adminPlane && !adminApi && (method == bhttp::verb::head || method == bhttp::verb::get)) {
       if (std::optional<http::Response> page = console::serve(req, path)) {
         co_await r.send(std::move(*page));
-        co_return;
+        co_return true;
       }
     }
     if (onAdmin && !adminApi) {
@@ -566,7 +571,7 @@ class Gateway {
           "no route for {} {} on the admin listener (it serves the admin API, the console, /healthz and /metrics)",
           std::string(req.method_string()), path);
       co_await sendError(r, ctx, rec, Wire::OpenAI, 404, "invalid_request_error", "not_found", message);
-      co_return;
+      co_return true;
     }
 
     if (adminPlane && adminApi) {
@@ -576,41 +581,45 @@ class Gateway {
       if (key.empty() || master.empty() || !constantTimeEquals(key, master)) {
         std::string message = "the admin API takes the master key: 'Authorization: Bearer MASTER_KEY'";
         co_await sendError(r, ctx, rec, Wire::OpenAI, 401, "invalid_request_error", "invalid_api_key", message);
-        co_return;
+        co_return true;
       }
       std::string adminPath = path.substr(10);
       std::optional<http::Response> live = co_await live_->handle(snap, ws.pool, req, adminPath);
       if (live) {
         live->set("x-request-id", ctx.id);
         co_await r.send(std::move(*live));
-        co_return;
+        co_return true;
       }
       http::Response res = co_await admin_->handle(req, std::move(adminPath), ctx.query);
       res.set("x-request-id", ctx.id);
       co_await r.send(std::move(res));
-      co_return;
+      co_return true;
     }
 
     // The MCP gateway: JSON-RPC to the configured MCP servers, not a model request (no chain).
     if (path == "/mcp") {
       co_await mcp_endpoint_->handle(snap, req, r, ctx, rec);
-      co_return;
+      co_return true;
     }
 
     // The Responses API's WebSocket mode: each message runs the request path as a POST.
     if (path == "/v1/responses" && method == bhttp::verb::get && boost::beast::websocket::is_upgrade(req)) {
       co_await responsesSocket(snap, req, r, ctx, rec);
-      co_return;
+      co_return true;
     }
 
     // Which API the client speaks decides the error format from here on.
-    ClientCall call;
     if (!classify(path, req, call)) {
       std::string message = fmt::format("no route for {} {}", std::string(req.method_string()), path);
       co_await sendError(r, ctx, rec, call.wire, 404, "invalid_request_error", "not_found", message);
-      co_return;
+      co_return true;
     }
-    // The request path, stage by stage (gateway/Chain.cpp).
+    co_return false;
+  }
+
+  // The request path, stage by stage (gateway/Chain.cpp).
+  net::awaitable<void> proxyApi(const Snapshot& snap, WorkerState& ws, http::Request& req, http::Responder& r,
+                                const RequestContext& ctx, ClientCall& call, RequestRecord& rec) {
     Services svc{ws.pool, limiter_, cache_.get(), &tracer_, responses_.get(), &objects_};
     Exchange ex(snap, svc, req, r, ctx, call, rec);
     co_await runChain(ex);

@@ -556,27 +556,35 @@ boost::asio::awaitable<void> Relay::open(const routing::Pick& p, const UpstreamA
   }
 }
 
+namespace {
+boost::asio::awaitable<Attempt> settled(Attempt a) { co_return a; }
+}  // namespace
+
+// Not a coroutine: it hands the attempt to the coroutine that answers, so no frame of its own
+// (every branch's Attempt) is held while a stream runs.
 boost::asio::awaitable<Attempt> Relay::finish(const routing::Pick& p, int attemptNo, Opening& o) {
-  if (o.untranslatable) co_return co_await refuseUntranslatable(*o.untranslatable);
-  if (o.client_failure || (o.done && o.a.outcome == Outcome::ClientError)) {
-    // The client's upload broke (past max_body_bytes, too slow, malformed): its answer, if the
-    // client is still there to read one.
-    rec.status = o.client_failure ? o.client_failure->result_int() : 499;
-    rec.error = o.a.why;
-    if (o.client_failure) {
-      o.client_failure->set("x-request-id", ctx.id);
-      co_await r.send(std::move(*o.client_failure));
-    } else {
-      r.abort();
-    }
-    o.a.status = rec.status;
-    o.a.delivered = true;
-    co_return o.a;
+  if (o.untranslatable) return refuseUntranslatable(*o.untranslatable);
+  if (o.client_failure || (o.done && o.a.outcome == Outcome::ClientError)) return clientFailure(o);
+  if (o.done) return settled(o.a);
+  if (o.a.status >= 400) return upstreamError(p, attemptNo, std::move(o.conn), *o.parser, std::move(o.a));
+  if (!o.sse) return relayWhole(p, attemptNo, std::move(o.conn), *o.parser, o.a);
+  return relayStream(p, attemptNo, o);
+}
+
+// The client's upload broke (past max_body_bytes, too slow, malformed): its answer, if the
+// client is still there to read one.
+boost::asio::awaitable<Attempt> Relay::clientFailure(Opening& o) {
+  rec.status = o.client_failure ? o.client_failure->result_int() : 499;
+  rec.error = o.a.why;
+  if (o.client_failure) {
+    o.client_failure->set("x-request-id", ctx.id);
+    co_await r.send(std::move(*o.client_failure));
+  } else {
+    r.abort();
   }
-  if (o.done) co_return o.a;
-  if (o.a.status >= 400) co_return co_await upstreamError(p, attemptNo, std::move(o.conn), *o.parser, std::move(o.a));
-  if (!o.sse) co_return co_await relayWhole(p, attemptNo, std::move(o.conn), *o.parser, o.a);
-  co_return co_await relayStream(p, attemptNo, o);
+  o.a.status = rec.status;
+  o.a.delivered = true;
+  co_return o.a;
 }
 
 boost::asio::awaitable<void> Relay::failBegunStream(int status, std::string_view code, const std::string& why,
@@ -822,7 +830,8 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
   auto& filter = *tap;
   const bool stagesRead = wayback::takes(ex, Stage::kResponseData);
   const ResponseEnd end{.pick = p, .status = a.status, .stream = true, .upstream_body = {}};
-  std::string out;  // grows to the largest piece once
+  std::string out;  // grows to the largest piece, up to kKeptPiece kept between reads
+  static constexpr std::size_t kKeptPiece = 1024;
   auto& head = parser.get();
   bool begun = continuing();  // a continuation writes into the stream an earlier attempt began
   auto& active = metrics::registry().active_streams;
@@ -850,6 +859,8 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
       ec = o.held_ec;
       got = o.held;
     } else {
+      // The held events went out with the first piece: their copy is not kept for the stream.
+      if (o.held.capacity() != 0) std::string().swap(o.held);
       // `got` is valid until this loop's first suspension (Connection::readBody): everything
       // that reads it (the filter, the log, the stages) runs before anything is written.
       std::tie(ec, got) = co_await conn->readBody(parser, deadline.cap(wait));
@@ -885,6 +896,9 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
       if (!out.empty() && rec.ttfb_ms < 0) rec.ttfb_ms = msSince(ctx.start);
       if (a.first_byte_ms < 0) a.first_byte_ms = msSince(a.started);
       bool written = last ? co_await r.writeLastChunk(out) : co_await r.writeChunk(out);
+      // A large piece (reads that found several events waiting) is not kept between reads: a
+      // thousand open streams would each hold their largest one.
+      if (out.capacity() > kKeptPiece) std::string().swap(out);
       if (!written) {
         // The client left: stop reading and drop the upstream connection so the provider
         // stops generating.

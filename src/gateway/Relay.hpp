@@ -191,6 +191,7 @@ struct Relay {
   // coroutine its own slot in the frame, which lives as long as the stream, so what only an
   // error needs (a response, its body, a read buffer) is kept out of attempt()'s frame.
   boost::asio::awaitable<Attempt> refuseUntranslatable(const providers::TranslateError& err);
+  boost::asio::awaitable<Attempt> clientFailure(Opening& o);
   boost::asio::awaitable<Attempt> upstreamError(const routing::Pick& p, int attemptNo,
                                                 std::unique_ptr<upstream::Connection> conn,
                                                 upstream::ResponseParser& parser, Attempt a);

@@ -1,8 +1,8 @@
 #include "gateway/RequestLog.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <chrono>
 
 #include "core/JsonText.hpp"
@@ -48,16 +48,37 @@ std::string accessLogLine(const http::Request& req, const RequestContext& ctx, c
     key(k);
     appendJsonString(line, v);
   };
+  // Numbers straight into the line (std::to_chars: the digits printf's %.3f gives, no string
+  // made per field).
+  auto fixed = [&](double v, int decimals) {
+    std::array<char, 64> buf{};
+    const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::fixed, decimals);
+    line.append(buf.data(), r.ec == std::errc{} ? r.ptr : buf.data());
+  };
   auto num = [&](std::string_view k, double v) {
     key(k);
-    v < 0 ? line.append("null") : line.append(fmt::format("{:.3f}", v));
+    if (v < 0)
+      line.append("null");
+    else
+      fixed(v, 3);
   };
   auto integer = [&](std::string_view k, std::int64_t v) {
     key(k);
-    v < 0 ? line.append("null") : line.append(std::to_string(v));
+    if (v < 0) {
+      line.append("null");
+      return;
+    }
+    std::array<char, 24> buf{};
+    const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+    line.append(buf.data(), r.ptr);
   };
   auto ts = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
-  line.append("{\"ts\":").append(std::to_string(ts.count()));
+  line.append("{\"ts\":");
+  {
+    std::array<char, 24> buf{};
+    const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), ts.count());
+    line.append(buf.data(), r.ptr);
+  }
   str("request_id", ctx.id);
   str("method", req.method_string());
   str("path", ctx.path);
@@ -77,7 +98,7 @@ std::string accessLogLine(const http::Request& req, const RequestContext& ctx, c
   if (rec.reasoning_tokens > 0) integer("reasoning_tokens", rec.reasoning_tokens);
   if (rec.cost_usd > 0) {
     key("cost_usd");
-    line.append(fmt::format("{:.6f}", rec.cost_usd));
+    fixed(rec.cost_usd, 6);
   }
   if (rec.virtual_key_id) integer("virtual_key", *rec.virtual_key_id);
   if (!rec.error.empty()) str("error", rec.error);

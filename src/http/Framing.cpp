@@ -1,5 +1,7 @@
 #include "http/Framing.hpp"
 
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include <boost/beast/core/string.hpp>
@@ -91,32 +93,43 @@ void HeadScanner::refuse(int status, std::string message) {
 }
 
 const HeadVerdict& HeadScanner::feed(std::string_view bytes) {
-  while (verdict_.state == HeadVerdict::State::Incomplete && cursor_ < bytes.size()) {
-    const char c = bytes[cursor_];
-    const bool after_cr = cursor_ > line_start_ && bytes[cursor_ - 1] == '\r';
-    if (after_cr && c != '\n') {
+  // A line at a time: memchr finds its LF and any CR in it (the head is scanned once, in bulk,
+  // rather than byte by byte).
+  const char* const d = bytes.data();
+  const std::size_t n = bytes.size();
+  while (verdict_.state == HeadVerdict::State::Incomplete && cursor_ < n) {
+    // A CR that ended the bytes seen last time must be followed by this LF.
+    if (cursor_ > line_start_ && d[cursor_ - 1] == '\r' && d[cursor_] != '\n') {
       refuse(400, "a bare CR (not followed by LF) in the request head; end every line with CRLF");
       break;
     }
-    if (c == '\n') {
-      if (!after_cr) {
-        refuse(400, "a bare LF line ending in the request head; end every line with CRLF");
-        break;
-      }
-      std::string_view line = bytes.substr(line_start_, cursor_ - 1 - line_start_);
-      ++cursor_;
-      if (first_line_) {
-        first_line_ = false;
-        requestLine(line);
-      } else if (line.empty()) {
-        endOfHead(cursor_);
-      } else {
-        fieldLine(line);
-      }
-      line_start_ = cursor_;
-      continue;
+    const auto* nl = static_cast<const char*>(std::memchr(d + cursor_, '\n', n - cursor_));
+    const std::size_t stop = nl != nullptr ? static_cast<std::size_t>(nl - d) : n;
+    // Any CR before `stop` but its last byte is followed by something other than LF.
+    if (const auto* cr = static_cast<const char*>(std::memchr(d + cursor_, '\r', stop - cursor_));
+        cr != nullptr && static_cast<std::size_t>(cr - d) + 1 < stop) {
+      refuse(400, "a bare CR (not followed by LF) in the request head; end every line with CRLF");
+      break;
     }
-    ++cursor_;
+    if (nl == nullptr) {
+      cursor_ = n;  // the line goes on in bytes not here yet
+      break;
+    }
+    if (stop == line_start_ || d[stop - 1] != '\r') {
+      refuse(400, "a bare LF line ending in the request head; end every line with CRLF");
+      break;
+    }
+    std::string_view line = bytes.substr(line_start_, stop - 1 - line_start_);
+    cursor_ = stop + 1;
+    if (first_line_) {
+      first_line_ = false;
+      requestLine(line);
+    } else if (line.empty()) {
+      endOfHead(cursor_);
+    } else {
+      fieldLine(line);
+    }
+    line_start_ = cursor_;
   }
   return verdict_;
 }

@@ -20,6 +20,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <array>
 #include <charconv>
@@ -127,6 +128,17 @@ struct Unregister {
   List& l;
   typename List::iterator it;
   ~Unregister() { l.erase(it); }
+};
+
+// Gives back the open-connection count pickWorker() took for this connection.
+template <class W>
+struct Leave {
+  std::mutex& mu;
+  W& w;
+  ~Leave() {
+    const std::lock_guard lock(mu);
+    --w.open;
+  }
 };
 }  // namespace
 
@@ -314,6 +326,7 @@ struct Server::Worker {
   net::executor_work_guard<net::io_context::executor_type> guard{ioc.get_executor()};
   std::vector<std::unique_ptr<Listener>> listeners;  // stable addresses: accept loops hold them
   std::list<Conn> conns;  // touched only on this worker's thread
+  int open = 0;           // connections it serves, under Server::balance_mu_
   std::thread thread;
 };
 
@@ -420,6 +433,27 @@ net::awaitable<void> Server::acceptLoop(Worker& w, Listener& l) {
       continue;
     }
     accepted_.fetch_add(1, std::memory_order_relaxed);
+    // Served where the fewest connections are: the socket moves to that worker's event loop.
+    Worker* to = &pickWorker(w);
+    if (to != &w) {
+      beast::error_code mec;
+      const auto protocol = l.acceptor->local_endpoint(mec).protocol();
+      tcp::socket moved(to->ioc);
+      if (!mec) {
+        const auto fd = socket.release(mec);
+        if (!mec) {
+          moved.assign(protocol, fd, mec);
+          if (mec) ::close(fd);
+        }
+      }
+      if (mec) {
+        spdlog::warn("accept: handing a connection to worker {}: {}", to->index, mec.message());
+        const std::lock_guard lock(balance_mu_);
+        --to->open;
+        continue;
+      }
+      socket = std::move(moved);
+    }
     auto onExit = [](const std::exception_ptr& e) {
       if (!e) return;
       try {
@@ -429,10 +463,19 @@ net::awaitable<void> Server::acceptLoop(Worker& w, Listener& l) {
       }
     };
     if (l.options.tls)
-      net::co_spawn(w.ioc, serveTlsConnection(w, l.options.tag, l.options.tls, std::move(socket)), onExit);
+      net::co_spawn(to->ioc, serveTlsConnection(*to, l.options.tag, l.options.tls, std::move(socket)), onExit);
     else
-      net::co_spawn(w.ioc, serveConnection(w, l.options.tag, std::move(socket)), onExit);
+      net::co_spawn(to->ioc, serveConnection(*to, l.options.tag, std::move(socket)), onExit);
   }
+}
+
+Server::Worker& Server::pickWorker(Worker& self) {
+  const std::lock_guard lock(balance_mu_);
+  Worker* best = &self;
+  for (auto& w : workers_)
+    if (w->open < best->open) best = w.get();
+  ++best->open;
+  return *best;
 }
 
 net::awaitable<void> Server::serveConnection(Worker& w, int tag, tcp::socket socket) {
@@ -443,6 +486,7 @@ net::awaitable<void> Server::serveConnection(Worker& w, int tag, tcp::socket soc
   // Responder::writeRaw writes a chunk at once and waits only for what did not fit.
   socket.non_blocking(true, sec);
   beast::tcp_stream stream(std::move(socket));
+  const Leave<Worker> leave{balance_mu_, w};
   beast::flat_buffer buffer;  // serveRequests gives it room for each request
   // Beast bounds the head but not a chunk-size line or the trailers: this does (400 past it).
   buffer.max_size(limits_.max_header_bytes + 64u * 1024);
@@ -461,6 +505,7 @@ net::awaitable<void> Server::serveTlsConnection(Worker& w, int tag, std::shared_
   std::string remote;
   if (auto peer = socket.remote_endpoint(sec); !sec) remote = peer.address().to_string();
   // The context current at accept time: this connection keeps it however often it is replaced.
+  const Leave<Worker> leave{balance_mu_, w};
   const std::shared_ptr<ServerTls::Context> ctx = tls->current();
   TlsStream stream(std::move(socket), *ctx);
   beast::tcp_stream& tcp = stream.next_layer();
@@ -576,26 +621,101 @@ class StreamedBody final : public RequestBody {
 
 }  // namespace
 
+// Makes the Responder of a request on this connection.
+template <class Stream>
+Responder Server::responderFor(Worker& w, int tag, Stream& stream, beast::tcp_stream& tcp, std::string_view remote) {
+  if constexpr (std::is_same_v<Stream, TlsStream>)
+    return Responder(stream, tcp, w.index, limits_.write_timeout, remote, tag);
+  else
+    return Responder(tcp, w.index, limits_.write_timeout, remote, tag);
+}
+
+// The server's own refusal: one answer, then the connection closes.
+template <class Stream>
+net::awaitable<void> Server::refuse(Worker& w, int tag, Stream& stream, beast::tcp_stream& tcp,
+                                    beast::flat_buffer& buffer, Response reply) {
+  Responder r = responderFor(w, tag, stream, tcp, {});
+  r.setKeepAlive(false);
+  // A refused body (413 for a declared length past the limit, 400, 408): the client may still be
+  // sending it, and should read its answer rather than a reset.
+  const bool body = reply.result() == bhttp::status::payload_too_large;
+  // The coroutine's copy of `reply` is moved once; clang-tidy reads the frame's copy as a reuse.
+  co_await r.send(std::move(reply));  // NOLINT(bugprone-use-after-move)
+  if (body && r.finished()) co_await lingeringClose(stream, tcp, buffer);
+}
+
+// Reads the next request (its head, and its body unless the handler streams it) into `out`.
+// Its own coroutine, so that the parser and the rarer paths' locals (a refusal, a streamed
+// upload) are not in the frame serveRequests keeps while the handler answers (a stream holds it
+// for minutes, and every open connection one). A streamed body's request is answered here, then
+// the connection closes (false); so does one that fails or is refused.
+template <class Stream>
+net::awaitable<bool> Server::readRequest(Worker& w, int tag, Stream& stream, beast::tcp_stream& tcp,
+                                         beast::flat_buffer& buffer, const std::string& remote,
+                                         std::optional<Request>& out) {
+  bhttp::request_parser<bhttp::string_body> parser;
+  parser.header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
+  parser.body_limit(limits_.max_body_bytes);
+  tcp.expires_after(limits_.header_timeout);
+  auto [hec, refused] = co_await readRequestHead(stream, buffer, parser, limits_.max_header_bytes);
+  if (hec || refused) {
+    if (std::optional<Response> reply = headFailure(hec, refused, limits_))
+      co_await refuse(w, tag, stream, tcp, buffer, std::move(*reply));
+    co_return false;
+  }
+  auto& hreq = parser.get();
+  if (beast::iequals(hreq[bhttp::field::expect], "100-continue")) {
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    auto [cec, cn] = co_await net::async_write(stream, net::buffer(kContinue), kTuple);
+    if (cec) co_return false;
+  }
+  if (!parser.is_done() && stream_body_ && stream_body_(hreq)) {
+    // The handler streams this body: nothing past the head is read here. The connection
+    // closes after the answer (an unread rest must never be taken for the next request).
+    StreamedBody<Stream> body(stream, tcp, buffer, std::move(parser), limits_);
+    Request req;
+    req.base() = body.header();
+    Responder r = responderFor(w, tag, stream, tcp, remote);
+    r.setKeepAlive(false);
+    r.setBody(&body);
+    co_await handler_(req, r);
+    if (!r.started()) {
+      http::Response reply = serverError(bhttp::status::internal_server_error, "server_error", "no response produced");
+      co_await r.send(std::move(reply));
+    }
+    if (!body.done() && r.finished()) co_await lingeringClose(stream, tcp, buffer);
+    co_return false;
+  }
+  if (!parser.is_done()) {
+    auto checkChunk = [](std::uint64_t, std::string_view ext, beast::error_code& ec) {
+      if (checkChunkExtension(ext)) ec = bhttp::error::bad_chunk_extension;
+    };
+    parser.on_chunk_header(checkChunk);
+    const auto fields = std::distance(hreq.begin(), hreq.end());
+    const std::uint64_t expected = parser.content_length().value_or(kBodyBuffer);
+    buffer.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(expected, kBodyBuffer)));
+    tcp.expires_after(limits_.body_timeout);
+    auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, kTuple);
+    // Beast merges trailer fields into the header, past every check made on it: refused.
+    const bool trailers = !bec && std::distance(hreq.begin(), hreq.end()) != fields;
+    if (trailers) bec = bhttp::error::bad_field;
+    if (bec) {
+      if (std::optional<Response> reply = bodyFailure(bec, trailers, limits_))
+        co_await refuse(w, tag, stream, tcp, buffer, std::move(*reply));
+      co_return false;
+    }
+  }
+  tcp.expires_never();
+  // The request is read: a stream that lasts minutes holds no read buffer meanwhile (unless the
+  // client already sent its next request).
+  if (buffer.size() == 0) buffer.shrink_to_fit();
+  out.emplace(parser.release());
+  co_return true;
+}
+
 template <class Stream>
 net::awaitable<void> Server::serveRequests(Worker& w, int tag, Stream& stream, beast::tcp_stream& tcp,
                                            beast::flat_buffer& buffer, bool& idle, const std::string& remote) {
-  auto responder = [&](std::string_view rem) {
-    if constexpr (std::is_same_v<Stream, TlsStream>)
-      return Responder(stream, tcp, w.index, limits_.write_timeout, rem, tag);
-    else
-      return Responder(tcp, w.index, limits_.write_timeout, rem, tag);
-  };
-  // The server's own refusal: one answer, then the connection closes.
-  auto refuse = [&](Response reply) -> net::awaitable<void> {
-    Responder r = responder({});
-    r.setKeepAlive(false);
-    // A refused body (413 for a declared length past the limit, 400, 408): the client may still be
-    // sending it, and should read its answer rather than a reset.
-    const bool body = reply.result() == bhttp::status::payload_too_large;
-    // The coroutine's copy of `reply` is moved once; clang-tidy reads the frame's copy as a reuse.
-    co_await r.send(std::move(reply));  // NOLINT(bugprone-use-after-move)
-    if (body && r.finished()) co_await lingeringClose(stream, tcp, buffer);
-  };
   for (;;) {
     idle = true;
     if (stopping()) break;
@@ -609,69 +729,14 @@ net::awaitable<void> Server::serveRequests(Worker& w, int tag, Stream& stream, b
       buffer.commit(n);
     }
     idle = false;
-
-    bhttp::request_parser<bhttp::string_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
-    parser.body_limit(limits_.max_body_bytes);
-    tcp.expires_after(limits_.header_timeout);
-    auto [hec, refused] = co_await readRequestHead(stream, buffer, parser, limits_.max_header_bytes);
-    if (hec || refused) {
-      if (std::optional<Response> reply = headFailure(hec, refused, limits_)) co_await refuse(std::move(*reply));
-      break;
-    }
-    auto& hreq = parser.get();
-    if (beast::iequals(hreq[bhttp::field::expect], "100-continue")) {
-      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      auto [cec, cn] = co_await net::async_write(stream, net::buffer(kContinue), kTuple);
-      if (cec) break;
-    }
-    if (!parser.is_done() && stream_body_ && stream_body_(hreq)) {
-      // The handler streams this body: nothing past the head is read here. The connection
-      // closes after the answer (an unread rest must never be taken for the next request).
-      StreamedBody<Stream> body(stream, tcp, buffer, std::move(parser), limits_);
-      Request req;
-      req.base() = body.header();
-      Responder r = responder(remote);
-      r.setKeepAlive(false);
-      r.setBody(&body);
-      co_await handler_(req, r);
-      if (!r.started()) {
-        http::Response reply = serverError(bhttp::status::internal_server_error, "server_error", "no response produced");
-        co_await r.send(std::move(reply));
-      }
-      if (!body.done() && r.finished()) co_await lingeringClose(stream, tcp, buffer);
-      break;
-    }
-    if (!parser.is_done()) {
-      auto checkChunk = [](std::uint64_t, std::string_view ext, beast::error_code& ec) {
-        if (checkChunkExtension(ext)) ec = bhttp::error::bad_chunk_extension;
-      };
-      parser.on_chunk_header(checkChunk);
-      const auto fields = std::distance(hreq.begin(), hreq.end());
-      const std::uint64_t expected = parser.content_length().value_or(kBodyBuffer);
-      buffer.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(expected, kBodyBuffer)));
-      tcp.expires_after(limits_.body_timeout);
-      auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, kTuple);
-      // Beast merges trailer fields into the header, past every check made on it: refused.
-      const bool trailers = !bec && std::distance(hreq.begin(), hreq.end()) != fields;
-      if (trailers) bec = bhttp::error::bad_field;
-      if (bec) {
-        if (std::optional<Response> reply = bodyFailure(bec, trailers, limits_)) co_await refuse(std::move(*reply));
-        break;
-      }
-    }
-    tcp.expires_never();
-    // The request is read: a stream that lasts minutes holds no read buffer meanwhile (unless the
-    // client already sent its next request).
-    if (buffer.size() == 0) buffer.shrink_to_fit();
-    Request req = parser.release();
-    Responder r = responder(remote);
-    r.setKeepAlive(req.keep_alive() && !stopping());
-    co_await handler_(req, r);
+    std::optional<Request> req;
+    if (!co_await readRequest(w, tag, stream, tcp, buffer, remote, req)) break;
+    Responder r = responderFor(w, tag, stream, tcp, remote);
+    r.setKeepAlive(req->keep_alive() && !stopping());
+    co_await handler_(*req, r);
     if (!r.started()) {
       r.setKeepAlive(false);
-      http::Response reply = serverError(bhttp::status::internal_server_error, "server_error", "no response produced");
-      co_await r.send(std::move(reply));
+      co_await r.send(serverError(bhttp::status::internal_server_error, "server_error", "no response produced"));
     }
     if (!r.finished() || !r.keepAlive() || stopping()) break;
   }

@@ -1,5 +1,8 @@
 // Server: the HTTP/1.1 front door. One worker thread per io_context, each with its own
-// SO_REUSEPORT acceptor per listener, one coroutine per connection. A listener speaks plain
+// SO_REUSEPORT acceptor per listener, one coroutine per connection. A connection is served by
+// the worker with the fewest open connections (the one that accepted it unless another has
+// fewer): the kernel's hash would split a burst unevenly and differently each time, and every
+// worker's upstream pool would grow to the largest share it ever saw. A listener speaks plain
 // HTTP or terminates TLS itself. Enforces header/body size limits and the header-read (and
 // handshake) deadline; drains in-flight requests on stop().
 // Thread-safety: listen() and run() from the owning thread; stop() from any thread.
@@ -16,8 +19,10 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -197,10 +202,21 @@ class Server {
   struct Worker;
   struct Listener;
   net::awaitable<void> acceptLoop(Worker& w, Listener& l);
+  // The worker with the fewest open connections (`self` on a tie), its count taken: the
+  // connection's coroutine gives it back when it ends (Leave in Server.cpp).
+  Worker& pickWorker(Worker& self);
   net::awaitable<void> serveConnection(Worker& w, int tag, tcp::socket socket);
   net::awaitable<void> serveTlsConnection(Worker& w, int tag, std::shared_ptr<ServerTls> tls, tcp::socket socket);
   // The request loop of one connection; Stream is beast::tcp_stream or TlsStream (`tcp` is its
   // TCP layer, the same object for plain HTTP).
+  template <class Stream>
+  Responder responderFor(Worker& w, int tag, Stream& stream, beast::tcp_stream& tcp, std::string_view remote);
+  template <class Stream>
+  net::awaitable<void> refuse(Worker& w, int tag, Stream& stream, beast::tcp_stream& tcp, beast::flat_buffer& buffer,
+                              Response reply);
+  template <class Stream>
+  net::awaitable<bool> readRequest(Worker& w, int tag, Stream& stream, beast::tcp_stream& tcp,
+                                   beast::flat_buffer& buffer, const std::string& remote, std::optional<Request>& out);
   template <class Stream>
   net::awaitable<void> serveRequests(Worker& w, int tag, Stream& stream, beast::tcp_stream& tcp,
                                      beast::flat_buffer& buffer, bool& idle, const std::string& remote);
@@ -211,6 +227,8 @@ class Server {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> accepted_{0};
+  // Open connections per worker (Worker::open), picked and counted under one lock at accept.
+  std::mutex balance_mu_;
   std::function<void(int)> on_worker_exit_;
 };
 

@@ -13,10 +13,10 @@ after(async () => { for (const p of started) await p.stop(); });
 const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
 after(() => agent.destroy());
 
-// One request through `agent`: [status, body].
-function post(url, headers, body) {
+// One request through `via` (the shared agent unless given): [status, body].
+function post(url, headers, body, via = agent) {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent, headers }, (res) => {
+    const req = http.request(url, { method: 'POST', agent: via, headers }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (d) => { text += d; });
@@ -28,14 +28,14 @@ function post(url, headers, body) {
   });
 }
 
-async function burst(gw, n, ttfbMs) {
+async function burst(gw, n, ttfbMs, via = agent) {
   const body = JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] });
   const headers = {
     'content-type': 'application/json', authorization: `Bearer ${MASTER}`,
     // every stream still open when the last one starts: the burst needs n upstream connections
     'x-mock-ttfb-ms': String(ttfbMs), 'x-mock-chunks': '3',
   };
-  const all = await Promise.all(Array.from({ length: n }, () => post(`${gw.url}/v1/chat/completions`, headers, body)));
+  const all = await Promise.all(Array.from({ length: n }, () => post(`${gw.url}/v1/chat/completions`, headers, body, via)));
   for (const [status, text] of all) {
     assert.equal(status, 200, text);
     assert.ok(text.includes('data: [DONE]'), 'the whole stream arrived');
@@ -58,6 +58,28 @@ test('a second burst as wide as the first reuses the pool: no new upstream conne
   await burst(gw, opened, 400);
   const after2 = (await m.stats()).connections_accepted;
   assert.equal(after2 - warm, 0, `the warm pool served the second burst (${opened} streams)`);
+});
+
+test('two workers: a burst on new client connections reuses both pools, none opened anew', async () => {
+  const m = await startMock(); started.push(m);
+  // Each worker has its own pool. The kernel's SO_REUSEPORT hash would split each burst's new
+  // client connections differently (104/96, then 97/103: the second worker opens 7 more); the
+  // server hands each connection to the worker with fewer open ones, so both bursts split 100/100.
+  const gw = await startGateway({ channels: [{ name: 'a', url: m.url, keys: ['k'], models: ['*'] }], server: { workers: 2 } });
+  started.push(gw);
+  const first = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+  const second = new http.Agent({ keepAlive: true, maxSockets: Infinity });  // 200 new connections
+  after(() => { first.destroy(); second.destroy(); });
+  const before = (await m.stats()).connections_accepted;
+  await burst(gw, 200, 1500, first);
+  const warm = (await m.stats()).connections_accepted;
+  assert.equal(warm - before, 200, 'the first burst ran its 200 streams at once');
+  // The first burst's 200 client connections stay open (idle, 100 on each worker): the second
+  // burst's 200 new ones are split evenly beside them, and each worker's 100 streams find its
+  // 100 idle upstream connections.
+  await burst(gw, 200, 400, second);
+  const after2 = (await m.stats()).connections_accepted;
+  assert.equal(after2 - warm, 0, 'the warm pools served the second burst on new client connections');
 });
 
 test('the mock reports the connections it accepted', async () => {

@@ -168,7 +168,8 @@ void StreamFilter::processEvent(std::string_view ev, std::string& out) {
       while (!json.empty() && json.front() == ' ') json.remove_prefix(1);
       while (!json.empty() && (json.back() == '\n' || json.back() == '\r')) json.remove_suffix(1);
       boost::system::error_code ec;
-      auto v = sluice::parseJson(json, ec);
+      sluice::ScratchJson scratch;
+      auto v = scratch.parse(json, ec);
       if (!ec && usageFromObject(v, usage_) && strip_usage_) {
         const auto* choices = v.as_object().if_contains("choices");
         if (choices && choices->is_array() && choices->as_array().empty()) return;  // the added chunk
