@@ -425,7 +425,8 @@ test('the OpenAPI document parses, is 3.1 and lists every endpoint', async () =>
     '/upstream-keys': ['get'], '/upstream-keys/{ref}/disable': ['post'], '/upstream-keys/{ref}/enable': ['post'],
     '/upstream-keys/{ref}/probe': ['post'], '/config': ['get'], '/reload': ['post'],
     '/logs/{id}': ['get'], '/stats': ['get'], '/settings': ['get', 'patch'], '/pricing': ['get'],
-    '/model-discovery': ['get'],
+    '/model-discovery': ['get'], '/me': ['get'], '/tokens': ['get', 'post'], '/tokens/{id}': ['get', 'delete'],
+    '/tokens/{id}/revoke': ['post'], '/audit': ['get'],
   };
   assert.deepEqual(Object.keys(doc.paths).sort(), Object.keys(expected).sort());
   for (const [path, methods] of Object.entries(expected))
