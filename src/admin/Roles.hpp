@@ -8,6 +8,8 @@
 // what a path does, it only narrows who reaches it.
 // Thread-safety: pure functions over constant data.
 #pragma once
+#include <ostream>  // before verb.hpp: Boost 1.81's string_view streams itself without including it
+
 #include <boost/beast/http/verb.hpp>
 
 #include <optional>

@@ -37,7 +37,7 @@ std::int64_t expiresInField(const json::value& v) {
 }  // namespace
 
 json::object tokenView(const store::AdminToken& t, std::int64_t now_ms) {
-  const char* status = t.revoked_at_ms                                  ? "revoked"
+  const char* status = t.revoked_at_ms                                   ? "revoked"
                        : (t.expires_at_ms && *t.expires_at_ms <= now_ms) ? "expired"
                                                                          : "active";
   return json::object{{"id", t.id},
@@ -53,8 +53,9 @@ json::object tokenView(const store::AdminToken& t, std::int64_t now_ms) {
 
 store::AdminToken newToken(const json::object& body, const std::string& created_by, std::int64_t now_ms,
                            std::string& secret) {
-  rejectUnknownFields(body, {"name", "role", "expires_in", "team"},
-                      {"id", "token_prefix", "status", "expires_at_ms", "revoked_at_ms", "created_by", "created_at_ms"});
+  rejectUnknownFields(
+      body, {"name", "role", "expires_in", "team"},
+      {"id", "token_prefix", "status", "expires_at_ms", "revoked_at_ms", "created_by", "created_at_ms"});
   store::AdminToken t;
   const auto* name = body.if_contains("name");
   if (!name) throw FieldError("name", "name is required: who or what uses the token, e.g. \"ci-deploy\"");
@@ -83,10 +84,18 @@ json::object auditView(const store::AuditEntry& e) {
   if (ec) before = nullptr;
   json::value after = sluice::parseJson(e.after, ec);
   if (ec) after = nullptr;
-  return json::object{{"id", e.id},         {"time_ms", e.time_ms},   {"actor", e.actor},
-                      {"role", e.role},     {"address", e.address},   {"action", e.action},
-                      {"method", e.method}, {"path", e.path},         {"target", e.target},
-                      {"status", e.status}, {"before", std::move(before)}, {"after", std::move(after)}};
+  return json::object{{"id", e.id},
+                      {"time_ms", e.time_ms},
+                      {"actor", e.actor},
+                      {"role", e.role},
+                      {"address", e.address},
+                      {"action", e.action},
+                      {"method", e.method},
+                      {"path", e.path},
+                      {"target", e.target},
+                      {"status", e.status},
+                      {"before", std::move(before)},
+                      {"after", std::move(after)}};
 }
 
 }  // namespace sluice::admin

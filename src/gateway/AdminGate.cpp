@@ -46,14 +46,14 @@ std::string actionOf(bhttp::verb m, std::string_view path) {
 // path without an action suffix; a create names what it made from the answer's id.
 std::string targetOf(std::string_view path, const std::string& action, const json::value& after) {
   std::string t(path);
-  if (action == "revoke" || action == "enable" || action == "disable" || action == "probe")
-    t.resize(t.rfind('/'));
+  if (action == "revoke" || action == "enable" || action == "disable" || action == "probe") t.resize(t.rfind('/'));
   if (action == "create" && after.is_object()) {
     const auto& o = after.get_object();
     const json::value* id = o.if_contains("id");
     for (const char* wrapper : {"key", "token"})
       if (!id)
-        if (const auto* inner = o.if_contains(wrapper); inner && inner->is_object()) id = inner->as_object().if_contains("id");
+        if (const auto* inner = o.if_contains(wrapper); inner && inner->is_object())
+          id = inner->as_object().if_contains("id");
     if (id && id->is_int64()) t += fmt::format("/{}", id->as_int64());
   }
   return t;
@@ -70,8 +70,8 @@ json::value auditBody(const http::Response& res) {
 }
 
 http::Response refusal(int status, std::string_view code, const std::string& message) {
-  auto res = errorResponse(Wire::OpenAI, status, status == 403 ? "permission_error" : "invalid_request_error", code,
-                           message);
+  auto res =
+      errorResponse(Wire::OpenAI, status, status == 403 ? "permission_error" : "invalid_request_error", code, message);
   if (status == 401) res.set(bhttp::field::www_authenticate, "Bearer");
   return res;
 }
@@ -111,10 +111,10 @@ net::awaitable<http::Response> AdminGate::handle(const Snapshot& snap, upstream:
 
   // May they: the one table. A path it does not know is left to the handlers' 404 / 405.
   if (const auto need = admin::requiredRole(method, path); need && caller.role < *need) {
-    co_return refusal(403, "forbidden",
-                      fmt::format("{} /admin/api{} needs the {} role; {} has the {} role",
-                                  std::string(bhttp::to_string(method)), path, admin::roleName(*need), caller.actor,
-                                  admin::roleName(caller.role)));
+    co_return refusal(
+        403, "forbidden",
+        fmt::format("{} /admin/api{} needs the {} role; {} has the {} role", std::string(bhttp::to_string(method)),
+                    path, admin::roleName(*need), caller.actor, admin::roleName(caller.role)));
   }
 
   auto dispatch = [&](const http::Request& q, const std::string& p) -> net::awaitable<http::Response> {

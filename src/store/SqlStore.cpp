@@ -943,8 +943,7 @@ const std::string& SqlStore::insertSqlFor(std::size_t rows) {
 
 namespace {
 
-#define SLUICE_TOKEN_COLUMNS \
-  "id, name, role, token_hash, token_prefix, expires_at, revoked_at, created_by, created_at"
+#define SLUICE_TOKEN_COLUMNS "id, name, role, token_hash, token_prefix, expires_at, revoked_at, created_by, created_at"
 
 AdminToken readAdminToken(SqlRows& r) {
   AdminToken t;
@@ -992,9 +991,14 @@ std::int64_t decodeAuditCursor(const std::string& cursor) {
 }  // namespace
 
 std::int64_t SqlStore::createAdminToken(const AdminToken& t) {
-  P params[] = {P::text(t.name),          P::text(t.role),           P::text(t.token_hash),
-                P::text(t.token_prefix),  P::optInt(t.expires_at_ms), P::optInt(t.revoked_at_ms),
-                P::text(t.created_by),    P::integer(nowMs())};
+  P params[] = {P::text(t.name),
+                P::text(t.role),
+                P::text(t.token_hash),
+                P::text(t.token_prefix),
+                P::optInt(t.expires_at_ms),
+                P::optInt(t.revoked_at_ms),
+                P::text(t.created_by),
+                P::integer(nowMs())};
   return insertReturningId(
       "INSERT INTO admin_tokens (name, role, token_hash, token_prefix, expires_at, revoked_at, created_by, "
       "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

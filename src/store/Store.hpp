@@ -201,7 +201,7 @@ struct VirtualKey {
   std::optional<double> budget_total_usd;
   std::optional<std::int64_t> expires_at_ms;
   std::optional<std::int64_t> revoked_at_ms;
-  std::string metadata = "{}";     // JSON object
+  std::string metadata = "{}";  // JSON object
   // JSON object of the key's overrides of the protect stages: {"screening": "off|log|warn|block",
   // "cache": true|false, "cache_ttl_ms": N}; absent members inherit the channel's and gateway's.
   std::string settings = "{}";
@@ -257,13 +257,13 @@ struct StoredResponse {
 // The store keeps only the SHA-256 of the secret.
 struct AdminToken {
   std::int64_t id = 0;
-  std::string name;        // unique
-  std::string role;        // admin | operator | viewer | member
-  std::string token_hash;  // SHA-256 hex of the secret; unique
+  std::string name;          // unique
+  std::string role;          // admin | operator | viewer | member
+  std::string token_hash;    // SHA-256 hex of the secret; unique
   std::string token_prefix;  // the first characters, shown to users
   std::optional<std::int64_t> expires_at_ms;
   std::optional<std::int64_t> revoked_at_ms;
-  std::string created_by;  // the actor who created it
+  std::string created_by;          // the actor who created it
   std::int64_t created_at_ms = 0;  // set by the store
 };
 
@@ -271,14 +271,14 @@ struct AdminToken {
 struct AuditEntry {
   std::int64_t id = 0;
   std::int64_t time_ms = 0;
-  std::string actor;       // "master key", "token:NAME"
-  std::string role;        // the actor's role at the time
-  std::string address;     // the client address the write came from
-  std::string action;      // "create", "update", "delete", "revoke", "enable", "disable", "reload", ...
-  std::string method;      // the HTTP method and path of the call
+  std::string actor;    // "master key", "token:NAME"
+  std::string role;     // the actor's role at the time
+  std::string address;  // the client address the write came from
+  std::string action;   // "create", "update", "delete", "revoke", "enable", "disable", "reload", ...
+  std::string method;   // the HTTP method and path of the call
   std::string path;
-  std::string target;      // what it acted on: "key 12", "channel 3", "settings"
-  int status = 0;          // the HTTP status answered
+  std::string target;           // what it acted on, as its admin path: "/keys/12", "/settings"
+  int status = 0;               // the HTTP status answered
   std::string before = "null";  // JSON: the object before the change (secrets masked), or null
   std::string after = "null";   // JSON: the object after it (secrets masked), or null
 };

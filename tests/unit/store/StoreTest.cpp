@@ -1082,8 +1082,8 @@ TEST_P(StoreTest, AuditRowsAreAppendedFilteredAndPagedNewestFirst) {
     if (p.next_cursor.empty()) break;
     q.cursor = p.next_cursor;
   }
-  EXPECT_EQ(seen, (std::vector<std::string>{"/keys/6", "/keys/5", "/keys/4", "/keys/3", "/keys/2", "/keys/1",
-                                            "/keys/0"}));
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"/keys/6", "/keys/5", "/keys/4", "/keys/3", "/keys/2", "/keys/1", "/keys/0"}));
   AuditQuery byActor;
   byActor.actor = "token:ci";
   byActor.action = "update";
