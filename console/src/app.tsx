@@ -1,6 +1,6 @@
 // The shell: sign-in gate, navigation, and the page for the current #/route.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { masterKey, onSessionChange, signOut } from './api';
+import { api, masterKey, onSessionChange, signOut } from './api';
 import { navigate, useRoute } from './router';
 import { SignIn } from './pages/SignIn';
 import { Dashboard } from './pages/Dashboard';
@@ -12,16 +12,23 @@ import { LogDetail } from './pages/LogDetail';
 import { Usage } from './pages/Usage';
 import { Settings } from './pages/Settings';
 import { Playground } from './pages/Playground';
+import { Tokens } from './pages/Tokens';
+import { Audit } from './pages/Audit';
+import { atLeast, FULL, MeContext } from './role';
+import type { Me, Role } from './types';
 
-const NAV = [
-  { path: '/', label: 'Dashboard' },
-  { path: '/channels', label: 'Channels' },
-  { path: '/keys', label: 'Keys' },
-  { path: '/mcp', label: 'MCP' },
-  { path: '/logs', label: 'Logs' },
-  { path: '/usage', label: 'Usage' },
-  { path: '/settings', label: 'Settings' },
-  { path: '/playground', label: 'Playground' },
+// Each page with the least role that can use it (the gateway checks every call anyway).
+const NAV: Array<{ path: string; label: string; role: Role }> = [
+  { path: '/', label: 'Dashboard', role: 'viewer' },
+  { path: '/channels', label: 'Channels', role: 'viewer' },
+  { path: '/keys', label: 'Keys', role: 'viewer' },
+  { path: '/mcp', label: 'MCP', role: 'viewer' },
+  { path: '/logs', label: 'Logs', role: 'viewer' },
+  { path: '/usage', label: 'Usage', role: 'viewer' },
+  { path: '/settings', label: 'Settings', role: 'viewer' },
+  { path: '/playground', label: 'Playground', role: 'admin' },
+  { path: '/tokens', label: 'Tokens', role: 'admin' },
+  { path: '/audit', label: 'Audit', role: 'admin' },
 ];
 
 export function App() {
@@ -29,6 +36,16 @@ export function App() {
   const route = useRoute();
 
   useEffect(() => onSessionChange(() => setSignedIn(masterKey() !== '')), []);
+
+  // Who is signed in (the master key or an admin token, and its role).
+  const [me, setMe] = useState<Me | null>(null);
+  useEffect(() => {
+    if (!signedIn) { setMe(null); return; }
+    let live = true;
+    api<Me>('/me').then((m) => { if (live) setMe(m); })
+      .catch(() => { if (live) setMe(FULL); });  // an older gateway without /me: the master key only
+    return () => { live = false; };
+  }, [signedIn]);
 
   // After a navigation, move focus to the new page's heading so keyboard and screen-reader users
   // land on it (not on the first load: the browser's own focus order stands then).
@@ -42,6 +59,9 @@ export function App() {
   }, [route.path]);
 
   if (!signedIn) return <SignIn />;
+  const who = me ?? FULL;
+  // The playground calls the proxy API with the console's key: only the master key works there.
+  const nav = NAV.filter((n) => atLeast(who, n.role) && (n.path !== '/playground' || who.kind === 'master_key'));
 
   const section = `/${route.parts[0] ?? ''}`;
   let page;
@@ -54,6 +74,8 @@ export function App() {
     case 'usage': page = <Usage />; break;
     case 'settings': page = <Settings />; break;
     case 'playground': page = <Playground />; break;
+    case 'tokens': page = <Tokens />; break;
+    case 'audit': page = <Audit />; break;
     default:
       page = (
         <div class="state state-empty">
@@ -74,18 +96,19 @@ export function App() {
         </a>
         <nav aria-label="Console sections" class="nav">
           <ul>
-            {NAV.map((n) => (
+            {nav.map((n) => (
               <li key={n.path}>
                 <a href={`#${n.path}`} aria-current={section === n.path ? 'page' : undefined}>{n.label}</a>
               </li>
             ))}
           </ul>
         </nav>
+        {me && <span class="whoami" data-testid="whoami" title="Signed in as">{me.actor} · {me.role}</span>}
         <button type="button" class="btn btn-small btn-ghost signout" onClick={() => { signOut(); navigate('/'); }}>
           Sign out
         </button>
       </header>
-      <main id="main" tabIndex={-1}>{page}</main>
+      <main id="main" tabIndex={-1}><MeContext.Provider value={who}>{page}</MeContext.Provider></main>
     </div>
   );
 }

@@ -248,3 +248,40 @@ export interface McpServer {
   prompts: number;
   resources: number;
 }
+
+// GET /admin/api/me: who is signed in.
+export type Role = 'member' | 'viewer' | 'operator' | 'admin';
+export interface Me {
+  actor: string;  // "master key" | "token:NAME"
+  role: Role;
+  kind: 'master_key' | 'token';
+}
+
+// GET /admin/api/tokens: scoped admin tokens (never their secrets).
+export interface AdminToken {
+  id: number;
+  name: string;
+  role: Role;
+  token_prefix: string;
+  status: 'active' | 'revoked' | 'expired';
+  expires_at_ms: number | null;
+  revoked_at_ms: number | null;
+  created_by: string;
+  created_at_ms: number;
+}
+
+// GET /admin/api/audit: one admin write.
+export interface AuditEntry {
+  id: number;
+  time_ms: number;
+  actor: string;
+  role: Role;
+  address: string;
+  action: string;
+  method: string;
+  path: string;
+  target: string;
+  status: number;
+  before: unknown;
+  after: unknown;
+}

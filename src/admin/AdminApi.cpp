@@ -1,6 +1,7 @@
 #include "admin/AdminApi.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/field.hpp>
@@ -19,10 +20,12 @@
 #include "admin/McpServerOps.hpp"
 #include "admin/OpenApi.hpp"
 #include "admin/StatsWindow.hpp"
+#include "admin/TokenOps.hpp"
 #include "config/Config.hpp"
 #include "core/JsonText.hpp"
 #include "core/SecretBox.hpp"
 #include "mcp/McpHub.hpp"
+#include "pipeline/VirtualKeySecret.hpp"
 #include "store/Store.hpp"
 
 namespace sluice::admin {
@@ -60,6 +63,12 @@ enum class Op {
   GetMcpServer,
   UpdateMcpServer,
   DeleteMcpServer,
+  ListTokens,
+  CreateToken,
+  GetToken,
+  DeleteToken,
+  RevokeToken,
+  Audit,
 };
 
 struct Route {
@@ -95,6 +104,12 @@ constexpr Route kRoutes[] = {
     {bhttp::verb::get, "/mcp-servers/{id}", Op::GetMcpServer},
     {bhttp::verb::patch, "/mcp-servers/{id}", Op::UpdateMcpServer},
     {bhttp::verb::delete_, "/mcp-servers/{id}", Op::DeleteMcpServer},
+    {bhttp::verb::get, "/tokens", Op::ListTokens},
+    {bhttp::verb::post, "/tokens", Op::CreateToken},
+    {bhttp::verb::get, "/tokens/{id}", Op::GetToken},
+    {bhttp::verb::delete_, "/tokens/{id}", Op::DeleteToken},
+    {bhttp::verb::post, "/tokens/{id}/revoke", Op::RevokeToken},
+    {bhttp::verb::get, "/audit", Op::Audit},
 };
 
 std::vector<std::string_view> segments(std::string_view path) {
@@ -281,6 +296,7 @@ struct Call {
   std::vector<std::string> params;
   std::map<std::string, std::string> query;
   std::string body;
+  Caller caller;
 };
 
 }  // namespace
@@ -333,7 +349,12 @@ struct AdminApi::State {
     if (on_change) on_change();
   }
 
-  http::Response handleOnPool(bhttp::verb method, const std::string& path, const std::string& query, std::string body);
+  http::Response handleOnPool(bhttp::verb method, const std::string& path, const std::string& query, std::string body,
+                              Caller caller);
+  // ---- admin tokens and the audit log ----
+  store::AdminToken requireToken(const std::string& param);
+  http::Response createToken(Call& c);
+  http::Response audit(Call& c);
   http::Response serve(Op op, Call& c);
 
   // ---- read side ----
@@ -452,8 +473,11 @@ http::Response AdminApi::State::getLog(Call& c) {
   std::optional<store::VirtualKey> key;
   if (r.virtual_key_id) key = db().getVirtualKey(*r.virtual_key_id);
   o["virtual_key_name"] = key ? json::value(key->name) : json::value(nullptr);
-  o["request_body"] = r.request_body ? json::value(*r.request_body) : json::value(nullptr);
-  o["response_body"] = r.response_body ? json::value(*r.response_body) : json::value(nullptr);
+  // Bodies are what users sent the models: operators and admins see them, viewers do not.
+  const bool bodies = c.caller.role >= Role::Operator;
+  o["request_body"] = bodies && r.request_body ? json::value(*r.request_body) : json::value(nullptr);
+  o["response_body"] = bodies && r.response_body ? json::value(*r.response_body) : json::value(nullptr);
+  if (!bodies && (r.request_body || r.response_body)) o["bodies_hidden"] = true;
   return jsonResponse(200, o);
 }
 
@@ -908,6 +932,43 @@ http::Response AdminApi::State::deleteMcpServer(Call& c) {
   return http::Response{bhttp::status::no_content, 11};
 }
 
+// ---- admin tokens and the audit log ----
+
+store::AdminToken AdminApi::State::requireToken(const std::string& param) {
+  const auto id = pathId(param);
+  auto t = id ? db().getAdminToken(*id) : std::nullopt;
+  if (!t) throw HttpError{404, fmt::format("no admin token with id {}", param)};
+  return std::move(*t);
+}
+
+http::Response AdminApi::State::createToken(Call& c) {
+  const auto now = unixNowMs();
+  std::string secret;
+  const store::AdminToken t = newToken(parseBodyObject(c.body), c.caller.actor, now, secret);
+  for (const auto& other : db().listAdminTokens())
+    if (other.name == t.name) throw FieldError("name", fmt::format("an admin token named \"{}\" exists", t.name));
+  const auto id = db().createAdminToken(t);
+  const auto stored = requireToken(std::to_string(id));
+  return jsonResponse(201, json::object{{"token", tokenView(stored, now)}, {"secret", std::move(secret)}});
+}
+
+http::Response AdminApi::State::audit(Call& c) {
+  auto& q = c.query;
+  store::AuditQuery aq;
+  if (q.contains("from")) aq.from_ms = intParam(q, "from", 0, 0, INT64_MAX);
+  if (q.contains("to")) aq.to_ms = intParam(q, "to", 0, 0, INT64_MAX);
+  if (q.contains("actor")) aq.actor = q["actor"];
+  if (q.contains("action")) aq.action = q["action"];
+  if (q.contains("target")) aq.target = q["target"];
+  aq.limit = static_cast<std::size_t>(intParam(q, "limit", 100, 1, static_cast<std::int64_t>(store::kMaxLogPage)));
+  aq.cursor = q["cursor"];
+  auto page = db().listAudit(aq);
+  json::array data;
+  for (const auto& e : page.entries) data.push_back(auditView(e));
+  json::value next = page.next_cursor.empty() ? json::value(nullptr) : json::value(page.next_cursor);
+  return jsonResponse(200, json::object{{"data", std::move(data)}, {"next_cursor", std::move(next)}});
+}
+
 // ---- dispatch ----
 
 http::Response AdminApi::State::serve(Op op, Call& c) {
@@ -962,6 +1023,29 @@ http::Response AdminApi::State::serve(Op op, Call& c) {
     }
     case Op::UpdateChannelKey:
       return updateUpstreamKey(c);
+    case Op::ListTokens: {
+      const auto now = unixNowMs();
+      json::array data;
+      for (const auto& t : db().listAdminTokens()) data.push_back(tokenView(t, now));
+      return jsonResponse(200, json::object{{"data", std::move(data)}});
+    }
+    case Op::CreateToken:
+      return createToken(c);
+    case Op::GetToken:
+      return jsonResponse(200, tokenView(requireToken(c.params[0]), unixNowMs()));
+    case Op::DeleteToken: {
+      const auto t = requireToken(c.params[0]);
+      if (!db().deleteAdminToken(t.id)) throw HttpError{404, fmt::format("no admin token with id {}", t.id)};
+      return http::Response{bhttp::status::no_content, 11};
+    }
+    case Op::RevokeToken: {
+      const auto t = requireToken(c.params[0]);
+      const auto now = unixNowMs();
+      db().revokeAdminToken(t.id, now);
+      return jsonResponse(200, tokenView(requireToken(c.params[0]), now));
+    }
+    case Op::Audit:
+      return audit(c);
     case Op::DeleteChannelKey: {
       const auto ch = requireStoredChannel(c.params[0], "its keys are listed");
       const auto key = requireUpstreamKey(ch, c.params[1]);
@@ -1004,9 +1088,9 @@ const Route& route(bhttp::verb method, const std::string& path, std::vector<std:
 }  // namespace
 
 http::Response AdminApi::State::handleOnPool(bhttp::verb method, const std::string& path, const std::string& query,
-                                             std::string body) {
+                                             std::string body, Caller caller) {
   try {
-    Call call{{}, parseQuery(query), std::move(body)};
+    Call call{{}, parseQuery(query), std::move(body), std::move(caller)};
     const Route& r = route(method, path, call.params);
     return serve(r.op, call);
   } catch (const FieldError& e) {
@@ -1051,16 +1135,57 @@ std::vector<std::pair<std::string, std::string>> AdminApi::routes() {
   return out;
 }
 
-net::awaitable<http::Response> AdminApi::handle(const http::Request& req, std::string path, std::string query) {
+net::awaitable<http::Response> AdminApi::handle(const http::Request& req, std::string path, std::string query,
+                                                Caller caller) {
   // The database work runs on the admin thread; this coroutine resumes on the caller's worker.
   // (The task is a named local: GCC 12 destroys non-trivial temporaries inside a co_await
   // expression twice.)
-  auto task = [this, method = req.method(), path = std::move(path), query = std::move(query),
-               body = req.body()]() mutable -> net::awaitable<http::Response> {
-    co_return state_->handleOnPool(method, path, query, std::move(body));
+  auto task = [this, method = req.method(), path = std::move(path), query = std::move(query), body = req.body(),
+               caller = std::move(caller)]() mutable -> net::awaitable<http::Response> {
+    co_return state_->handleOnPool(method, path, query, std::move(body), std::move(caller));
   };
   http::Response res = co_await net::co_spawn(pool_, std::move(task), net::use_awaitable);
   co_return res;
+}
+
+net::awaitable<AdminApi::TokenCheck> AdminApi::authenticateToken(std::string secret, std::string address) {
+  auto task = [this, secret = std::move(secret), address = std::move(address)]() -> net::awaitable<TokenCheck> {
+    TokenCheck out;
+    try {
+      const auto t = state_->db().findAdminTokenByHash(pipeline::hashVirtualKeySecret(secret));
+      const auto now = unixNowMs();
+      const auto role = t ? parseRole(t->role) : std::nullopt;
+      if (!t || !role)
+        out.why = "unknown admin token";
+      else if (t->revoked_at_ms)
+        out.why = fmt::format("the admin token \"{}\" was revoked", t->name);
+      else if (t->expires_at_ms && *t->expires_at_ms <= now)
+        out.why = fmt::format("the admin token \"{}\" has expired", t->name);
+      else
+        out.caller = Caller{*role, "token:" + t->name, address};
+    } catch (const std::exception& e) {
+      state_->store.reset();  // reconnect next time
+      out.why = std::string("the store cannot check admin tokens now: ") + e.what();
+    }
+    co_return out;
+  };
+  TokenCheck check = co_await net::co_spawn(pool_, std::move(task), net::use_awaitable);
+  co_return check;
+}
+
+net::awaitable<bool> AdminApi::appendAudit(store::AuditEntry entry) {
+  auto task = [this, entry = std::move(entry)]() -> net::awaitable<bool> {
+    try {
+      state_->db().appendAudit(entry);
+      co_return true;
+    } catch (const std::exception& e) {
+      state_->store.reset();
+      spdlog::error("audit: could not record {} {} by {}: {}", entry.method, entry.path, entry.actor, e.what());
+      co_return false;
+    }
+  };
+  const bool ok = co_await net::co_spawn(pool_, std::move(task), net::use_awaitable);
+  co_return ok;
 }
 
 }  // namespace sluice::admin

@@ -1,5 +1,7 @@
-// AdminApi: the JSON API under /admin/api/ (master key only): request logs and usage, virtual
-// keys, channels and their upstream keys, MCP servers, and the OpenAPI document describing all of it. Its
+// AdminApi: the JSON API under /admin/api/: request logs and usage, virtual keys, channels and
+// their upstream keys, MCP servers, scoped admin tokens, the audit log, and the OpenAPI document
+// describing all of it. Who may call what is decided before (admin/Roles, gateway/AdminGate); the
+// caller comes along for what depends on it (log bodies, who created a token). Its
 // handlers run database work on their own thread, never on a gateway worker, and answer on the
 // worker that received the request.
 // Thread-safety: handle() may be called from any worker concurrently; call setConfigSource()
@@ -9,11 +11,14 @@
 #include <boost/asio/thread_pool.hpp>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "admin/Roles.hpp"
 #include "http/Server.hpp"
+#include "store/Store.hpp"
 
 namespace sluice::config {
 struct Config;
@@ -30,7 +35,19 @@ class AdminApi {
   ~AdminApi();
 
   // `path` is under /admin/api (e.g. "/logs"), `query` without the '?'. Returns the response.
-  boost::asio::awaitable<http::Response> handle(const http::Request& req, std::string path, std::string query);
+  boost::asio::awaitable<http::Response> handle(const http::Request& req, std::string path, std::string query,
+                                                Caller caller);
+
+  // An admin token presented as a bearer key: the caller it stands for, or why it is refused
+  // (unknown, revoked, expired; the store unreachable).
+  struct TokenCheck {
+    std::optional<Caller> caller;
+    std::string why;
+  };
+  boost::asio::awaitable<TokenCheck> authenticateToken(std::string secret, std::string address);
+
+  // Appends one row to the audit log; false (and logged) when the store refused it.
+  boost::asio::awaitable<bool> appendAudit(store::AuditEntry entry);
 
   // The running config snapshot, asked for on the admin thread at each request that needs it:
   // its channels declared in the file are shown read-only and their names are reserved, and

@@ -10,7 +10,7 @@ constexpr std::string_view kDocument = R"json({
   "info": {
     "title": "Sluice admin API",
     "version": "1",
-    "description": "The control plane of a Sluice gateway: virtual keys, channels and their upstream keys, request logs and usage, upstream-key health, the effective config and reload. Every call takes the master key (Authorization: Bearer MASTER_KEY). Errors are {\"error\":{\"message\",\"type\",\"param\"}}; param names the refused field of a 400, and is null otherwise. Upstream secrets are never returned: responses show them masked."
+    "description": "The control plane of a Sluice gateway: virtual keys, channels and their upstream keys, request logs and usage, upstream-key health, the effective config and reload, scoped admin tokens and the audit log. Every call takes the master key or an admin token (Authorization: Bearer KEY); an admin token reaches what its role allows (x-sluice-role on each operation: member < viewer < operator < admin), and a call beyond it is a 403 naming the role it needs. Every write that succeeds is an audit row. Errors are {\"error\":{\"message\",\"type\",\"param\"}}; param names the refused field of a 400, and is null otherwise. Upstream secrets are never returned: responses show them masked."
   },
   "servers": [{"url": "/admin/api"}],
   "security": [{"masterKey": []}],
@@ -20,7 +20,8 @@ constexpr std::string_view kDocument = R"json({
     {"name": "upstream-keys", "description": "Provider API keys of store channels, sealed with AES-256-GCM under store.secret_key (SLUICE_SECRET_KEY); and the live health of every upstream key."},
     {"name": "mcp-servers", "description": "The MCP servers behind /mcp: those added through this API (source store; header values sealed with AES-256-GCM under store.secret_key) and the read-only ones of the config file's mcp.servers (source config), each with its live state and tools. A change takes effect at once, without a restart."},
     {"name": "observability", "description": "Request logs and usage."},
-    {"name": "operations", "description": "The effective config and reload."}
+    {"name": "operations", "description": "The effective config and reload."},
+    {"name": "access", "description": "Who may do what: scoped admin tokens, the caller's own identity, and the audit log of every admin write."}
   ],
   "paths": {
     "/logs": {
@@ -477,6 +478,106 @@ constexpr std::string_view kDocument = R"json({
         }
       }
     },
+    "/me": {
+      "get": {
+        "tags": ["access"], "operationId": "getMe", "summary": "Who the caller is and their role", "x-sluice-role": "member",
+        "responses": {
+          "200": {"description": "The caller", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["actor", "role", "kind"],
+            "properties": {"actor": {"type": "string", "description": "\"master key\" or \"token:NAME\""},
+                           "role": {"$ref": "#/components/schemas/Role"},
+                           "kind": {"enum": ["master_key", "token"]}}}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"}
+        }
+      }
+    },
+    "/tokens": {
+      "get": {
+        "tags": ["access"], "operationId": "listTokens", "summary": "The admin tokens (never their secrets or hashes)", "x-sluice-role": "admin",
+        "responses": {
+          "200": {"description": "The tokens", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["data"],
+            "properties": {"data": {"type": "array", "items": {"$ref": "#/components/schemas/AdminToken"}}}}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"}
+        }
+      },
+      "post": {
+        "tags": ["access"], "operationId": "createToken", "summary": "Create an admin token; its secret is in this answer only", "x-sluice-role": "admin",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {
+          "type": "object", "required": ["name", "role"], "additionalProperties": false,
+          "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 128},
+                         "role": {"enum": ["admin", "operator", "viewer"]},
+                         "expires_in": {"oneOf": [{"type": "integer", "minimum": 1, "description": "seconds"},
+                                                  {"type": "string", "description": "a duration: \"90d\", \"12h\""},
+                                                  {"type": "null"}]}}}}}},
+        "responses": {
+          "201": {"description": "The token and its secret", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["token", "secret"],
+            "properties": {"token": {"$ref": "#/components/schemas/AdminToken"},
+                           "secret": {"type": "string", "pattern": "^sk-sla-[0-9A-Za-z]{40}$"}}}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"}
+        }
+      }
+    },
+    "/tokens/{id}": {
+      "parameters": [{"$ref": "#/components/parameters/TokenId"}],
+      "get": {
+        "tags": ["access"], "operationId": "getToken", "summary": "One admin token", "x-sluice-role": "admin",
+        "responses": {
+          "200": {"description": "The token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AdminToken"}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}
+        }
+      },
+      "delete": {
+        "tags": ["access"], "operationId": "deleteToken", "summary": "Delete an admin token (it stops working at once)", "x-sluice-role": "admin",
+        "responses": {
+          "204": {"description": "Deleted"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}
+        }
+      }
+    },
+    "/tokens/{id}/revoke": {
+      "parameters": [{"$ref": "#/components/parameters/TokenId"}],
+      "post": {
+        "tags": ["access"], "operationId": "revokeToken", "summary": "Revoke an admin token at once; idempotent (the row stays, for the record)", "x-sluice-role": "admin",
+        "responses": {
+          "200": {"description": "The revoked token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AdminToken"}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}
+        }
+      }
+    },
+    "/audit": {
+      "get": {
+        "tags": ["access"], "operationId": "listAudit", "summary": "Every admin write, newest first, paged by cursor (append-only)", "x-sluice-role": "admin",
+        "parameters": [
+          {"name": "from", "in": "query", "description": "Unix ms, inclusive", "schema": {"type": "integer", "minimum": 0}},
+          {"name": "to", "in": "query", "description": "Unix ms, exclusive", "schema": {"type": "integer", "minimum": 0}},
+          {"name": "actor", "in": "query", "description": "\"master key\" or \"token:NAME\"", "schema": {"type": "string"}},
+          {"name": "action", "in": "query", "schema": {"enum": ["create", "update", "delete", "revoke", "enable", "disable", "probe", "reload", "settings"]}},
+          {"name": "target", "in": "query", "description": "the object's admin path, e.g. /keys/12", "schema": {"type": "string"}},
+          {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}},
+          {"name": "cursor", "in": "query", "description": "next_cursor of the previous page", "schema": {"type": "string"}}
+        ],
+        "responses": {
+          "200": {"description": "A page of audit rows", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["data", "next_cursor"],
+            "properties": {"data": {"type": "array", "items": {"$ref": "#/components/schemas/AuditEntry"}},
+                           "next_cursor": {"type": ["string", "null"]}}}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"}
+        }
+      }
+    },
     "/openapi.json": {
       "get": {
         "tags": ["operations"], "operationId": "getOpenApi", "summary": "This document",
@@ -489,12 +590,13 @@ constexpr std::string_view kDocument = R"json({
   },
   "components": {
     "securitySchemes": {
-      "masterKey": {"type": "http", "scheme": "bearer", "description": "auth.master_key of the config"}
+      "masterKey": {"type": "http", "scheme": "bearer", "description": "auth.master_key of the config, or an admin token (sk-sla-...) within its role"}
     },
     "parameters": {
       "KeyId": {"name": "id", "in": "path", "required": true, "description": "virtual key id", "schema": {"type": "integer", "minimum": 1}},
       "ChannelId": {"name": "id", "in": "path", "required": true, "description": "channel id, or channel name (config-file channels have only a name)", "schema": {"type": "string"}},
       "UpstreamKeyId": {"name": "key_id", "in": "path", "required": true, "description": "upstream key id", "schema": {"type": "integer", "minimum": 1}},
+      "TokenId": {"name": "id", "in": "path", "required": true, "description": "admin token id", "schema": {"type": "integer", "minimum": 1}},
       "KeyRef": {"name": "ref", "in": "path", "required": true, "description": "the ref of a key as GET /upstream-keys lists it", "schema": {"type": "string"}},
       "McpServerId": {"name": "id", "in": "path", "required": true, "description": "MCP server id, or its name (config-file servers have only a name)", "schema": {"type": "string"}}
     },
@@ -508,12 +610,37 @@ constexpr std::string_view kDocument = R"json({
       "McpServer": {"description": "The MCP server", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/McpServer"}}}},
       "UpstreamKeyHealth": {"description": "The key's health", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/UpstreamKeyHealth"}}}},
       "BadRequest": {"description": "A field was refused (param names it), or the body is not a JSON object (param null)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-      "Unauthorized": {"description": "The master key is missing or wrong", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "Forbidden": {"description": "The caller's role does not reach this operation (x-sluice-role says which does)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "Unauthorized": {"description": "No master key or admin token, or a wrong, revoked or expired one", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
       "NotFound": {"description": "No such id", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
       "Conflict": {"description": "The name is taken (by a store channel or MCP server, or one of the config file), or the channel or MCP server is defined in the config file and is read-only here", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
       "Unavailable": {"description": "The store cannot be reached, or no store.secret_key (SLUICE_SECRET_KEY) is set to encrypt upstream keys or MCP server headers", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     },
     "schemas": {
+      "Role": {"enum": ["member", "viewer", "operator", "admin"]},
+      "AdminToken": {
+        "type": "object", "required": ["id", "name", "role", "token_prefix", "status", "created_by", "created_at_ms"],
+        "properties": {
+          "id": {"type": "integer"}, "name": {"type": "string"}, "role": {"$ref": "#/components/schemas/Role"},
+          "token_prefix": {"type": "string", "description": "the first characters of the secret"},
+          "status": {"enum": ["active", "revoked", "expired"]},
+          "expires_at_ms": {"type": ["integer", "null"]}, "revoked_at_ms": {"type": ["integer", "null"]},
+          "created_by": {"type": "string"}, "created_at_ms": {"type": "integer"}
+        }
+      },
+      "AuditEntry": {
+        "type": "object", "required": ["id", "time_ms", "actor", "role", "address", "action", "method", "path", "target", "status", "before", "after"],
+        "properties": {
+          "id": {"type": "integer"}, "time_ms": {"type": "integer"},
+          "actor": {"type": "string", "description": "\"master key\" or \"token:NAME\""},
+          "role": {"$ref": "#/components/schemas/Role"},
+          "address": {"type": "string", "description": "the client address the write came from"},
+          "action": {"type": "string"}, "method": {"type": "string"}, "path": {"type": "string"},
+          "target": {"type": "string", "description": "the object's admin path"}, "status": {"type": "integer"},
+          "before": {"description": "the object before the write, as GET answers it (secrets masked), or null"},
+          "after": {"description": "the object after it, as the write answered (secrets masked, a new secret left out), or null"}
+        }
+      },
       "Error": {
         "type": "object", "required": ["error"],
         "properties": {"error": {"type": "object", "required": ["message", "type", "param"], "properties": {

@@ -40,6 +40,7 @@
 #include "gateway/ControlPlane.hpp"
 #include "gateway/EmbeddedConfig.hpp"
 #include "gateway/GatewayMetrics.hpp"
+#include "gateway/AdminGate.hpp"
 #include "gateway/LiveAdmin.hpp"
 #include "gateway/McpEndpoint.hpp"
 #include "gateway/ObjectRoutes.hpp"
@@ -138,6 +139,7 @@ class Gateway {
     admin_->setConfigSource([this] { return control_->fileConfig(); });
     admin_->onChange([this] { control_->refreshNowAndWait(); });
     admin_->setMcpSource([this] { return mcp_ ? mcp_->states() : std::vector<mcp::ServerState>{}; });
+    admin_gate_ = std::make_unique<AdminGate>(*admin_, *live_);
     auto first = control_->initial();
     warmClientTls(*first);
     configureTracing(first->cfg->telemetry);
@@ -575,22 +577,13 @@ class Gateway {
     }
 
     if (adminPlane && adminApi) {
-      // The control plane: master key only.
-      auto key = presentedKey(req, ctx.query);
-      const auto& master = snap.cfg->auth.master_key;
-      if (key.empty() || master.empty() || !constantTimeEquals(key, master)) {
-        std::string message = "the admin API takes the master key: 'Authorization: Bearer MASTER_KEY'";
-        co_await sendError(r, ctx, rec, Wire::OpenAI, 401, "invalid_request_error", "invalid_api_key", message);
-        co_return true;
+      // The control plane: the master key or an admin token, within its role; writes audited.
+      http::Response res = co_await admin_gate_->handle(snap, ws.pool, req, path.substr(10), ctx.query, ctx.remote);
+      // A refused credential or role is logged as the proxy's refusals are; admin calls otherwise not.
+      if (res.result_int() == 401 || res.result_int() == 403) {
+        rec.status = res.result_int();
+        rec.error = res.result_int() == 401 ? "admin API: credential refused" : "admin API: role refused";
       }
-      std::string adminPath = path.substr(10);
-      std::optional<http::Response> live = co_await live_->handle(snap, ws.pool, req, adminPath);
-      if (live) {
-        live->set("x-request-id", ctx.id);
-        co_await r.send(std::move(*live));
-        co_return true;
-      }
-      http::Response res = co_await admin_->handle(req, std::move(adminPath), ctx.query);
       res.set("x-request-id", ctx.id);
       co_await r.send(std::move(res));
       co_return true;
@@ -684,6 +677,7 @@ class Gateway {
   std::unique_ptr<ControlPlane> control_;  // after limiter_: uses it
 
   std::unique_ptr<LiveAdmin> live_;  // after control_ and cache_: acts on them
+  std::unique_ptr<AdminGate> admin_gate_;  // after admin_ and live_: sends calls to them
   store::StoreProbe store_probe_;    // sluice_store_up, from a thread of its own
   // Stored responses (store.responses), on a thread of its own; the store URL is fixed at start.
   std::unique_ptr<ResponseStoreService> responses_;

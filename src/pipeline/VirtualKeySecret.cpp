@@ -26,20 +26,24 @@ const EVP_MD* sha256() {
 
 }  // namespace
 
-std::string generateVirtualKeySecret() {
-  std::string out(kVirtualKeyScheme);
-  out.reserve(kVirtualKeyScheme.size() + kVirtualKeyRandomChars);
+std::string generateSecret(std::string_view scheme, std::size_t random_chars) {
+  std::string out(scheme);
+  out.reserve(scheme.size() + random_chars);
   std::array<unsigned char, 64> buf{};
-  while (out.size() < kVirtualKeyScheme.size() + kVirtualKeyRandomChars) {
+  while (out.size() < scheme.size() + random_chars) {
     if (RAND_bytes(buf.data(), static_cast<int>(buf.size())) != 1)
-      throw std::runtime_error("the OpenSSL random generator failed; cannot make a virtual key secret");
+      throw std::runtime_error("the OpenSSL random generator failed; cannot make a secret");
     for (unsigned char b : buf) {
       if (b >= kUnbiasedLimit) continue;
       out.push_back(kBase62[b % 62]);
-      if (out.size() == kVirtualKeyScheme.size() + kVirtualKeyRandomChars) break;
+      if (out.size() == scheme.size() + random_chars) break;
     }
   }
   return out;
+}
+
+std::string generateVirtualKeySecret() {
+  return generateSecret(kVirtualKeyScheme, kVirtualKeyRandomChars);
 }
 
 std::string hashVirtualKeySecret(std::string_view secret) {

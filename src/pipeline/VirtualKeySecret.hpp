@@ -14,6 +14,9 @@ inline constexpr std::size_t kVirtualKeyPrefixChars = 12;  // the scheme + 5 ran
 // "sk-slc-" + 40 base62 characters from the OpenSSL CSPRNG, without modulo bias.
 // Throws std::runtime_error if the CSPRNG fails (never returns a weak key).
 std::string generateVirtualKeySecret();
+// The same for another kind of secret: `scheme` + `random_chars` base62 characters (admin
+// tokens: "sk-sla-"). Throws std::runtime_error if the CSPRNG fails.
+std::string generateSecret(std::string_view scheme, std::size_t random_chars);
 
 // Lowercase hex SHA-256 of the secret: the value stored as VirtualKey::key_hash and looked up
 // on every request. Never throws (it is on the data path): if OpenSSL fails it returns an

@@ -939,6 +939,161 @@ const std::string& SqlStore::insertSqlFor(std::size_t rows) {
   return insert_sql_[slot];
 }
 
+// ---- admin tokens and the audit log ----
+
+namespace {
+
+#define SLUICE_TOKEN_COLUMNS "id, name, role, token_hash, token_prefix, expires_at, revoked_at, created_by, created_at"
+
+AdminToken readAdminToken(SqlRows& r) {
+  AdminToken t;
+  t.id = r.getInt(0);
+  t.name = r.getText(1);
+  t.role = r.getText(2);
+  t.token_hash = r.getText(3);
+  t.token_prefix = r.getText(4);
+  t.expires_at_ms = r.optInt(5);
+  t.revoked_at_ms = r.optInt(6);
+  t.created_by = r.getText(7);
+  t.created_at_ms = r.getInt(8);
+  return t;
+}
+
+#define SLUICE_AUDIT_COLUMNS \
+  "id, time_ms, actor, role, address, action, method, path, target, status, before_json, after_json"
+
+AuditEntry readAudit(SqlRows& r) {
+  AuditEntry e;
+  e.id = r.getInt(0);
+  e.time_ms = r.getInt(1);
+  e.actor = r.getText(2);
+  e.role = r.getText(3);
+  e.address = r.getText(4);
+  e.action = r.getText(5);
+  e.method = r.getText(6);
+  e.path = r.getText(7);
+  e.target = r.getText(8);
+  e.status = static_cast<int>(r.getInt(9));
+  e.before = r.getText(10);
+  e.after = r.getText(11);
+  return e;
+}
+
+std::int64_t decodeAuditCursor(const std::string& cursor) {
+  std::int64_t id = 0;
+  const std::string_view rest = std::string_view(cursor).substr(std::min<std::size_t>(cursor.size(), 3));
+  auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), id);
+  if (cursor.rfind("a1.", 0) != 0 || rest.empty() || ec != std::errc() || p != rest.data() + rest.size() || id <= 0)
+    throw StoreError(StoreErrc::InvalidData, "invalid audit cursor '" + cursor.substr(0, 64) + "'");
+  return id;
+}
+
+}  // namespace
+
+std::int64_t SqlStore::createAdminToken(const AdminToken& t) {
+  P params[] = {P::text(t.name),
+                P::text(t.role),
+                P::text(t.token_hash),
+                P::text(t.token_prefix),
+                P::optInt(t.expires_at_ms),
+                P::optInt(t.revoked_at_ms),
+                P::text(t.created_by),
+                P::integer(nowMs())};
+  return insertReturningId(
+      "INSERT INTO admin_tokens (name, role, token_hash, token_prefix, expires_at, revoked_at, created_by, "
+      "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      params);
+}
+
+std::optional<AdminToken> SqlStore::getAdminToken(std::int64_t id) {
+  P params[] = {P::integer(id)};
+  return first<AdminToken>(conn_->query("SELECT " SLUICE_TOKEN_COLUMNS " FROM admin_tokens WHERE id = ?", params),
+                           readAdminToken);
+}
+
+std::optional<AdminToken> SqlStore::findAdminTokenByHash(const std::string& token_hash) {
+  P params[] = {P::text(token_hash)};
+  return first<AdminToken>(
+      conn_->query("SELECT " SLUICE_TOKEN_COLUMNS " FROM admin_tokens WHERE token_hash = ?", params), readAdminToken);
+}
+
+std::vector<AdminToken> SqlStore::listAdminTokens() {
+  return all<AdminToken>(conn_->query("SELECT " SLUICE_TOKEN_COLUMNS " FROM admin_tokens ORDER BY id", {}),
+                         readAdminToken);
+}
+
+bool SqlStore::revokeAdminToken(std::int64_t id, std::int64_t at_ms) {
+  P params[] = {P::integer(at_ms), P::integer(id)};
+  // A revoked token keeps the time it was first revoked.
+  return conn_->execute("UPDATE admin_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?", params) > 0;
+}
+
+bool SqlStore::deleteAdminToken(std::int64_t id) {
+  P params[] = {P::integer(id)};
+  return conn_->execute("DELETE FROM admin_tokens WHERE id = ?", params) > 0;
+}
+
+std::int64_t SqlStore::appendAudit(const AuditEntry& e) {
+  P params[] = {P::integer(e.time_ms ? e.time_ms : nowMs()),
+                P::text(e.actor),
+                P::text(e.role),
+                P::text(e.address),
+                P::text(e.action),
+                P::text(e.method),
+                P::text(e.path),
+                P::text(e.target),
+                P::integer(e.status),
+                P::text(e.before),
+                P::text(e.after)};
+  return insertReturningId(
+      "INSERT INTO audit_log (time_ms, actor, role, address, action, method, path, target, status, before_json, "
+      "after_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      params);
+}
+
+AuditPage SqlStore::listAudit(const AuditQuery& q) {
+  const std::size_t limit = std::clamp<std::size_t>(q.limit, 1, kMaxLogPage);
+  std::string sql = "SELECT " SLUICE_AUDIT_COLUMNS " FROM audit_log WHERE 1 = 1";
+  std::vector<SqlParam> params;
+  if (q.from_ms) {
+    sql += " AND time_ms >= ?";
+    params.push_back(P::integer(*q.from_ms));
+  }
+  if (q.to_ms) {
+    sql += " AND time_ms < ?";
+    params.push_back(P::integer(*q.to_ms));
+  }
+  if (q.actor) {
+    sql += " AND actor = ?";
+    params.push_back(P::text(*q.actor));
+  }
+  if (q.action) {
+    sql += " AND action = ?";
+    params.push_back(P::text(*q.action));
+  }
+  if (q.target) {
+    sql += " AND target = ?";
+    params.push_back(P::text(*q.target));
+  }
+  if (!q.cursor.empty()) {
+    sql += " AND id < ?";
+    params.push_back(P::integer(decodeAuditCursor(q.cursor)));
+  }
+  // Ids grow with time (one insert per write): newest first is id order.
+  sql += " ORDER BY id DESC LIMIT ?";
+  params.push_back(P::integer(static_cast<std::int64_t>(limit + 1)));
+  AuditPage page;
+  auto rows = conn_->query(sql, params);
+  while (rows->next()) {
+    if (page.entries.size() == limit) {
+      page.next_cursor = "a1." + std::to_string(page.entries.back().id);
+      break;
+    }
+    page.entries.push_back(readAudit(*rows));
+  }
+  return page;
+}
+
 // ---- virtual keys ----
 
 std::int64_t SqlStore::insertReturningId(const std::string& sql, std::span<const SqlParam> params) {

@@ -34,6 +34,14 @@ class SqlStore final : public Store {
   std::int64_t deleteExpiredResponses(std::int64_t now_ms, std::int64_t max_rows) override;
   std::map<std::string, std::string> gatewaySettings() override;
   void putGatewaySetting(const std::string& name, const std::string& value) override;
+  std::int64_t createAdminToken(const AdminToken& token) override;
+  std::optional<AdminToken> getAdminToken(std::int64_t id) override;
+  std::optional<AdminToken> findAdminTokenByHash(const std::string& token_hash) override;
+  std::vector<AdminToken> listAdminTokens() override;
+  bool revokeAdminToken(std::int64_t id, std::int64_t at_ms) override;
+  bool deleteAdminToken(std::int64_t id) override;
+  std::int64_t appendAudit(const AuditEntry& entry) override;
+  AuditPage listAudit(const AuditQuery& query) override;
   void deleteGatewaySetting(const std::string& name) override;
 
   std::int64_t createVirtualKey(const VirtualKey& key) override;

@@ -77,6 +77,30 @@ bool Store::updateMcpServer(const McpServer&) {
 bool Store::deleteMcpServer(std::int64_t) {
   unsupported("deleteMcpServer");
 }
+std::int64_t Store::createAdminToken(const AdminToken&) {
+  unsupported("createAdminToken");
+}
+std::optional<AdminToken> Store::getAdminToken(std::int64_t) {
+  unsupported("getAdminToken");
+}
+std::optional<AdminToken> Store::findAdminTokenByHash(const std::string&) {
+  unsupported("findAdminTokenByHash");
+}
+std::vector<AdminToken> Store::listAdminTokens() {
+  unsupported("listAdminTokens");
+}
+bool Store::revokeAdminToken(std::int64_t, std::int64_t) {
+  unsupported("revokeAdminToken");
+}
+bool Store::deleteAdminToken(std::int64_t) {
+  unsupported("deleteAdminToken");
+}
+std::int64_t Store::appendAudit(const AuditEntry&) {
+  unsupported("appendAudit");
+}
+AuditPage Store::listAudit(const AuditQuery&) {
+  unsupported("listAudit");
+}
 
 std::unique_ptr<Store> Store::open(const std::string& url) {
   return std::make_unique<SqlStore>(openSqlConnection(url));

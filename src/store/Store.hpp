@@ -201,7 +201,7 @@ struct VirtualKey {
   std::optional<double> budget_total_usd;
   std::optional<std::int64_t> expires_at_ms;
   std::optional<std::int64_t> revoked_at_ms;
-  std::string metadata = "{}";     // JSON object
+  std::string metadata = "{}";  // JSON object
   // JSON object of the key's overrides of the protect stages: {"screening": "off|log|warn|block",
   // "cache": true|false, "cache_ttl_ms": N}; absent members inherit the channel's and gateway's.
   std::string settings = "{}";
@@ -264,6 +264,52 @@ struct StoredResponse {
   std::int64_t expires_at_ms = 0;  // rows past it are never returned, and swept in chunks
   std::string response;            // JSON object: the response as the client read it
   std::string input_items;         // JSON array: its whole input (a chain expanded)
+};
+
+// A scoped admin token: a secret for automation that works on the admin API within its role.
+// The store keeps only the SHA-256 of the secret.
+struct AdminToken {
+  std::int64_t id = 0;
+  std::string name;          // unique
+  std::string role;          // admin | operator | viewer | member
+  std::string token_hash;    // SHA-256 hex of the secret; unique
+  std::string token_prefix;  // the first characters, shown to users
+  std::optional<std::int64_t> expires_at_ms;
+  std::optional<std::int64_t> revoked_at_ms;
+  std::string created_by;          // the actor who created it
+  std::int64_t created_at_ms = 0;  // set by the store
+};
+
+// One admin write, as the audit log keeps it (append-only: no update or delete exists).
+struct AuditEntry {
+  std::int64_t id = 0;
+  std::int64_t time_ms = 0;
+  std::string actor;    // "master key", "token:NAME"
+  std::string role;     // the actor's role at the time
+  std::string address;  // the client address the write came from
+  std::string action;   // "create", "update", "delete", "revoke", "enable", "disable", "reload", ...
+  std::string method;   // the HTTP method and path of the call
+  std::string path;
+  std::string target;           // what it acted on, as its admin path: "/keys/12", "/settings"
+  int status = 0;               // the HTTP status answered
+  std::string before = "null";  // JSON: the object before the change (secrets masked), or null
+  std::string after = "null";   // JSON: the object after it (secrets masked), or null
+};
+
+// Newest first; each filter optional; [from_ms, to_ms).
+struct AuditQuery {
+  std::optional<std::int64_t> from_ms;
+  std::optional<std::int64_t> to_ms;
+  std::optional<std::string> actor;
+  std::optional<std::string> action;
+  std::optional<std::string> target;
+  std::size_t limit = 100;  // clamped to [1, kMaxLogPage]
+  std::string cursor;       // empty: first page; else AuditPage::next_cursor
+};
+
+struct AuditPage {
+  std::vector<AuditEntry> entries;
+  std::string next_cursor;
 };
 
 // Money a virtual key has spent, from the request log.
@@ -341,6 +387,16 @@ class Store {
   // Deletes rows that expired before now_ms, in chunks (each its own transaction), stopping
   // after max_rows or so; returns how many (fewer than max_rows: none are left).
   virtual std::int64_t deleteExpiredResponses(std::int64_t now_ms, std::int64_t max_rows);
+
+  // ---- admin tokens and the audit log ---- (the defaults throw StoreError(Internal), as getLog's)
+  virtual std::int64_t createAdminToken(const AdminToken& token);
+  virtual std::optional<AdminToken> getAdminToken(std::int64_t id);
+  virtual std::optional<AdminToken> findAdminTokenByHash(const std::string& token_hash);
+  virtual std::vector<AdminToken> listAdminTokens();
+  virtual bool revokeAdminToken(std::int64_t id, std::int64_t at_ms);  // false: no such id
+  virtual bool deleteAdminToken(std::int64_t id);
+  virtual std::int64_t appendAudit(const AuditEntry& entry);  // the new row's id
+  virtual AuditPage listAudit(const AuditQuery& query);
 
   // An opaque value that changes whenever a virtual key, channel or upstream key is created,
   // changed, revoked or deleted (by any instance): cheap enough to poll every second.

@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{cloud_credentials,event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,mcp_message,mcp_server_fields,screen_features,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path}
+mkdir -p "$C"/{cloud_credentials,event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,mcp_message,mcp_server_fields,screen_features,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path,admin_access}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -371,3 +371,12 @@ seeds = {
 for name, data in seeds.items():
     open(f'{out}/{name}', 'wb').write(data)
 PY
+
+# admin_access: [verb] + a path for the role table, or a POST /tokens body
+printf '\x00/keys/12' >$C/admin_access/get_key
+printf '\x01/upstream-keys/ch%%2F1/disable' >$C/admin_access/post_disable
+printf '\x03/tokens/7' >$C/admin_access/delete_token
+printf '\x00//keys/' >$C/admin_access/empty_segments
+printf '\x01{"name":"ci-deploy","role":"operator","expires_in":"90d"}' >$C/admin_access/token_body
+printf '\x01{"name":"x","role":"member","team":3,"expires_in":-1}' >$C/admin_access/token_refused
+

@@ -427,6 +427,8 @@ test('the OpenAPI document parses, is 3.1 and lists every endpoint', async () =>
     '/logs/{id}': ['get'], '/stats': ['get'], '/settings': ['get', 'patch'], '/pricing': ['get'],
     '/model-discovery': ['get'],
     '/mcp-servers': ['get', 'post'], '/mcp-servers/{id}': ['get', 'patch', 'delete'],
+    '/me': ['get'], '/tokens': ['get', 'post'], '/tokens/{id}': ['get', 'delete'],
+    '/tokens/{id}/revoke': ['post'], '/audit': ['get'],
   };
   assert.deepEqual(Object.keys(doc.paths).sort(), Object.keys(expected).sort());
   for (const [path, methods] of Object.entries(expected))

@@ -1,4 +1,5 @@
 import { useState } from 'preact/hooks';
+import { atLeast, useMe } from '../role';
 import { api, ApiError, errorText } from '../api';
 import { fmtInt, fmtMs, fmtRelative, fmtTime, splitList } from '../format';
 import { PROTECT_PARAMS, ProtectFields, protectBody, protectForm, ProtectProps, type ProtectForm } from '../protect';
@@ -36,6 +37,7 @@ export function Channels() {
   // Key health changes on its own (cool-downs end, probes run): keep it fresh.
   usePoll(() => { if (!state.loading) void state.reload(); }, 5000);
   const [creating, setCreating] = useState(false);
+  const canEdit = atLeast(useMe(), 'operator');
 
   // After a change the gateway picks up store channels within a second: reload now and once more then.
   const changed = async () => {
@@ -47,10 +49,12 @@ export function Channels() {
   return (
     <>
       <PageHeader title="Channels">
-        <button type="button" class="btn btn-primary" onClick={() => setCreating(!creating)} aria-expanded={creating}
-          aria-controls="new-channel">
-          {creating ? 'Close form' : 'New channel'}
-        </button>
+        {canEdit && (
+          <button type="button" class="btn btn-primary" onClick={() => setCreating(!creating)} aria-expanded={creating}
+            aria-controls="new-channel">
+            {creating ? 'Close form' : 'New channel'}
+          </button>
+        )}
       </PageHeader>
       <p class="lead">
         A channel is one provider endpoint with a pool of API keys and the models it serves. Channels from the config
@@ -93,6 +97,7 @@ function ChannelCard({ channel: ch, health, discovery, onChange }: {
   channel: Channel; health: KeyHealth[]; discovery?: Discovery; onChange: () => Promise<void>;
 }) {
   const [editing, setEditing] = useState(false);
+  const canEdit = atLeast(useMe(), 'operator');
   const fromConfig = ch.source === 'config';
   const id = `ch-${slug(ch.name)}`;
   const limits = LIMITS.filter(([k]) => ch[k] !== null && ch[k] !== undefined);
@@ -107,7 +112,7 @@ function ChannelCard({ channel: ch, health, discovery, onChange }: {
             : <Badge kind="neutral">store</Badge>}
           {ch.enabled ? <Badge kind="ok">enabled</Badge> : <Badge kind="bad">disabled</Badge>}
         </div>
-        {!fromConfig && ch.id !== null && (
+        {canEdit && !fromConfig && ch.id !== null && (
           <div class="card-actions">
             <button type="button" class="btn btn-small" onClick={() => setEditing(!editing)} aria-expanded={editing}>
               {editing ? 'Cancel edit' : 'Edit'}
@@ -189,7 +194,8 @@ function KeyState({ h }: { h: KeyHealth }) {
 
 function KeyPool({ channel: ch, health, onChange }: { channel: Channel; health: KeyHealth[]; onChange: () => Promise<void> }) {
   const [adding, setAdding] = useState(false);
-  const store = ch.source === 'store' && ch.id !== null;
+  const canEdit = atLeast(useMe(), 'operator');
+  const store = canEdit && ch.source === 'store' && ch.id !== null;
   const storeKeys = (ch.keys ?? []) as UpstreamKey[];
   // Store keys the router does not list yet (just added, or the channel is disabled).
   const pending = store ? storeKeys.filter((k) => !health.some((h) => h.store_id === k.id)) : [];
@@ -247,6 +253,7 @@ function KeyPool({ channel: ch, health, onChange }: { channel: Channel; health: 
 
 function KeyRow({ h, label, channel: ch, onChange }: { h: KeyHealth; label?: string; channel: Channel; onChange: () => Promise<void> }) {
   const [probe, setProbe] = useState<ProbeResult | null>(null);
+  const canEdit = atLeast(useMe(), 'operator');
   const [confirming, setConfirming] = useState(false);
   const [reason, setReason] = useState('');
   const [error, setError] = useState<unknown>(undefined);
@@ -279,7 +286,7 @@ function KeyRow({ h, label, channel: ch, onChange }: { h: KeyHealth; label?: str
       <td class="num" data-label="OK / failed">{fmtInt(h.successes ?? 0)} / {fmtInt(h.failures ?? 0)}</td>
       <td class="num" data-label="Recent latency">{latencyText(h.ttfb_ewma_ms, h.error_ewma)}</td>
       <td data-label="Actions">
-        <div class="row-actions">
+        {canEdit && <div class="row-actions">
           <ActionButton label={`Test key ${h.masked}`} testid="probe"
             onClick={async () => { setProbe(null); const r = await api<ProbeResult>(`/upstream-keys/${ref}/probe`, { method: 'POST' }); setProbe(r); await onChange(); }}>
             Test
@@ -302,7 +309,7 @@ function KeyRow({ h, label, channel: ch, onChange }: { h: KeyHealth; label?: str
               Remove
             </ActionButton>
           ) : null}
-        </div>
+        </div>}
         {confirming && (
           <form class="inline-form" onSubmit={disable}>
             <label for={reasonId}>Reason</label>

@@ -1,4 +1,5 @@
 import { useState } from 'preact/hooks';
+import { atLeast, useMe } from '../role';
 import { api, ApiError } from '../api';
 import { fmtCompact, fmtInt, fmtRelative, fmtTime, fmtUsd, fromLocalInput, splitList, toLocalInput } from '../format';
 import { PROTECT_PARAMS, ProtectFields, protectBody, protectForm, ProtectProps, type ProtectForm } from '../protect';
@@ -27,6 +28,7 @@ const BUDGETS = [
 ] as const;
 
 export function Keys() {
+  const canEdit = atLeast(useMe(), 'operator');
   const [status, setStatus] = useState('');
   const state = useAsync<Data>(async (signal) => {
     const [keys, channels, usage, mcp] = await Promise.all([
@@ -54,10 +56,12 @@ export function Keys() {
           <option value="revoked">revoked</option>
           <option value="expired">expired</option>
         </select>
-        <button type="button" class="btn btn-primary" onClick={() => { setCreating(!creating); setSecret(null); }}
-          aria-expanded={creating} aria-controls="new-key">
-          {creating ? 'Close form' : 'New key'}
-        </button>
+        {canEdit && (
+          <button type="button" class="btn btn-primary" onClick={() => { setCreating(!creating); setSecret(null); }}
+            aria-expanded={creating} aria-controls="new-key">
+            {creating ? 'Close form' : 'New key'}
+          </button>
+        )}
       </PageHeader>
       <p class="lead">Give each application or team its own key, with its own limits, budgets and model list. The store keeps only a hash: the secret is shown once.</p>
       {secret && <SecretReveal {...secret} onDismiss={() => setSecret(null)} />}
@@ -123,6 +127,7 @@ function KeyCard({ k, channels, tools, usage, onChange }: {
   k: VirtualKey; channels: string[]; tools: string[]; usage?: { requests: number; tokens: number }; onChange: () => Promise<void>;
 }) {
   const [editing, setEditing] = useState(false);
+  const canEdit = atLeast(useMe(), 'operator');
   const limits = LIMITS.filter(([f]) => k[f] !== null);
   return (
     <li class="card key" data-testid={`vkey-${k.name}`} aria-labelledby={`vk-${k.id}`}>
@@ -132,7 +137,7 @@ function KeyCard({ k, channels, tools, usage, onChange }: {
           <code title="The first characters of the secret">{k.key_prefix}…</code>
           {statusBadge(k)}
         </div>
-        <div class="card-actions">
+        {canEdit && <div class="card-actions">
           {k.status !== 'revoked' && (
             <button type="button" class="btn btn-small" onClick={() => setEditing(!editing)} aria-expanded={editing}>
               {editing ? 'Cancel edit' : 'Edit'}
@@ -149,7 +154,7 @@ function KeyCard({ k, channels, tools, usage, onChange }: {
             onClick={async () => { await api(`/keys/${k.id}`, { method: 'DELETE' }); await onChange(); }}>
             Delete
           </ActionButton>
-        </div>
+        </div>}
       </header>
       {editing ? (
         <KeyForm k={k} channels={channels} tools={tools} onCancel={() => setEditing(false)} onSaved={async () => { setEditing(false); await onChange(); }} />

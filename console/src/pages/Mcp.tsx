@@ -2,6 +2,7 @@
 // tools (named SERVER__TOOL, the names a key's allowed_tools matches). Servers from the config file
 // are read-only; servers added here are stored, their header values encrypted at rest.
 import { useState } from 'preact/hooks';
+import { atLeast, useMe } from '../role';
 import { api, ApiError } from '../api';
 import { fmtInt } from '../format';
 import type { McpServer } from '../types';
@@ -15,6 +16,7 @@ export function Mcp() {
   // Servers come up, go down and restart on their own: keep the states fresh.
   usePoll(() => { if (!state.loading) void state.reload(); }, 5000);
   const [creating, setCreating] = useState(false);
+  const canEdit = atLeast(useMe(), 'operator');
 
   // A change reaches the running hub at once, but a new server takes a moment to start: reload now
   // and once more shortly after.
@@ -30,10 +32,12 @@ export function Mcp() {
   return (
     <>
       <PageHeader title="MCP servers">
-        <button type="button" class="btn btn-primary" onClick={() => setCreating(!creating)} aria-expanded={creating}
-          aria-controls="new-mcp-server">
-          {creating ? 'Close form' : 'New server'}
-        </button>
+        {canEdit && (
+          <button type="button" class="btn btn-primary" onClick={() => setCreating(!creating)} aria-expanded={creating}
+            aria-controls="new-mcp-server">
+            {creating ? 'Close form' : 'New server'}
+          </button>
+        )}
       </PageHeader>
       <p class="lead">
         Agents reach every tool below through one endpoint, <code>/mcp</code>, with their virtual key; a key's allowed
@@ -73,6 +77,7 @@ function slug(s: string): string {
 
 function ServerCard({ s, onChange }: { s: McpServer; onChange: () => Promise<void> }) {
   const [editing, setEditing] = useState(false);
+  const canEdit = atLeast(useMe(), 'operator');
   const fromConfig = s.source === 'config';
   const id = `mcp-${slug(s.name)}`;
   const ref = s.id ?? s.name;
@@ -88,7 +93,7 @@ function ServerCard({ s, onChange }: { s: McpServer; onChange: () => Promise<voi
             : <Badge kind="neutral">store</Badge>}
           {stateBadge(s)}
         </div>
-        {!fromConfig && (
+        {canEdit && !fromConfig && (
           <div class="card-actions">
             <button type="button" class="btn btn-small" onClick={() => setEditing(!editing)} aria-expanded={editing}>
               {editing ? 'Cancel edit' : 'Edit'}

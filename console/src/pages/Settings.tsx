@@ -1,4 +1,5 @@
 import { useState } from 'preact/hooks';
+import { atLeast, useMe } from '../role';
 import { api, ApiError } from '../api';
 import { fmtBytes, fmtMs, fmtNum } from '../format';
 import type { Feature, Price, Settings as SettingsT } from '../types';
@@ -26,6 +27,7 @@ export function Settings() {
 }
 
 function ConfigCard() {
+  const canEdit = atLeast(useMe(), 'operator');
   const state = useAsync((signal) => api<{ yaml: string; source: string }>('/config', { signal }), []);
   const [result, setResult] = useState<{ ok: boolean; message: string } | null>(null);
   const [error, setError] = useState<unknown>(undefined);
@@ -46,11 +48,11 @@ function ConfigCard() {
     }
   };
   return (
-    <Card title="Running config" id="config" actions={
+    <Card title="Running config" id="config" actions={canEdit ? (
       <button type="button" class="btn btn-small" onClick={reload} disabled={busy} aria-busy={busy} data-testid="reload">
         {busy ? 'Reloading…' : 'Reload config'}
       </button>
-    }>
+    ) : undefined}>
       <div aria-live="polite">
         {result && (
           <p class={`state ${result.ok ? 'state-ok' : 'state-error'}`} role={result.ok ? 'status' : 'alert'} data-testid="reload-result">
@@ -89,6 +91,7 @@ function details(f: Feature): string[] {
 }
 
 function Switches() {
+  const canEdit = atLeast(useMe(), 'operator');
   const state = useAsync((signal) => api<SettingsT>('/settings', { signal }), []);
   const [errors, setErrors] = useState<Partial<Record<SwitchName, unknown>>>({});
   const [busy, setBusy] = useState<SwitchName | null>(null);
@@ -128,7 +131,7 @@ function Switches() {
                   <li key={name}>
                     <div class="switch-row">
                       <input id={id} type="checkbox" role="switch" class="switch" checked={!!s?.enabled}
-                        disabled={!s || busy === name || !!readOnly} aria-describedby={`${id}-help`}
+                        disabled={!s || busy === name || !!readOnly || !canEdit} aria-describedby={`${id}-help`}
                         onChange={(e) => void flip(name, e.currentTarget.checked)} />
                       <label for={id}>{label}</label>
                       {!s && <Badge kind="neutral">not in this gateway</Badge>}

@@ -11,15 +11,17 @@ export function SignIn() {
   const submit = async (e: Event) => {
     e.preventDefault();
     if (!key.trim()) {
-      setError('Enter the master key (auth.master_key in the gateway config).');
+      setError('Enter the master key (auth.master_key in the gateway config) or an admin token.');
       return;
     }
     setBusy(true);
     setError('');
     try {
-      const res = await fetch('/admin/api/upstream-keys', { headers: { authorization: `Bearer ${key.trim()}` } });
+      // /me answers any admin credential; an older gateway without it has /upstream-keys.
+      let res = await fetch('/admin/api/me', { headers: { authorization: `Bearer ${key.trim()}` } });
+      if (res.status === 404) res = await fetch('/admin/api/upstream-keys', { headers: { authorization: `Bearer ${key.trim()}` } });
       if (res.status === 401) {
-        setError('The gateway refused that key: the console takes the master key, not a virtual key.');
+        setError('The gateway refused that key: the console takes the master key or an admin token, not a virtual key.');
         return;
       }
       if (!res.ok && res.status !== 404) throw new ApiError(res.status, `the gateway answered ${res.status}`);
@@ -43,7 +45,7 @@ export function SignIn() {
           </p>
         )}
         <div class={`field${error ? ' field-invalid' : ''}`}>
-          <label for="master-key">Master key</label>
+          <label for="master-key">Master key or admin token</label>
           <input
             id="master-key"
             name="master-key"

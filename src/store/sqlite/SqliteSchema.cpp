@@ -250,6 +250,35 @@ CREATE TRIGGER mcp_servers_cp_update AFTER UPDATE ON mcp_servers
 CREATE TRIGGER mcp_servers_cp_delete AFTER DELETE ON mcp_servers
   BEGIN UPDATE control_plane_version SET version = version + 1; END;
 )sql"},
+    {10, "admin tokens, audit log", R"sql(
+CREATE TABLE admin_tokens (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  name         TEXT    NOT NULL UNIQUE,
+  role         TEXT    NOT NULL,
+  token_hash   TEXT    NOT NULL UNIQUE,
+  token_prefix TEXT    NOT NULL,
+  expires_at   INTEGER,
+  revoked_at   INTEGER,
+  created_by   TEXT    NOT NULL,
+  created_at   INTEGER NOT NULL
+);
+CREATE TABLE audit_log (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  time_ms     INTEGER NOT NULL,
+  actor       TEXT    NOT NULL,
+  role        TEXT    NOT NULL,
+  address     TEXT    NOT NULL,
+  action      TEXT    NOT NULL,
+  method      TEXT    NOT NULL,
+  path        TEXT    NOT NULL,
+  target      TEXT    NOT NULL,
+  status      INTEGER NOT NULL,
+  before_json TEXT NOT NULL DEFAULT 'null' CHECK (json_valid(before_json)),
+  after_json  TEXT NOT NULL DEFAULT 'null' CHECK (json_valid(after_json))
+);
+CREATE INDEX audit_log_time ON audit_log (time_ms);
+CREATE INDEX audit_log_actor ON audit_log (actor, id);
+)sql"},
 };
 
 }  // namespace

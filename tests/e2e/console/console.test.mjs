@@ -597,6 +597,58 @@ test('settings: the running config with secrets masked, reload, features and pri
   await shoot('settings');
 });
 
+test('roles: a viewer token made on the Tokens page sees only what it may; the audit log says who changed what', async () => {
+  await go('/tokens');
+  await page.getByRole('button', { name: 'New token' }).click();
+  const form = page.getByTestId('token-form');
+  await form.getByLabel('Name').fill('console-viewer');
+  await form.getByLabel('Role').selectOption('viewer');
+  await form.getByRole('button', { name: 'Create token' }).click();
+  const viewerSecret = (await page.getByTestId('new-token-secret').textContent()).trim();
+  assert.match(viewerSecret, /^sk-sla-[0-9A-Za-z]{40}$/);
+  await page.locator('[data-testid="token-console-viewer"][data-status="active"]').waitFor();
+  await shoot('tokens');
+  await page.getByRole('button', { name: 'I have stored it' }).click();
+  assert.ok(!(await page.content()).includes(viewerSecret), 'the secret is gone from the page once dismissed');
+  assert.match(await page.getByTestId('whoami').textContent(), /master key · admin/);
+
+  // The viewer, in a browser of its own: signed in with the token, it sees who it is and no
+  // page or button it could not use.
+  const context = await browser.newContext({ viewport: LAPTOP });
+  const viewer = await context.newPage();
+  viewer.setDefaultTimeout(UI_MS);
+  viewer.on('pageerror', (e) => pageErrors.push(String(e)));
+  await viewer.goto(`${consoleUrl}/`);
+  await viewer.getByLabel('Master key or admin token').fill(viewerSecret);
+  await viewer.getByRole('button', { name: 'Sign in' }).click();
+  await viewer.getByRole('heading', { name: 'Dashboard' }).waitFor();
+  await viewer.getByTestId('whoami').getByText('token:console-viewer · viewer').waitFor();
+  const nav = await viewer.getByRole('navigation', { name: 'Console sections' }).textContent();
+  for (const hidden of ['Tokens', 'Audit', 'Playground']) assert.ok(!nav.includes(hidden), `${hidden} is not offered to a viewer: ${nav}`);
+  await viewer.goto(`${consoleUrl}/#/keys`);
+  await viewer.getByTestId('vkey-e2e-app').waitFor();
+  assert.equal(await viewer.getByRole('button', { name: 'New key' }).count(), 0);
+  assert.equal(await viewer.getByTestId('vkey-e2e-app').getByRole('button', { name: 'Edit' }).count(), 0);
+  await viewer.goto(`${consoleUrl}/#/channels`);
+  await viewer.getByTestId('channel-from-file').waitFor();
+  assert.equal(await viewer.getByRole('button', { name: 'New channel' }).count(), 0);
+  // What the console hides, the gateway refuses.
+  const refused = await viewer.evaluate(async (key) => (await fetch('/admin/api/keys', { method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"name":"x"}' })).status, viewerSecret);
+  assert.equal(refused, 403);
+  await context.close();
+
+  // The audit log shows the token's creation by the master key, and the key edits made earlier.
+  await go('/audit');
+  const tokenRow = page.locator('[data-testid="audit-row"][data-action="create"][data-actor="master key"]', { hasText: '/tokens/' });
+  await tokenRow.first().waitFor();
+  await page.locator('[data-testid="audit-row"][data-action="update"]', { hasText: '/keys/' }).first().waitFor();
+  await tokenRow.first().getByText('before / after').click();
+  assert.match(await tokenRow.first().textContent(), /console-viewer/);
+  assert.ok(!(await page.content()).includes(viewerSecret), 'the audit log never shows the secret');
+  await shoot('audit');
+});
+
 test('the console raised no script errors', () => {
   assert.deepEqual(pageErrors, []);
 });

@@ -40,7 +40,7 @@ class UsageApiTest : public ::testing::TestWithParam<Backend> {
   std::string get(AdminApi& api, const std::string& query) {
     net::io_context ioc;
     http::Request req{boost::beast::http::verb::get, "/admin/api/usage?" + query, 11};
-    auto done = net::co_spawn(ioc, api.handle(req, "/usage", query), net::use_future);
+    auto done = net::co_spawn(ioc, api.handle(req, "/usage", query, admin::Caller{}), net::use_future);
     ioc.run();
     http::Response res = done.get();
     EXPECT_EQ(res.result_int(), 200U) << query << ": " << res.body();

@@ -1064,6 +1064,96 @@ TEST_P(StoreTest, UpstreamKeyCrudKeepsSecretBytesAndCascadesWithTheChannel) {
   EXPECT_TRUE(store_->getUpstreamKey(id2));
 }
 
+TEST_P(StoreTest, AdminTokensAreFoundByHashRevokedOnceAndNamedUniquely) {
+  AdminToken t;
+  t.name = "ci-deploy";
+  t.role = "operator";
+  t.token_hash = std::string(64, 'a');
+  t.token_prefix = "sk-sla-AbCdE";
+  t.expires_at_ms = kT0 + kDay;
+  t.created_by = "master key";
+  const auto id = store_->createAdminToken(t);
+  auto found = store_->findAdminTokenByHash(t.token_hash);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->id, id);
+  EXPECT_EQ(found->name, "ci-deploy");
+  EXPECT_EQ(found->role, "operator");
+  EXPECT_EQ(found->token_prefix, "sk-sla-AbCdE");
+  EXPECT_EQ(found->expires_at_ms, kT0 + kDay);
+  EXPECT_FALSE(found->revoked_at_ms);
+  EXPECT_EQ(found->created_by, "master key");
+  EXPECT_GT(found->created_at_ms, 0);
+  EXPECT_FALSE(store_->findAdminTokenByHash(std::string(64, 'b')));
+
+  // A second token with the same name or hash is refused.
+  AdminToken same = t;
+  same.token_hash = std::string(64, 'c');
+  EXPECT_THROW(store_->createAdminToken(same), StoreError);
+  same = t;
+  same.name = "other";
+  EXPECT_THROW(store_->createAdminToken(same), StoreError);
+
+  // Revoking keeps the first time.
+  EXPECT_TRUE(store_->revokeAdminToken(id, kT0));
+  EXPECT_TRUE(store_->revokeAdminToken(id, kT0 + 5));
+  EXPECT_EQ(store_->getAdminToken(id)->revoked_at_ms, kT0);
+  EXPECT_FALSE(store_->revokeAdminToken(id + 100, kT0));
+  ASSERT_EQ(store_->listAdminTokens().size(), 1u);
+  EXPECT_TRUE(store_->deleteAdminToken(id));
+  EXPECT_FALSE(store_->deleteAdminToken(id));
+  EXPECT_TRUE(store_->listAdminTokens().empty());
+}
+
+TEST_P(StoreTest, AuditRowsAreAppendedFilteredAndPagedNewestFirst) {
+  for (int i = 0; i < 7; ++i) {
+    AuditEntry e;
+    e.time_ms = kT0 + i;
+    e.actor = i % 2 ? "token:ci" : "master key";
+    e.role = i % 2 ? "operator" : "admin";
+    e.address = "10.0.0.7";
+    e.action = i < 3 ? "create" : "update";
+    e.method = i < 3 ? "POST" : "PATCH";
+    e.path = "/keys/" + std::to_string(i);
+    e.target = "/keys/" + std::to_string(i);
+    e.status = i < 3 ? 201 : 200;
+    e.before = i < 3 ? "null" : R"({"name":"old"})";
+    e.after = R"({"name":"new"})";
+    store_->appendAudit(e);
+  }
+  AuditQuery q;
+  q.limit = 3;
+  std::vector<std::string> seen;
+  for (int page = 0; page < 5; ++page) {
+    const AuditPage p = store_->listAudit(q);
+    for (const auto& e : p.entries) seen.push_back(e.target);
+    if (p.next_cursor.empty()) break;
+    q.cursor = p.next_cursor;
+  }
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"/keys/6", "/keys/5", "/keys/4", "/keys/3", "/keys/2", "/keys/1", "/keys/0"}));
+  AuditQuery byActor;
+  byActor.actor = "token:ci";
+  byActor.action = "update";
+  const auto rows = store_->listAudit(byActor).entries;
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].target, "/keys/5");
+  EXPECT_EQ(rows[0].before, R"({"name":"old"})");
+  EXPECT_EQ(rows[0].address, "10.0.0.7");
+  EXPECT_EQ(rows[0].status, 200);
+  AuditQuery window;
+  window.from_ms = kT0 + 2;
+  window.to_ms = kT0 + 4;
+  EXPECT_EQ(store_->listAudit(window).entries.size(), 2u);
+  AuditQuery bad;
+  bad.cursor = "c1.5";
+  EXPECT_THROW(store_->listAudit(bad), StoreError);
+  // Not JSON: refused.
+  AuditEntry broken;
+  broken.actor = "master key";
+  broken.after = "{not json";
+  EXPECT_THROW(store_->appendAudit(broken), StoreError);
+}
+
 INSTANTIATE_TEST_SUITE_P(Sqlite, SqliteStoreTest, ::testing::Values(Backend::Sqlite), testing::backendName);
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),
                          testing::backendName);

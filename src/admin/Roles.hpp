@@ -1,0 +1,47 @@
+// Roles: who may call which admin endpoint, in one table. The master key is the break-glass
+// admin; scoped admin tokens (/admin/api/tokens) carry one role each:
+//   admin     everything, including tokens and the audit log
+//   operator  channels, upstream keys, virtual keys, MCP servers, settings, reload
+//   viewer    reads: dashboards, usage, logs without bodies, the running config (masked)
+//   member    who they are (/me) and the API document; their teams' keys and usage come with teams
+// An endpoint not in the table is left to the handlers (404 or 405): the table never widens
+// what a path does, it only narrows who reaches it.
+// Thread-safety: pure functions over constant data.
+#pragma once
+#include <ostream>  // before verb.hpp: Boost 1.81's string_view streams itself without including it
+
+#include <boost/beast/http/verb.hpp>
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace sluice::admin {
+
+enum class Role { Member = 0, Viewer = 1, Operator = 2, Admin = 3 };
+
+std::optional<Role> parseRole(std::string_view name);  // "admin" | "operator" | "viewer" | "member"
+const char* roleName(Role role);
+
+// Who calls the admin API, as the gateway authenticated them.
+struct Caller {
+  Role role = Role::Admin;
+  std::string actor = "master key";  // "master key" | "token:NAME"
+  std::string address;               // the client address
+};
+
+struct RoleRule {
+  boost::beast::http::verb method;
+  std::string_view path;  // under /admin/api; "{x}" matches one non-empty segment
+  Role role;              // the least role that may call it
+};
+
+// The whole table, for the OpenAPI document and its test.
+std::span<const RoleRule> roleTable();
+
+// The least role `method path` needs (path under /admin/api, without the query), or nullopt
+// when no endpoint has that method and path.
+std::optional<Role> requiredRole(boost::beast::http::verb method, std::string_view path);
+
+}  // namespace sluice::admin
