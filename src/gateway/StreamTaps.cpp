@@ -588,6 +588,7 @@ std::unique_ptr<StreamTap> makeStreamTap(Wire w, bool strip_usage) {
     case Wire::Gemini:
       return std::make_unique<GeminiTap>();
     case Wire::OpenAI:
+    case Wire::Bedrock:  // never tapped untranslated: a Bedrock stream is always decoded
       break;
   }
   return std::make_unique<OpenAITap>(strip_usage);
