@@ -171,6 +171,8 @@ void applyChannelFields(store::Channel& ch, const json::object& body, bool creat
   if (const auto* v = body.if_contains("api_version"))
     set("api_version", v->is_null() ? json::value() : json::value(textField(*v, "api_version", 1, 64)));
   if (const auto* v = body.if_contains("region")) {
+    if (!v->is_null() && ch.type != config::channelTypeName(config::ChannelType::Bedrock))
+      throw FieldError("region", "only a bedrock channel takes a region");
     if (!v->is_null() && (!v->is_string() || !config::validAwsRegion(v->get_string())))
       throw FieldError("region", "region must be an AWS region such as us-east-1; got " + describeJson(*v));
     set("region", v->is_null() ? json::value() : *v);

@@ -10,7 +10,9 @@ import { GoogleGenAI } from '@google/genai';
 import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand } from '@aws-sdk/client-bedrock-runtime';
 // The SDK streams over HTTP/2 by default; the mock (like the gateway) speaks HTTP/1.1.
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { startMock, startGateway, chat, readSse, admin, waitFor, MASTER } from '../lib/harness.mjs';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startMock, startGateway, gatewayYaml, tempDir, chat, readSse, admin, waitFor, MASTER } from '../lib/harness.mjs';
 
 // Shaped like AWS keys; the secrets hold '/' and '+' as real ones do.
 const KEY_A = { id: 'AKIAMOCKKEYAAAAAAAAA', secret: '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' };
@@ -301,6 +303,40 @@ test('a session token is signed and sent; a key pool with a wrong secret disable
     assert.ok(!adminText.includes(s), 'a secret in the admin API');
     assert.ok(!g.proc.output.includes(s), 'a secret in the gateway output');
   }
+});
+
+test('a bedrock channel and its key added through the admin API: the key sealed at rest, masked, used signed', async () => {
+  const dir = tempDir();
+  const db = join(dir, 'sluice.db');
+  const g = await startGateway(`store:\n  url: "sqlite://${db}"\n  secret_key: "bedrock-test-store-key-0123456789abcdef"\n` +
+    gatewayYaml({ channels: [{ name: 'yaml', url: backup.url, models: ['gpt-4o-mini'] }] }));
+  started.push(g);
+  let r = await admin(g, '/channels', { method: 'POST', body: { name: 'db-bedrock', type: 'bedrock', base_url: mock.url,
+    region: 'us-east-1', models: ['amazon.nova-lite-v1:0'] } });
+  assert.equal(r.status, 201, await r.clone().text());
+  const ch = await r.json();
+  assert.equal(ch.region, 'us-east-1');
+  r = await admin(g, `/channels/${ch.id}/keys`, { method: 'POST', body: { secret: awsKey(KEY_B) } });
+  const created = await r.text();
+  assert.equal(r.status, 201, created);
+  assert.ok(!created.includes(KEY_B.secret));
+  let status = 0;
+  for (let i = 0; i < 40 && status !== 200; i++) {
+    const res = await chat(g, { model: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: 'hi' }] });
+    status = res.status;
+    await res.text();
+    if (status !== 200) await new Promise((ok) => setTimeout(ok, 50));
+  }
+  assert.equal(status, 200, 'the stored key signed a request the mock verified');
+  const bytes = readFileSync(db).toString('latin1') + (() => { try { return readFileSync(`${db}-wal`).toString('latin1'); } catch { return ''; } })();
+  assert.ok(!bytes.includes(KEY_B.secret), 'the secret is sealed in the store');
+  const listed = await (await admin(g, `/channels/${ch.id}/keys`)).text();
+  assert.ok(!listed.includes(KEY_B.secret));
+  // A malformed bedrock key is refused when loaded, never shown.
+  r = await admin(g, `/channels/${ch.id}/keys`, { method: 'POST', body: { secret: 'not-an-aws-key-but-long-enough' } });
+  await r.text();
+  assert.ok(!g.proc.output.includes('not-an-aws-key-but-long-enough'));
+  assert.ok(!g.proc.output.includes(KEY_B.secret));
 });
 
 test('the secret is never in the request log, the admin API or the gateway output', async () => {
