@@ -38,6 +38,8 @@
 # Nor BENCH_ONLY=streams, bench/streams.sh (~2 min): streams that fail after the provider's 200
 # (in-band error events) through Sluice, nginx and haproxy with the same spare upstream (success
 # rate, TTFB / close, upstream calls per request); its own block, its knobs (STREAMS_*) in its header.
+# Nor BENCH_ONLY=bedrock, bench/bedrock.sh (~1 min): streams through a Bedrock channel (SigV4,
+# the AWS event stream decoded) against an OpenAI channel on the same mock, its own block.
 # Nor BENCH_ONLY=ws, bench/ws.sh (~2 min): an agent loop's turns over the Responses WebSocket mode
 # against POSTs, native and translated, with the mock itself as the floor; its own block, its knobs
 # (WS_*) in its header.
@@ -107,7 +109,9 @@ case $BENCH_ONLY in
   streams) exec bash "$ROOT/bench/streams.sh" ;;
   # The Responses WebSocket mode's turns against POSTs (bench/ws.sh); ~2 minutes.
   ws) exec bash "$ROOT/bench/ws.sh" ;;
-  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect, tls, store_scale, scale, streams or ws" ;;
+  # A Bedrock channel (signing, event-stream decoding) against an OpenAI one (bench/bedrock.sh); ~1 minute.
+  bedrock) exec bash "$ROOT/bench/bedrock.sh" ;;
+  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect, tls, store_scale, scale, streams, ws or bedrock" ;;
 esac
 
 # ---------------------------------------------------------------- build
