@@ -120,7 +120,11 @@ Verdict CommitGate::onAwsMessage(const cloud::EventStreamMessage& m) {
     data.append(",\"payload\":");
     providers::detail::appendJsonString(data, m.payload.substr(0, 16 * 1024));
     data.push_back('}');
-    return fail(providers::bedrock::statusForException(name), data, std::move(msg));
+    // AWS answers a model's own failure (modelStreamErrorException) with 424: for the routing rules
+    // it is an upstream failure, which another channel may not have.
+    int status = providers::bedrock::statusForException(name);
+    if (status == 424) status = 502;
+    return fail(status, data, std::move(msg));
   }
   const std::string_view event = m.header(":event-type");
   if (event == "messageStart") return Verdict::Hold;

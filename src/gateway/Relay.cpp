@@ -684,7 +684,10 @@ boost::asio::awaitable<Attempt> Relay::upstreamError(const routing::Pick& p, int
   snap.scrubber.scrub(errBody);
   auto msg = errorMessageFromBody(errBody);
   // routing.rules, then the built-in ones, say what the answer leads to.
-  const routing::ErrorVerdict v = snap.router->errorRules().classify(a.status, errBody);
+  // Bedrock's ModelErrorException (424: the model failed on AWS's side) is an upstream failure
+  // for the routing rules, which another channel may not have.
+  const int ruleStatus = upWire(p) == Wire::Bedrock && a.status == 424 ? 502 : a.status;
+  const routing::ErrorVerdict v = snap.router->errorRules().classify(ruleStatus, errBody);
   a.outcome = v.outcome;
   // A fallback with no fallback model left: the client hears the upstream's answer.
   if (a.outcome == Outcome::Fallback && !fallback_left) a.outcome = Outcome::ClientError;

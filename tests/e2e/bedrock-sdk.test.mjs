@@ -264,6 +264,33 @@ test('Bedrock errors: throttling fails over, a validation error is the client\'s
   assert.ok(events.some((e) => e?.error?.code === 'upstream_stream_broken'), JSON.stringify(events.slice(-2)));
 });
 
+test('a ModelErrorException (424) fails over; a bedrock stream cut mid-way is continued on the next channel', async () => {
+  const only = { 'x-mock-fail-key': KEY_A.id };
+  let res = await chat(gw, { model: MODEL, messages: [{ role: 'user', content: 'hi' }] },
+    { headers: { ...only, 'x-mock-fail-rate': '1', 'x-mock-fail-status': '424' } });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('x-sluice-channel'), 'backup');
+  await res.text();
+  await bedrockServesAgain();
+
+  const g = await startGateway({ channels: [
+    { name: 'bedrock', type: 'bedrock', base_url: mock.url, region: 'us-east-1', keys: [awsKey(KEY_A)],
+      models: ['anthropic.claude-*'], priority: 1 },
+    { name: 'backup', url: backup.url, models: ['anthropic.claude-*'], priority: 2 },
+  ], routing: { max_retries: 2, on_stall: 'continue' } });
+  started.push(g);
+  res = await chat(g, { model: MODEL, stream: true, messages: [{ role: 'user', content: 'hi' }] },
+    { headers: { ...only, 'x-mock-reset-after': '2' } });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('x-sluice-channel'), 'bedrock');
+  const { events } = await readSse(res);
+  assert.equal(events.at(-1), '[DONE]');
+  assert.ok(!events.some((e) => e?.error), JSON.stringify(events.slice(-3)));
+  const text = events.map((e) => e?.choices?.[0]?.delta?.content ?? '').join('');
+  assert.ok(text.length > 0);
+  assert.equal((await backup.stats()).last_request.body.messages.at(-2).role, 'assistant', 'the backup continued the answer');
+});
+
 test('a session token is signed and sent; a key pool with a wrong secret disables that key, the other serves', async () => {
   const m = await startMock(mockArgs);
   started.push(m);

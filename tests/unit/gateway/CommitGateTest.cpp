@@ -190,6 +190,7 @@ TEST(CommitGate, BedrockConverseStream) {
   CommitGate g(Format::BedrockConverse);
   EXPECT_EQ(g.feed(start + awsException("modelStreamErrorException", R"({"message":"boom"})")), V::Fail);
   EXPECT_EQ(g.message(), "modelStreamErrorException: boom");
+  EXPECT_EQ(g.status(), 502);  // AWS's 424: the model failed upstream, another channel may do
   EXPECT_NE(g.errorData().find("modelStreamErrorException"), std::string::npos);
   std::string corrupt = start;
   corrupt[corrupt.size() - 1] ^= 0x01;  // the message CRC
