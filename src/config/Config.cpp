@@ -985,6 +985,9 @@ class Loader {
                           "\"region\" (what requests are signed for)");
     }
     if (!has_base_url) ch.base_url = "https://bedrock-runtime." + ch.region + ".amazonaws.com";
+    // "${AWS_ACCESS_KEY_ID}:${AWS_SECRET_ACCESS_KEY}" with neither set leaves only the colons: an
+    // unset key, dropped as an empty one is.
+    std::erase_if(ch.keys, [](const std::string& k) { return k.find_first_not_of(':') == std::string::npos; });
     const YAML::Node keys = item["keys"];
     for (std::size_t i = 0; i < ch.keys.size(); ++i) {
       if (!cloud::parseAwsKey(ch.keys[i]))

@@ -252,6 +252,14 @@ TEST(ConfigParse, BedrockChannel) {
   EXPECT_EQ(local->channels[0].base_url, "http://127.0.0.1:9000");
   EXPECT_EQ(local->channels[0].region, "us-west-2");
 
+  // The pinned template with the AWS variables unset: the key is dropped, as an empty one is.
+  {
+    ScopedEnv id("SLUICE_T_AWS_ID", nullptr);
+    ScopedEnv secret("SLUICE_T_AWS_SECRET", nullptr);
+    auto unset = parse("channels:\n  - {name: b, type: bedrock, region: us-east-1, "
+                       "keys: [\"${SLUICE_T_AWS_ID}:${SLUICE_T_AWS_SECRET}\"], models: [m]}\n");
+    EXPECT_TRUE(unset->channels[0].keys.empty());
+  }
   EXPECT_NE(failure("channels:\n  - {name: b, type: bedrock, models: [m]}\n").what.find("needs \"region\""),
             std::string::npos);
   EXPECT_NE(failure("channels:\n  - {name: b, type: bedrock, base_url: \"http://127.0.0.1:1\", models: [m]}\n")
