@@ -40,6 +40,8 @@
 # rate, TTFB / close, upstream calls per request); its own block, its knobs (STREAMS_*) in its header.
 # Nor BENCH_ONLY=mcp, bench/mcp.sh (~2 min): MCP tool calls through /mcp against the MCP server
 # itself (server-everything over HTTP, and as a stdio child), the added latency at p50 and p99.
+# Nor BENCH_ONLY=bedrock, bench/bedrock.sh (~1 min): streams through a Bedrock channel (SigV4,
+# the AWS event stream decoded) against an OpenAI channel on the same mock, its own block.
 # Nor BENCH_ONLY=ws, bench/ws.sh (~2 min): an agent loop's turns over the Responses WebSocket mode
 # against POSTs, native and translated, with the mock itself as the floor; its own block, its knobs
 # (WS_*) in its header.
@@ -111,7 +113,9 @@ case $BENCH_ONLY in
   ws) exec bash "$ROOT/bench/ws.sh" ;;
   # MCP tool calls through /mcp against the MCP server itself (bench/mcp.sh); ~2 minutes.
   mcp) exec bash "$ROOT/bench/mcp.sh" ;;
-  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect, tls, store_scale, scale, streams, ws or mcp" ;;
+  # A Bedrock channel (signing, event-stream decoding) against an OpenAI one (bench/bedrock.sh); ~1 minute.
+  bedrock) exec bash "$ROOT/bench/bedrock.sh" ;;
+  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect, tls, store_scale, scale, streams, ws, mcp or bedrock" ;;
 esac
 
 # ---------------------------------------------------------------- build

@@ -51,6 +51,9 @@ int main(int argc, char** argv) {
   mock->add_option("--slow-rate", mockOpts.slow_rate, "probability the first byte waits --slow-ms (0..1)")
       ->capture_default_str();
   mock->add_option("--slow-ms", mockOpts.slow_ms, "the first-byte delay of a slowed answer")->capture_default_str();
+  mock->add_option("--aws-key", mockOpts.aws_keys,
+                   "Bedrock: an AWS key ACCESS_KEY_ID:SECRET[:SESSION_TOKEN] whose SigV4 signatures verify (repeatable; "
+                   "default: the built-in test key)");
 
   std::string checkConfig;
   auto* check = app.add_subcommand("check", "Validate a config file");

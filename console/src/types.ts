@@ -77,6 +77,7 @@ export interface Channel {
   enabled: boolean;
   model_map?: Record<string, string> | null;
   api_version?: string | null;
+  region?: string | null;  // bedrock
   rpm?: number | null;
   tpm?: number | null;
   max_concurrent?: number | null;

@@ -25,7 +25,8 @@ using config::validHeaderName;
 constexpr std::size_t kMaxUpstreamSecret = 8192;
 constexpr config::ChannelType kAllTypes[] = {config::ChannelType::OpenAI,           config::ChannelType::Anthropic,
                                              config::ChannelType::Gemini,           config::ChannelType::Azure,
-                                             config::ChannelType::OpenAICompatible, config::ChannelType::Mock};
+                                             config::ChannelType::OpenAICompatible, config::ChannelType::Mock,
+                                             config::ChannelType::Bedrock};
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -126,7 +127,7 @@ void applyChannelFields(store::Channel& ch, const json::object& body, bool creat
   rejectUnknownFields(body,
                       {"name", "type", "base_url", "models", "priority", "weight", "headers", "enabled", "model_map",
                        "api_version", "rpm", "tpm", "max_concurrent", "key_rpm", "key_tpm", "screening", "cache",
-                       "cache_ttl_ms"},
+                       "cache_ttl_ms", "region"},
                       {"id", "source", "keys", "created_at_ms", "updated_at_ms"});
   if (creating) {
     for (const char* required : {"name", "type", "base_url", "models"}) {
@@ -169,6 +170,13 @@ void applyChannelFields(store::Channel& ch, const json::object& body, bool creat
     set("model_map", v->is_null() ? json::value() : json::value(modelMapField(*v)));
   if (const auto* v = body.if_contains("api_version"))
     set("api_version", v->is_null() ? json::value() : json::value(textField(*v, "api_version", 1, 64)));
+  if (const auto* v = body.if_contains("region")) {
+    if (!v->is_null() && ch.type != config::channelTypeName(config::ChannelType::Bedrock))
+      throw FieldError("region", "only a bedrock channel takes a region");
+    if (!v->is_null() && (!v->is_string() || !config::validAwsRegion(v->get_string())))
+      throw FieldError("region", "region must be an AWS region such as us-east-1; got " + describeJson(*v));
+    set("region", v->is_null() ? json::value() : *v);
+  }
   for (const char* limit : {"rpm", "tpm", "max_concurrent", "key_rpm", "key_tpm"}) {
     if (const auto* v = body.if_contains(limit)) {
       const auto n = limitField(*v, limit);
@@ -201,6 +209,7 @@ json::object channelJson(const store::Channel& ch, json::array keys) {
       {"enabled", ch.enabled},
       {"model_map", setting("model_map", json::object{})},
       {"api_version", setting("api_version", "")},
+      {"region", setting("region", "")},
       {"rpm", setting("rpm", nullptr)},
       {"tpm", setting("tpm", nullptr)},
       {"max_concurrent", setting("max_concurrent", nullptr)},
@@ -237,6 +246,7 @@ json::object configChannelJson(const config::ChannelConfig& ch) {
       {"enabled", true},
       {"model_map", std::move(model_map)},
       {"api_version", ch.api_version},
+      {"region", ch.region},
       {"rpm", limit(ch.rpm)},
       {"tpm", limit(ch.tpm)},
       {"max_concurrent", limit(ch.max_concurrent)},

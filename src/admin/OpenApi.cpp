@@ -719,6 +719,7 @@ constexpr std::string_view kDocument = R"json({
           "enabled": {"type": "boolean"},
           "model_map": {"type": "object", "additionalProperties": {"type": "string"}},
           "api_version": {"type": "string"},
+          "region": {"type": "string", "description": "bedrock: the AWS region requests are signed for"},
           "rpm": {"type": ["integer", "null"]},
           "tpm": {"type": ["integer", "null"]},
           "max_concurrent": {"type": ["integer", "null"]},
@@ -732,7 +733,7 @@ constexpr std::string_view kDocument = R"json({
           "updated_at_ms": {"type": "integer"}
         }
       },
-      "ChannelType": {"type": "string", "enum": ["openai", "anthropic", "gemini", "azure", "openai-compatible", "mock"]},
+      "ChannelType": {"type": "string", "enum": ["openai", "anthropic", "gemini", "azure", "openai-compatible", "mock", "bedrock"]},
       "ChannelUpdate": {
         "type": "object", "additionalProperties": false,
         "description": "The same rules as a channel of the config file. A name the config file uses is refused (409).",
@@ -747,6 +748,7 @@ constexpr std::string_view kDocument = R"json({
           "enabled": {"type": "boolean"},
           "model_map": {"type": ["object", "null"], "additionalProperties": {"type": "string", "minLength": 1}, "description": "client model name to upstream model name"},
           "api_version": {"type": ["string", "null"], "description": "azure api-version"},
+          "region": {"type": ["string", "null"], "description": "bedrock: the AWS region (default: from a bedrock-runtime.REGION.amazonaws.com base_url)"},
           "rpm": {"type": ["integer", "null"], "minimum": 1},
           "tpm": {"type": ["integer", "null"], "minimum": 1},
           "max_concurrent": {"type": ["integer", "null"], "minimum": 1},

@@ -254,6 +254,9 @@ std::string canonicalRequestText(Format client, std::string_view body, std::stri
     case Format::GeminiGenerate:
       reason = prepareGenerate(o, path_model);
       break;
+    case Format::BedrockConverse:  // never a client format
+      reason = "not a client format";
+      break;
   }
   if (!reason.empty()) return fail(std::move(reason));
   std::string out;

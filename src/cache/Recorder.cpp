@@ -7,6 +7,7 @@
 
 #include "core/Clock.hpp"
 #include "core/JsonText.hpp"
+#include "providers/bedrock/ConverseCodec.hpp"
 #include "providers/anthropic/MessagesCodec.hpp"
 #include "providers/gemini/GenerateCodec.hpp"
 #include "providers/openai/ChatCodec.hpp"
@@ -132,6 +133,8 @@ std::unique_ptr<providers::StreamDecoder> decoderFor(Format f) {
       return providers::anthropic::makeMessagesStreamDecoder();
     case Format::GeminiGenerate:
       return providers::gemini::makeGenerateStreamDecoder();
+    case Format::BedrockConverse:
+      return providers::bedrock::makeConverseStreamDecoder();
     case Format::OpenAIResponses:
       break;
   }
@@ -209,6 +212,9 @@ std::optional<Entry> Recorder::fromWhole(Format f, int status, std::string_view 
       break;
     case Format::GeminiGenerate:
       err = providers::gemini::decodeGenerateResponse(body, e.response);
+      break;
+    case Format::BedrockConverse:
+      err = providers::bedrock::decodeConverseResponse(body, e.response);
       break;
     case Format::OpenAIResponses:
       return fail("OpenAI Responses bodies cannot be decoded");

@@ -41,6 +41,8 @@ std::unique_ptr<providers::StreamEncoder> encoderFor(Format client, const Entry&
       o.echo = opts.responses_echo;
       return providers::openai::makeResponsesStreamEncoder(std::move(o));
     }
+    case Format::BedrockConverse:  // never a client format
+      break;
   }
   return nullptr;
 }
@@ -157,6 +159,8 @@ std::string replayWhole(Format client, const Entry& e, const ReplayOptions& opts
       break;
     case Format::OpenAIResponses:
       providers::openai::encodeResponsesResponse(res, out, opts.responses_echo.get());
+      break;
+    case Format::BedrockConverse:  // never a client format
       break;
   }
   return out;

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <utility>
 
+#include "cloud/SigV4.hpp"
 #include "cluster/RedisUrl.hpp"
 #include "config/Scalars.hpp"
 #include "http/ServerTls.hpp"
@@ -69,22 +70,23 @@ constexpr std::array<std::string_view, 14> kRoutingKeys = {
 constexpr std::array<std::string_view, 4> kErrorRuleKeys = {"status", "body", "action", "for"};
 constexpr std::array<std::string_view, 5> kPriceKeys = {"input", "output", "cached_input", "cache_write", "reasoning"};
 constexpr std::array<std::string_view, 4> kTimeoutKeys = {"connect", "first_byte", "idle", "total"};
-constexpr std::array<std::string_view, 18> kChannelKeys = {
+constexpr std::array<std::string_view, 19> kChannelKeys = {
     "name",      "type",    "base_url",  "keys",     "models",         "priority", "weight",
     "headers",   "model_map", "api_version", "rpm",  "tpm",            "max_concurrent", "key_rpm",
-    "key_tpm",   "cache",   "cache_ttl", "screening"};
+    "key_tpm",   "cache",   "cache_ttl", "screening", "region"};
 
 struct ChannelTypeEntry {
   ChannelType type;
   const char* name;
 };
-constexpr std::array<ChannelTypeEntry, 6> kChannelTypes = {{
+constexpr std::array<ChannelTypeEntry, 7> kChannelTypes = {{
     {ChannelType::OpenAI, "openai"},
     {ChannelType::Anthropic, "anthropic"},
     {ChannelType::Gemini, "gemini"},
     {ChannelType::Azure, "azure"},
     {ChannelType::OpenAICompatible, "openai-compatible"},
     {ChannelType::Mock, "mock"},
+    {ChannelType::Bedrock, "bedrock"},
 }};
 
 constexpr std::size_t kMaxConfigBytes = 16u << 20;
@@ -971,6 +973,30 @@ class Loader {
     return url;
   }
 
+  // A bedrock channel: its region (what SigV4 signs for), its base URL (the region's endpoint
+  // unless given) and keys of AWS's shape. A malformed key is named by its position, never
+  // quoted: it holds a secret.
+  void bedrockChannel(const YAML::Node& item, const std::string& path, ChannelConfig& ch, bool has_base_url) {
+    if (ch.region.empty()) {
+      if (!has_base_url) fail(item, path + ": a bedrock channel needs \"region\" (e.g. us-east-1)");
+      ch.region = regionFromBedrockHost(ch.base_url);
+      if (ch.region.empty())
+        fail(item, path + ": a bedrock channel whose base_url is not bedrock-runtime.REGION.amazonaws.com needs "
+                          "\"region\" (what requests are signed for)");
+    }
+    if (!has_base_url) ch.base_url = "https://bedrock-runtime." + ch.region + ".amazonaws.com";
+    // "${AWS_ACCESS_KEY_ID}:${AWS_SECRET_ACCESS_KEY}" with neither set leaves only the colons: an
+    // unset key, dropped as an empty one is.
+    std::erase_if(ch.keys, [](const std::string& k) { return k.find_first_not_of(':') == std::string::npos; });
+    const YAML::Node keys = item["keys"];
+    for (std::size_t i = 0; i < ch.keys.size(); ++i) {
+      if (!cloud::parseAwsKey(ch.keys[i]))
+        fail(keys ? keys : item, fmt::format("{}.keys[{}]: a bedrock key is ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN] "
+                                             "(the key is not shown: it holds a secret)",
+                                             path, i));
+    }
+  }
+
   void channels(const YAML::Node& node, std::vector<ChannelConfig>& out) {
     if (node.IsNull()) return;
     if (!node.IsSequence()) fail(node, "channels: expected a list of channels, got " + describeNode(node));
@@ -1032,6 +1058,10 @@ class Loader {
           walkHeaders(v, kpath, ch.headers);
         } else if (key == "model_map") {
           modelMap(v, kpath, ch.model_map);
+        } else if (key == "region") {
+          ch.region = str(v, kpath);
+          if (!validAwsRegion(ch.region))
+            fail(v, kpath + ": " + quote(ch.region) + " is not an AWS region (lowercase letters, digits and '-', e.g. us-east-1)");
         } else if (key == "api_version") {
           ch.api_version = str(v, kpath);
           if (ch.api_version.empty() || hasControlChar(ch.api_version)) fail(v, kpath + ": expected a version string");
@@ -1050,8 +1080,14 @@ class Loader {
           ch.screening = screenAction(v, kpath);
         }
       });
-      for (const char* required : {"name", "type", "base_url", "models"}) {
+      for (const char* required : {"name", "type", "models"}) {
         if (!present.contains(required)) fail(item, path + ": missing required key \"" + required + "\"");
+      }
+      if (ch.type == ChannelType::Bedrock) {
+        bedrockChannel(item, path, ch, present.contains("base_url"));
+      } else {
+        if (!present.contains("base_url")) fail(item, path + ": missing required key \"base_url\"");
+        if (!ch.region.empty()) fail(item, path + ".region: only a bedrock channel takes a region");
       }
       out.push_back(std::move(ch));
     }
@@ -1265,6 +1301,22 @@ std::shared_ptr<const Config> loadConfigFile(const std::string& path) {
   return std::make_shared<const Config>(std::move(cfg));
 }
 
+bool validAwsRegion(std::string_view r) {
+  if (r.empty() || r.size() > 32 || r.front() == '-' || r.back() == '-') return false;
+  return std::all_of(r.begin(), r.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
+}
+
+std::string regionFromBedrockHost(std::string_view base_url) {
+  const auto parsed = boost::urls::parse_uri(base_url);
+  if (!parsed) return {};
+  std::string host = parsed->host();
+  static constexpr std::string_view kPrefix = "bedrock-runtime.", kSuffix = ".amazonaws.com";
+  std::string_view h = host;
+  if (!h.starts_with(kPrefix) || !h.ends_with(kSuffix)) return {};
+  std::string region(h.substr(kPrefix.size(), h.size() - kPrefix.size() - kSuffix.size()));
+  return validAwsRegion(region) ? region : std::string();
+}
+
 std::string maskSecret(std::string_view secret) {
   if (secret.empty()) return {};
   if (secret.size() < 8) return "***";
@@ -1381,6 +1433,7 @@ std::string describeConfig(const Config& c) {
     e << YAML::Key << "name" << YAML::Value << ch.name;
     e << YAML::Key << "type" << YAML::Value << channelTypeName(ch.type);
     e << YAML::Key << "base_url" << YAML::Value << ch.base_url;
+    if (!ch.region.empty()) e << YAML::Key << "region" << YAML::Value << ch.region;
     e << YAML::Key << "keys" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const auto& k : ch.keys) e << YAML::DoubleQuoted << maskSecret(k);
     e << YAML::EndSeq;

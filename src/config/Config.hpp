@@ -152,7 +152,7 @@ struct Price {
 
 inline constexpr const char* kAzureApiVersion = "2024-10-21";
 
-enum class ChannelType { OpenAI, Anthropic, Gemini, Azure, OpenAICompatible, Mock };
+enum class ChannelType { OpenAI, Anthropic, Gemini, Azure, OpenAICompatible, Mock, Bedrock };
 
 // What the prompt-injection screen does with a request it flags (and with a deny-list hit):
 // nothing, a log line and counter, also a response header (x-sluice-screening: flagged), or a
@@ -255,6 +255,9 @@ struct ChannelConfig {
   std::map<std::string, std::string> headers;  // extra headers sent upstream
   std::map<std::string, std::string> model_map;  // client model name -> the name sent upstream
   std::string api_version;  // azure: the api-version query parameter (default kAzureApiVersion)
+  // bedrock: the AWS region requests are signed for (SigV4's scope); base_url defaults to
+  // https://bedrock-runtime.{region}.amazonaws.com. Keys are ACCESS_KEY_ID:SECRET[:SESSION_TOKEN].
+  std::string region;
   // Provider quotas (0 = none): requests and tokens per minute and requests in flight for the
   // whole channel, and requests and tokens per minute for each of its keys. A channel or key at
   // its limit is skipped; when every candidate is, the client gets 429 with Retry-After.
@@ -321,6 +324,10 @@ std::optional<ChannelType> parseChannelType(std::string_view name);
 std::string maskSecret(std::string_view secret);
 // A URL with the password of user:pass@ and any password=... query value masked.
 std::string maskedUrl(const std::string& url);
+// An AWS region name's shape (us-east-1); and the region of a bedrock-runtime.REGION.amazonaws.com
+// base URL ("" for any other host).
+bool validAwsRegion(std::string_view region);
+std::string regionFromBedrockHost(std::string_view base_url);
 
 // The effective config as YAML, every secret masked: master key, channel keys, channel header
 // values and passwords inside store/redis URLs. For the admin API and `sluice check`.

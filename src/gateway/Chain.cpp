@@ -37,6 +37,11 @@ std::vector<std::unique_ptr<const StageConfig>> buildStages(const Snapshot& snap
   s.push_back(makeGuardrailStage(snap));
   // The cache, keyed on the redacted body: a hit answers here, a miss records the answer.
   s.push_back(makeCacheStage(snap));
+  // AWS SigV4 for bedrock channels, per attempt. Last before the relay, because a signature
+  // covers the body as sent: every stage that may rewrite the body (redaction above, a stage's
+  // onAttempt, which runs in this order) has done so, and the relay sends what was signed. Per
+  // attempt, so a retry is signed with its own key and a failover to another type not at all.
+  s.push_back(makeSigningStage(snap));
   // Routing and failover across channels and keys, translation, and the answer's way back:
   // the last stage, as Envoy's router.
   s.push_back(makeRelayStage(snap));

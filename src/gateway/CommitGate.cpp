@@ -3,6 +3,7 @@
 #include <boost/json/value.hpp>
 
 #include "core/JsonText.hpp"
+#include "providers/bedrock/ConverseCodec.hpp"
 
 namespace sluice::gateway {
 
@@ -82,11 +83,66 @@ Verdict CommitGate::fail(int status, std::string_view data, std::string message)
 Verdict CommitGate::feed(std::string_view bytes) {
   if (verdict_ != Verdict::Hold) return verdict_;
   held_ += bytes.size();
+  if (format_ == providers::Format::BedrockConverse) return verdict_ = feedEventStream(bytes);
   const bool whole = split_.feed(bytes, [&](std::string_view name, std::string_view data) {
     if (verdict_ == Verdict::Hold) verdict_ = onEvent(name, data);
   });
   if (verdict_ == Verdict::Hold && (!whole || held_ > kMaxHeld)) verdict_ = Verdict::Commit;
   return verdict_;
+}
+
+Verdict CommitGate::feedEventStream(std::string_view bytes) {
+  messages_.clear();
+  if (!frames_.feed(bytes, messages_)) return fail(502, {}, "the upstream event stream is malformed: " + frames_.error());
+  for (const auto& m : messages_) {
+    const Verdict v = onAwsMessage(m);
+    if (v != Verdict::Hold) return v;
+  }
+  return held_ > kMaxHeld ? Verdict::Commit : Verdict::Hold;
+}
+
+Verdict CommitGate::onAwsMessage(const cloud::EventStreamMessage& m) {
+  const std::string_view type = m.header(":message-type");
+  if (type == "exception" || type == "error") {
+    std::string_view name = m.header(type == "exception" ? ":exception-type" : ":error-code");
+    boost::system::error_code ec;
+    const json::value v = parseJson(m.payload, ec);
+    std::string msg(name.empty() ? std::string_view("exception") : name);
+    if (!ec && v.is_object()) {
+      if (const std::string_view said = stringAt(v.as_object(), "message"); !said.empty())
+        msg.append(": ").append(said.substr(0, 300));
+    }
+    for (char& c : msg)
+      if (c == '\n' || c == '\r') c = ' ';
+    // For routing.rules: the exception's name and what it said, as one JSON object.
+    std::string data = "{\"__type\":";
+    providers::detail::appendJsonString(data, name);
+    data.append(",\"payload\":");
+    providers::detail::appendJsonString(data, m.payload.substr(0, 16 * 1024));
+    data.push_back('}');
+    // AWS answers a model's own failure (modelStreamErrorException) with 424: for the routing rules
+    // it is an upstream failure, which another channel may not have.
+    int status = providers::bedrock::statusForException(name);
+    if (status == 424) status = 502;
+    return fail(status, data, std::move(msg));
+  }
+  const std::string_view event = m.header(":event-type");
+  if (event == "messageStart") return Verdict::Hold;
+  if (event == "contentBlockStart") {
+    boost::system::error_code ec;
+    const json::value v = parseJson(m.payload, ec);
+    const json::object* start = !ec && v.is_object() ? objectAt(v.as_object(), "start") : nullptr;
+    return start && objectAt(*start, "toolUse") ? Verdict::Commit : Verdict::Hold;
+  }
+  if (event == "contentBlockDelta") {
+    boost::system::error_code ec;
+    const json::value v = parseJson(m.payload, ec);
+    if (ec || !v.is_object()) return fail(502, m.payload, "the upstream sent a malformed contentBlockDelta event");
+    const json::object* d = objectAt(v.as_object(), "delta");
+    if (d && stringAt(*d, "text").empty() && d->size() == 1 && d->contains("text")) return Verdict::Hold;  // empty text
+    return Verdict::Commit;
+  }
+  return Verdict::Commit;  // the message's end, its metadata, or an event this gateway does not know
 }
 
 Verdict CommitGate::onEvent(std::string_view name, std::string_view data) {
@@ -180,6 +236,7 @@ Verdict CommitGate::onEvent(std::string_view name, std::string_view data) {
       return Verdict::Hold;
     }
     case Format::AnthropicMessages:
+    case Format::BedrockConverse:
       break;
   }
   return Verdict::Commit;

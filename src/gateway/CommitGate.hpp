@@ -2,7 +2,7 @@
 // stream (in the upstream's format) and says when the client's response may begin: with the
 // first event that carries content, a tool call or reasoning, or with the stream's end. An
 // in-band error (OpenAI's {"error":...} chunk, Responses' response.failed or error, Anthropic's
-// `error` event, Gemini's error chunk) or a malformed event before then fails the attempt, so the
+// `error` event, Gemini's error chunk, a Bedrock exception message) or a malformed event before then fails the attempt, so the
 // client never sees it and the next candidate is tried. One per attempt; not thread-safe. Once it
 // says Commit it is done: the relay drops it, so committed streams pay nothing for it.
 #pragma once
@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "cloud/EventStream.hpp"
 #include "providers/Canonical.hpp"
 #include "providers/CodecUtil.hpp"
 
@@ -38,11 +39,16 @@ class CommitGate {
 
  private:
   Verdict onEvent(std::string_view name, std::string_view data);
+  // Bedrock's ConverseStream: binary frames (checked CRCs), not server-sent events.
+  Verdict feedEventStream(std::string_view bytes);
+  Verdict onAwsMessage(const cloud::EventStreamMessage& m);
   Verdict fail(int status, std::string_view data, std::string message);
   Verdict errorMember(const boost::json::value& e, std::string_view data);
 
   providers::Format format_;
   providers::detail::SseSplitter split_;
+  cloud::EventStreamDecoder frames_;
+  std::vector<cloud::EventStreamMessage> messages_;
   Verdict verdict_ = Verdict::Hold;
   std::size_t held_ = 0;
   int status_ = 0;

@@ -1,5 +1,6 @@
 #include "gateway/ControlPlane.hpp"
 
+#include "cloud/SigV4.hpp"
 #include "gateway/Chain.hpp"
 
 #include <boost/json/parse.hpp>
@@ -64,6 +65,7 @@ bool channelFromStore(const store::Channel& c, const std::vector<store::Upstream
     const auto& o = settings.as_object();
     out.model_map = jsonStringMap(o.if_contains("model_map"));
     if (const auto* v = o.if_contains("api_version"); v && v->is_string()) out.api_version = std::string(v->as_string());
+    if (const auto* v = o.if_contains("region"); v && v->is_string()) out.region = std::string(v->as_string());
     out.rpm = jsonInt(o, "rpm");
     out.tpm = jsonInt(o, "tpm");
     out.max_concurrent = jsonInt(o, "max_concurrent");
@@ -75,6 +77,13 @@ bool channelFromStore(const store::Channel& c, const std::vector<store::Upstream
   out.cache = overrides.cache;
   out.cache_ttl = overrides.cache_ttl;
   out.store_id = c.id;
+  if (out.type == config::ChannelType::Bedrock) {
+    if (out.region.empty()) out.region = config::regionFromBedrockHost(out.base_url);
+    if (out.region.empty()) {
+      why = "a bedrock channel needs a region (its base_url is not bedrock-runtime.REGION.amazonaws.com)";
+      return false;
+    }
+  }
   for (const auto& k : keys) {
     if (k.channel_id != c.id) continue;
     std::optional<std::string> secret = box ? box->open(k.secret_encrypted) : std::nullopt;
@@ -82,6 +91,10 @@ bool channelFromStore(const store::Channel& c, const std::vector<store::Upstream
       why = box ? fmt::format("upstream key {} cannot be decrypted with store.secret_key (was it changed?)", k.id)
                 : fmt::format("upstream key {} cannot be decrypted: store.secret_key / SLUICE_SECRET_KEY is not set", k.id);
       continue;  // the channel still serves with its other keys
+    }
+    if (out.type == config::ChannelType::Bedrock && !cloud::parseAwsKey(*secret)) {
+      why = fmt::format("upstream key {} is not ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN] (not shown: a secret)", k.id);
+      continue;
     }
     out.keys.push_back(std::move(*secret));
     out.key_store_ids.push_back(k.id);

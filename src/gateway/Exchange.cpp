@@ -14,6 +14,8 @@ providers::Format chatFormat(Wire w) {
       return providers::Format::AnthropicMessages;
     case Wire::Gemini:
       return providers::Format::GeminiGenerate;
+    case Wire::Bedrock:
+      return providers::Format::BedrockConverse;
     case Wire::OpenAI:
       break;
   }
@@ -32,6 +34,8 @@ bool ClientCall::translatable() const {
       return op == "/v1/messages";
     case Wire::Gemini:
       return op == "generateContent" || op == "streamGenerateContent";
+    case Wire::Bedrock:
+      break;
   }
   return false;
 }

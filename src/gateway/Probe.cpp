@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <ctime>
 #include <optional>
 #include <vector>
 
@@ -10,8 +11,10 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include "cloud/SigV4.hpp"
 #include "core/JsonText.hpp"
 #include "gateway/ModelList.hpp"
+#include "gateway/stages/Stages.hpp"
 #include "providers/UpstreamPath.hpp"
 
 namespace sluice::gateway {
@@ -27,9 +30,31 @@ constexpr int kMaxListPages = 20;
 // The provider's model list: `whole` asks for as many entries as a page holds (discovery), else
 // one (a probe).
 // `page`: where the page starts (the provider's token from the page before), encoded here.
+// Bedrock has no cheap authenticated GET on bedrock-runtime: a signed Converse of an empty
+// conversation is refused before any model runs, with 400 ValidationException when the key is
+// accepted and 403 when it is not (nothing is billed).
+constexpr std::string_view kBedrockProbeBody = R"({"messages":[]})";
+
+std::string bedrockProbe(const routing::Channel& ch, const routing::UpstreamKey& key) {
+  std::string model = "amazon.nova-micro-v1:0";
+  for (const auto& m : ch.cfg.models)
+    if (m.find_first_of("*?") == std::string::npos) model = m;
+  std::string target = ch.endpoint.base_path + "/model/";
+  providers::appendEncoded(target, model);
+  target += "/converse";
+  std::string h = "POST " + target + " HTTP/1.1\r\nHost: " + ch.endpoint.host_header + "\r\n";
+  if (auto creds = cloud::parseAwsKey(key.secret))
+    h += signedHeaderLines(ch, *creds, target, kBedrockProbeBody, std::time(nullptr));
+  h += "Content-Type: application/json\r\nAccept: application/json\r\nContent-Length: " +
+       std::to_string(kBedrockProbeBody.size()) + "\r\n\r\n";
+  h += kBedrockProbeBody;
+  return h;
+}
+
 std::string probeHead(const routing::Channel& ch, const routing::UpstreamKey& key, bool whole = false,
                       std::string_view page = {}) {
   using config::ChannelType;
+  if (ch.cfg.type == ChannelType::Bedrock) return bedrockProbe(ch, key);  // never a Bearer secret
   std::string path = ch.endpoint.base_path;
   std::string auth;
   switch (ch.cfg.type) {
@@ -134,6 +159,8 @@ boost::asio::awaitable<ProbeResult> probeKey(upstream::Pool& pool, const routing
   }
   out.latency_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   out.ok = out.status >= 200 && out.status < 300;
+  // Bedrock's probe is an empty conversation: a ValidationException means the signature was accepted.
+  if (ch.cfg.type == config::ChannelType::Bedrock && out.status == 400) out.ok = true;
   out.message = out.ok ? "the key works" : fmt::format("upstream answered {}: {}", out.status, messageOf(f.body));
   co_return out;
 }

@@ -165,6 +165,7 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
       std::string_view made;
       if (wayback::takes(ex, Stage::kAttempt) && !relay.prepareBody(pick, made)) {
         ua.emplace(pick, estTokens, made);
+        ua->target = relay.target(pick);
         co_await wayback::attempt(ex, *ua);
         if (ua->skip != UpstreamAttempt::Skip::None) {
           if (quotaRetry < 0 || (ua->retry_after_ms > 0 && ua->retry_after_ms < quotaRetry))
@@ -243,6 +244,7 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
             go = !relay.prepareBody(second, madeB);  // one the channel cannot take is not a hedge
             if (go) {
               race->stages.emplace(second, estTokens, madeB);
+              race->stages->target = relay.target(second);
               co_await wayback::attempt(ex, *race->stages);
               if (race->stages->skip != UpstreamAttempt::Skip::None) {
                 go = false;

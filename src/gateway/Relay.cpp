@@ -43,6 +43,8 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::size_t kMaxErrorBody = 64u * 1024;
+// What Bedrock's ConverseStream answers in (AWS's binary event-stream framing).
+constexpr std::string_view kAwsEventStream = "application/vnd.amazon.eventstream";
 constexpr std::size_t kMaxWholeBody = 64u << 20;
 
 bool isHopByHop(std::string_view name) {
@@ -229,6 +231,7 @@ providers::TranslateContext Relay::translateContext(const routing::Pick& p) cons
   tc.client_stream = stream;
   tc.gemini_json_array = ex.geminiJsonArray();
   tc.responses_echo = responses_echo;
+  tc.answer_id = ctx.id;
   return tc;
 }
 
@@ -278,6 +281,13 @@ std::optional<providers::TranslateError> Relay::prepareBody(const routing::Pick&
   return std::nullopt;
 }
 
+std::string Relay::target(const routing::Pick& p) const {
+  const auto& ch = *p.channel;
+  providers::TargetParts target{ch.endpoint.base_path, ch.cfg.type, ch.cfg.api_version, translating(p), stream, call.op,
+                                upstream_model,        call.query};
+  return providers::upstreamTarget(target);
+}
+
 std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view sendBody,
                                      std::string_view stageLines) const {
   const auto& ch = *p.channel;
@@ -285,11 +295,9 @@ std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view se
   h.reserve(512);
   const Wire up = upWire(p);
   const bool azure = ch.cfg.type == config::ChannelType::Azure;
-  providers::TargetParts target{ch.endpoint.base_path, ch.cfg.type, ch.cfg.api_version, translating(p), stream, call.op,
-                                upstream_model,        call.query};
   h.append(call.passthrough ? std::string_view(req.method_string()) : std::string_view("POST"))
       .append(" ")
-      .append(providers::upstreamTarget(target))
+      .append(target(p))
       .append(" HTTP/1.1\r\n");
   h.append("Host: ").append(ch.endpoint.host_header).append("\r\n");
   bool haveType = false;
@@ -299,6 +307,8 @@ std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view se
     if (dropTowardUpstream(name)) continue;
     // Traced: the upstream gets Sluice's own trace context (below), never the client's bytes.
     if (trace && (boost::beast::iequals(name, "traceparent") || boost::beast::iequals(name, "tracestate"))) continue;
+    // AWS reads x-amz-* as part of the request's authentication: only the signing stage's go.
+    if (up == Wire::Bedrock && name.size() >= 6 && boost::beast::iequals(name.substr(0, 6), "x-amz-")) continue;
     bool overridden = false;
     for (const auto& [k, v] : ch.cfg.headers) overridden = overridden || boost::beast::iequals(k, name);
     if (overridden) continue;
@@ -317,7 +327,7 @@ std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view se
   const bool bodiless = call.passthrough && sendBody.empty() && req.method() != bhttp::verb::post;
   if (!haveType && !bodiless) h.append("Content-Type: application/json\r\n");
   if (trace) trace->appendUpstreamHeaders(h);
-  if (!p.key->secret.empty()) {
+  if (!p.key->secret.empty() && up != Wire::Bedrock) {  // Bedrock: the signing stage's lines
     switch (up) {
       case Wire::OpenAI:
         h.append(azure ? "api-key: " : "Authorization: Bearer ");
@@ -327,6 +337,8 @@ std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view se
         break;
       case Wire::Gemini:
         h.append("x-goog-api-key: ");
+        break;
+      case Wire::Bedrock:
         break;
     }
     h.append(p.key->secret).append("\r\n");
@@ -428,6 +440,15 @@ boost::asio::awaitable<void> Relay::open(const routing::Pick& p, const UpstreamA
     }
     if (chunkedUpload) sendBody = framedPrefix;
   }
+  // A bedrock channel takes signed requests only: one the signing stage did not sign is not sent
+  // (it would carry no credential and fail anyway), and says so.
+  if (p.channel->cfg.type == config::ChannelType::Bedrock &&
+      (!stages || stages->header_lines.find("Authorization: AWS4-HMAC-SHA256 ") == std::string::npos)) {
+    a.outcome = Outcome::ChannelFailure;
+    a.why = "the request to a bedrock channel was not signed";
+    o.done = true;
+    co_return;
+  }
   const std::string upHead = buildUpstreamHead(p, sendBody, stages ? std::string_view(stages->header_lines) : "");
 
   // A pooled connection the provider closed while idle shows up as a failed write or an
@@ -503,7 +524,8 @@ boost::asio::awaitable<void> Relay::open(const routing::Pick& p, const UpstreamA
   a.first_byte_ms = msSince(a.started);
   if (a.status >= 400) co_return;  // finish() reads why
   const std::string_view type = head[bhttp::field::content_type];
-  o.sse = (stream || call.passthrough) && type.find("text/event-stream") != std::string_view::npos;
+  o.sse = (stream || call.passthrough) && (type.find("text/event-stream") != std::string_view::npos ||
+                                           (upWire(p) == Wire::Bedrock && type.starts_with(kAwsEventStream)));
   // The rest of the OpenAI API: an answer that is not JSON (speech, a file's content) is relayed
   // as a stream of bytes, never held whole.
   if (call.passthrough && !o.sse && !type.starts_with("application/json")) o.sse = true;
@@ -670,7 +692,10 @@ boost::asio::awaitable<Attempt> Relay::upstreamError(const routing::Pick& p, int
   snap.scrubber.scrub(errBody);
   auto msg = errorMessageFromBody(errBody);
   // routing.rules, then the built-in ones, say what the answer leads to.
-  const routing::ErrorVerdict v = snap.router->errorRules().classify(a.status, errBody);
+  // Bedrock's ModelErrorException (424: the model failed on AWS's side) is an upstream failure
+  // for the routing rules, which another channel may not have.
+  const int ruleStatus = upWire(p) == Wire::Bedrock && a.status == 424 ? 502 : a.status;
+  const routing::ErrorVerdict v = snap.router->errorRules().classify(ruleStatus, errBody);
   a.outcome = v.outcome;
   // A fallback with no fallback model left: the client hears the upstream's answer.
   if (a.outcome == Outcome::Fallback && !fallback_left) a.outcome = Outcome::ClientError;
@@ -692,7 +717,8 @@ boost::asio::awaitable<Attempt> Relay::upstreamError(const routing::Pick& p, int
     copyResponseHeaders(head, res, p, attemptNo);
     scrubFields(snap.scrubber, res);
     if (translating(p)) {
-      res.body() = providers::translateError(call.format(), upstreamFormat(p), a.status, errBody);
+      res.body() = providers::translateError(call.format(), upstreamFormat(p), a.status, errBody, nullptr,
+                                             head["x-amzn-errortype"]);
       res.set(bhttp::field::content_type, "application/json");
     } else {
       res.body() = std::move(errBody);

@@ -163,6 +163,9 @@ struct Relay {
   // The body to send to p's channel, or an error the client must fix (bad for that format).
   std::optional<providers::TranslateError> prepareBody(const routing::Pick& p, std::string_view& out);
 
+  // The request target p's channel gets for this request (the signing stage signs it).
+  std::string target(const routing::Pick& p) const;
+
   // The upstream request head, formatted once per attempt (no Beast fields or serializer:
   // this runs for every request).
   // `stageLines`: the field lines the stages added for this attempt (checked here).

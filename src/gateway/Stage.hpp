@@ -56,6 +56,7 @@ struct UpstreamAttempt {
   const routing::Pick& pick;
   std::int64_t est_tokens = 0;           // what the request is estimated to use
   std::string_view body;                 // what the relay made for this channel (its format, its model name)
+  std::string target;                    // the request target it goes to ("/model/a%3A0/converse"), for signing
   std::optional<std::string> rewritten;  // set by a stage: the body this attempt sends instead
   // "Name: value\r\n" lines this attempt adds to its head (after the client's and the channel's);
   // lines that are not well-formed field lines are dropped whole, never sent.

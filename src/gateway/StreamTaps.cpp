@@ -587,6 +587,8 @@ std::unique_ptr<StreamTap> makeStreamTap(Wire w, bool strip_usage) {
       return std::make_unique<AnthropicTap>();
     case Wire::Gemini:
       return std::make_unique<GeminiTap>();
+    case Wire::Bedrock:  // binary frames, not events: passed on as they are (a Bedrock stream is
+      return makeByteTap();  // always translated, so this tap is never asked for in practice)
     case Wire::OpenAI:
       break;
   }

@@ -28,6 +28,8 @@ std::string_view genAiOperation(const ClientCall& call) {
       if (op == "embedContent" || op == "batchEmbedContents") return "embeddings";
       if (op == "countTokens") return "count_tokens";
       break;
+    case Wire::Bedrock:
+      break;
   }
   return op.starts_with('/') ? op.substr(1) : op;
 }
@@ -46,6 +48,8 @@ std::string_view genAiProvider(config::ChannelType t) {
       return "openai_compatible";
     case config::ChannelType::Mock:
       return "sluice.mock";
+    case config::ChannelType::Bedrock:
+      return "aws.bedrock";
   }
   return "unknown";
 }

@@ -46,6 +46,7 @@ std::string errorBody(Wire w, int status, std::string_view type, std::string_vie
   b.reserve(message.size() + 96);
   switch (w) {
     case Wire::OpenAI:
+    case Wire::Bedrock:  // never a client's wire
       b.append("{\"error\":{\"message\":");
       appendJsonString(b, message);
       b.append(",\"type\":");
@@ -79,6 +80,7 @@ const char* wireName(Wire w) {
     case Wire::OpenAI: return "OpenAI";
     case Wire::Anthropic: return "Anthropic";
     case Wire::Gemini: return "Gemini";
+    case Wire::Bedrock: return "Bedrock";
   }
   return "?";
 }
@@ -87,6 +89,7 @@ Wire channelWire(config::ChannelType t) {
   switch (t) {
     case config::ChannelType::Anthropic: return Wire::Anthropic;
     case config::ChannelType::Gemini: return Wire::Gemini;
+    case config::ChannelType::Bedrock: return Wire::Bedrock;
     default: return Wire::OpenAI;
   }
 }
@@ -112,6 +115,7 @@ std::string streamErrorEvent(Wire w, int status, std::string_view code, std::str
     case Wire::Anthropic:
       return "event: error\ndata: " + errorBody(w, status, "", code, message) + "\n\n";
     case Wire::OpenAI:
+    case Wire::Bedrock:
       return "data: " + errorBody(w, status, "server_error", code, message) + "\n\n";
     case Wire::Gemini:
       return "data: " + errorBody(w, status, "", code, message) + "\n\n";

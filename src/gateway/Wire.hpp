@@ -9,7 +9,8 @@
 
 namespace sluice::gateway {
 
-enum class Wire { OpenAI, Anthropic, Gemini };
+// Bedrock is a channel's wire only (AWS Converse, signed): no client speaks it.
+enum class Wire { OpenAI, Anthropic, Gemini, Bedrock };
 
 const char* wireName(Wire w);
 // The format a channel's upstream speaks (azure and openai-compatible are OpenAI's).

@@ -1,5 +1,7 @@
 #include "mock/MockKnobs.hpp"
 
+#include "cloud/SigV4.hpp"
+
 #include <charconv>
 #include <cmath>
 
@@ -119,6 +121,8 @@ std::optional<std::string> validateOptions(const MockOptions& o) {
                             {"slow-rate", o.slow_rate}}) {
     if (!(rate >= 0.0 && rate <= 1.0)) return std::string("--") + name + " must be from 0 to 1, got " + std::to_string(rate);
   }
+  for (const auto& k : o.aws_keys)
+    if (!cloud::parseAwsKey(k)) return std::string("--aws-key must be ACCESS_KEY_ID:SECRET[:SESSION_TOKEN]");
   return std::nullopt;
 }
 

@@ -22,7 +22,8 @@ struct MockKnobs {
   int reset_after = -1;                   // break the connection after N content chunks; -1 = never
   std::optional<int> retry_after_s;       // Retry-After on a failure
   std::optional<std::string> fail_body;   // raw body of a failure, instead of the OpenAI error
-  std::optional<std::string> fail_key;    // fail only requests made with this upstream key
+  std::optional<std::string> fail_key;    // fail only requests made with this upstream key (every fault:
+                                          // the failure, the error event, the reset, the stall)
   int piece_bytes = 0;                    // pad each content piece to this many bytes (0: natural)
   bool echo = false;                      // answer with the last user text (and put it in tool arguments)
   bool echo_key = false;                  // a failure's message quotes the credential received

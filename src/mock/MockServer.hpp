@@ -3,6 +3,7 @@
 // demo; it must never be the bottleneck.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "http/Server.hpp"
 
@@ -24,7 +25,10 @@ struct MockOptions {
   double stall_rate = 1.0;        // ... this share of streams (when stall_after is set)
   double slow_rate = 0.0;         // probability the first byte waits slow_ms instead of ttfb_ms
   int slow_ms = 0;
-  int shutdown_grace_ms = 2000;  // on SIGINT/SIGTERM: how long in-flight answers may take to finish
+  int shutdown_grace_ms = 2000;
+  // Bedrock: the AWS keys (ACCESS_KEY_ID:SECRET[:SESSION_TOKEN]) whose SigV4 signatures the mock
+  // accepts; empty: bedrock::kDefaultAwsKey alone.
+  std::vector<std::string> aws_keys;  // on SIGINT/SIGTERM: how long in-flight answers may take to finish
 };
 
 // Serves until SIGINT/SIGTERM. Prints "sluice mock listening on HOST:PORT" once bound.

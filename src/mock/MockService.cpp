@@ -4,6 +4,7 @@
 
 #include "core/JsonText.hpp"
 #include "mock/AnthropicMock.hpp"
+#include "mock/BedrockMock.hpp"
 #include "mock/GeminiMock.hpp"
 #include "mock/OpenAIMock.hpp"
 #include "mock/ResponsesMock.hpp"
@@ -45,9 +46,11 @@ enum Endpoint : int {
   kGeminiCountTokens,
   kGeminiEmbed,
   kGeminiBatchEmbed,
+  kBedrockConverse,
+  kBedrockStream,
 };
 
-enum class Family { OpenAI, Anthropic, Gemini };
+enum class Family { OpenAI, Anthropic, Gemini, Bedrock };
 
 struct Route {
   Endpoint endpoint = kNone;
@@ -114,6 +117,16 @@ Route route(std::string_view path) {
     if (startsWith(p, "/v1beta/")) return geminiRoute(p.substr(8));
     if (startsWith(p, "/v1/")) return geminiRoute(p.substr(4));
     return {kNone, bhttp::verb::get, {}, Family::Gemini};
+  }
+  // Bedrock: /model/{modelId}/converse[-stream], the id one percent-encoded segment.
+  if (startsWith(path, "/model/")) {
+    const std::string_view p = path.substr(7);
+    const auto slash = p.find('/');
+    if (slash == std::string_view::npos || slash == 0) return {kNone, bhttp::verb::post, {}, Family::Bedrock};
+    const std::string_view op = p.substr(slash);
+    if (op == "/converse") return {kBedrockConverse, bhttp::verb::post, p.substr(0, slash), Family::Bedrock};
+    if (op == "/converse-stream") return {kBedrockStream, bhttp::verb::post, p.substr(0, slash), Family::Bedrock};
+    return {kNone, bhttp::verb::post, {}, Family::Bedrock};
   }
   if (path == "/healthz") return {kHealth, bhttp::verb::get, {}};
   if (path == "/mock/stats") return {kStats, bhttp::verb::get, {}};
@@ -185,12 +198,14 @@ http::Response familyError(Family f, const ApiError& e, std::string_view request
     return res;
   }
   if (f == Family::Gemini) return makeResponse(e.status, gemini::errorJson(e), "application/json; charset=UTF-8", request_id);
+  if (f == Family::Bedrock) return bedrock::errorResponse(e, request_id);
   return errorResponse(e, request_id);
 }
 
 ApiError badRequest(Family f, std::string message) {
   if (f == Family::Anthropic) return anthropic::error(400, std::move(message));
   if (f == Family::Gemini) return gemini::error(400, std::move(message));
+  if (f == Family::Bedrock) return bedrock::error(400, std::move(message));
   ApiError e;
   e.message = std::move(message);
   return e;
@@ -419,6 +434,12 @@ net::awaitable<void> writeAnswer(http::Responder& r, std::string body, std::size
 
 }  // namespace
 
+MockService::MockService(MockOptions options) : options_(std::move(options)) {
+  if (options_.aws_keys.empty()) options_.aws_keys.emplace_back(bedrock::kDefaultAwsKey);
+  for (const auto& k : options_.aws_keys)
+    if (auto c = cloud::parseAwsKey(k)) aws_keys_.push_back(std::move(*c));
+}
+
 net::awaitable<void> MockService::handle(http::Request& req, http::Responder& r) {
   std::string_view target = req.target();
   const std::string path(target.substr(0, target.find('?')));
@@ -439,6 +460,7 @@ net::awaitable<void> MockService::handle(http::Request& req, http::Responder& r)
     ApiError e = openai::unknownPathError(req.method_string(), path);
     if (rt.family == Family::Anthropic) e = anthropic::error(404, "Not found");
     if (rt.family == Family::Gemini) e = gemini::error(404, "Method not found: " + std::string(req.method_string()) + " " + path);
+    if (rt.family == Family::Bedrock) e = bedrock::error(404, "The requested operation is not recognized by the service.");
     http::Response res = familyError(rt.family, e, {});
     co_await r.send(std::move(res));
     co_return;
@@ -447,6 +469,7 @@ net::awaitable<void> MockService::handle(http::Request& req, http::Responder& r)
     ApiError e = openai::methodNotAllowedError(req.method_string(), path, bhttp::to_string(rt.method));
     if (rt.family == Family::Anthropic) e = anthropic::error(405, e.message);
     if (rt.family == Family::Gemini) e = gemini::error(405, e.message);
+    if (rt.family == Family::Bedrock) e = bedrock::error(405, e.message);
     auto res = familyError(rt.family, e, {});
     res.set(bhttp::field::allow, bhttp::to_string(rt.method));
     co_await r.send(std::move(res));
@@ -475,6 +498,13 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
   const bool anth = family == Family::Anthropic;
   const std::string request_id = randomId("req_", anth ? 24 : 32);
 
+  // Bedrock checks the signature before anything else: a request that fails it learns nothing more.
+  if (family == Family::Bedrock) {
+    if (auto refused = bedrock::verifySignature(req, aws_keys_, unixNow())) {
+      co_await r.send(bedrock::errorResponse(*refused, request_id));
+      co_return;
+    }
+  }
   MockKnobs k = MockKnobs::fromOptions(options_);
   if (auto bad = applyKnobHeaders(req, k)) {
     ApiError e = badRequest(family, "Invalid mock knob: " + *bad + ".");
@@ -492,6 +522,9 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
     k.error_event_after = -1;
 
   const bool keyTargeted = !k.fail_key || MockStats::requestKey(req) == *k.fail_key;
+  // x-mock-fail-key aims every fault at one key: a request made with another answers cleanly (so a
+  // failover to another channel, which gets the same knob headers, is not failed too).
+  if (!keyTargeted) k.error_event_after = k.reset_after = k.stall_after = -1;
   if (keyTargeted && k.fail_rate > 0.0 && (k.fail_rate >= 1.0 || randomUnit() < k.fail_rate)) {
     http::Response res;
     if (k.fail_body) {
@@ -500,9 +533,10 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
       res = makeResponse(k.fail_status, *k.fail_body, jec ? "text/plain" : "application/json", request_id);
       if (anth) res.set("request-id", request_id);
     } else {
-      ApiError e = anth                       ? anthropic::simulatedFailure(k.fail_status)
-                   : family == Family::Gemini ? gemini::simulatedFailure(k.fail_status)
-                                              : openai::simulatedFailure(k.fail_status);
+      ApiError e = anth                        ? anthropic::simulatedFailure(k.fail_status)
+                   : family == Family::Gemini  ? gemini::simulatedFailure(k.fail_status)
+                   : family == Family::Bedrock ? bedrock::simulatedFailure(k.fail_status)
+                                               : openai::simulatedFailure(k.fail_status);
       // Real providers quote the key they were given in some errors ("Incorrect API key provided: sk-...").
       if (k.echo_key) e.message += " API key provided: " + MockStats::requestKey(req) + ".";
       res = familyError(family, e, request_id);
@@ -577,6 +611,7 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
     ApiError e = openai::invalidJsonError(ec.message());
     if (anth) e = anthropic::error(400, "There was an error parsing the body of your request: " + ec.message());
     if (family == Family::Gemini) e = gemini::error(400, "Invalid JSON payload received. " + ec.message());
+    if (family == Family::Bedrock) e = bedrock::error(400, "Malformed input request, please reformat your input and try again.");
     http::Response res = familyError(family, e, request_id);
     co_await r.send(std::move(res));
     co_return;
@@ -733,6 +768,27 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
       else
         res = makeResponse(200, gemini::embedJson(er, batch), gjson, request_id);
       co_await r.send(std::move(res));
+      co_return;
+    }
+    case kBedrockConverse:
+    case kBedrockStream: {
+      bedrock::ConverseRequest cr;
+      const auto model = providers::percentDecode(model_id).value_or(std::string(model_id));
+      if (auto e = bedrock::parseConverseRequest(body, model, cr)) {
+        co_await r.send(bedrock::errorResponse(*e, request_id));
+        co_return;
+      }
+      if (k.echo) echoUserText(cr.tools);
+      Generation gen = planAnswer(cr.tools, chunks, cr.max_tokens, cr.stop, 1);
+      gen.piece_bytes = piece_bytes;
+      gen.extra = k.usage;
+      if (endpoint == kBedrockStream) {
+        SseScript script = bedrock::converseStream(cr, gen);
+        script.error_event = [status = k.fail_status](std::size_t) { return bedrock::exceptionFrame(status); };
+        co_await writeStream(r, script, k, request_id, stats_, "application/vnd.amazon.eventstream");
+      } else {
+        co_await writeAnswer(r, bedrock::converseJson(cr, gen), gen.pieces, k, request_id);
+      }
       co_return;
     }
     default: {

@@ -3,6 +3,7 @@
 // failures, broken connections) and records what it received. One instance serves every
 // worker; handle() is safe to run concurrently on any number of threads.
 #pragma once
+#include "cloud/SigV4.hpp"
 #include "http/Server.hpp"
 #include "mock/MockKnobs.hpp"
 #include "mock/MockServer.hpp"
@@ -19,7 +20,7 @@ namespace net = boost::asio;
 
 class MockService {
  public:
-  explicit MockService(MockOptions options) : options_(std::move(options)) {}
+  explicit MockService(MockOptions options);
 
   net::awaitable<void> handle(http::Request& req, http::Responder& r);
 
@@ -31,6 +32,7 @@ class MockService {
                              http::Responder& r);
 
   MockOptions options_;
+  std::vector<cloud::AwsCredentials> aws_keys_;  // Bedrock: whose signatures verify
   MockStats stats_;
   ResourcesMock resources_;  // images, audio, moderations, files, batches
 };

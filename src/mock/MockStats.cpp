@@ -14,6 +14,12 @@ namespace json = boost::json;
 std::string MockStats::requestKey(const http::Request& req) {
   if (auto it = req.find(http::bhttp::field::authorization); it != req.end()) {
     std::string_view v = it->value();
+    // AWS SigV4 (Bedrock): the access key id names the key; the signature changes every request.
+    static constexpr std::string_view kAws = "AWS4-HMAC-SHA256 Credential=";
+    if (v.starts_with(kAws)) {
+      v.remove_prefix(kAws.size());
+      return std::string(v.substr(0, v.find('/')));
+    }
     if (v.size() > 7 && http::beast::iequals(v.substr(0, 7), "Bearer ")) v.remove_prefix(7);
     while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
     return std::string(v);

@@ -671,6 +671,8 @@ RequestScan scanRequest(Format client, std::string_view body, const redact::Reda
     case Format::GeminiGenerate:
       scanGemini(s, root);
       break;
+    case Format::BedrockConverse:  // never a client format
+      break;
   }
   if (s.stopped()) {
     res.changed = false;

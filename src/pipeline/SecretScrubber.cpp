@@ -12,6 +12,7 @@
 #include <boost/url/rfc/unreserved_chars.hpp>
 
 #include "config/Config.hpp"
+#include "cloud/SigV4.hpp"
 #include "core/JsonText.hpp"
 
 namespace sluice::pipeline {
@@ -107,7 +108,17 @@ SecretScrubber SecretScrubber::fromConfig(const config::Config& cfg) {
     if (s.size() >= kMinSecretBytes) secrets.emplace_back(std::string(s), config::maskSecret(s));
   };
   for (const auto& ch : cfg.channels) {
-    for (const auto& k : ch.keys) add(k);
+    for (const auto& k : ch.keys) {
+      add(k);
+      // An AWS key's parts travel apart (the secret signs, the session token is a header): each
+      // is a secret of its own.
+      if (ch.type == config::ChannelType::Bedrock) {
+        if (auto creds = cloud::parseAwsKey(k)) {
+          add(creds->secret_access_key);
+          add(creds->session_token);
+        }
+      }
+    }
     for (const auto& [name, value] : ch.headers) {
       if (!credentialHeader(name)) continue;
       add(value);

@@ -31,7 +31,8 @@ namespace sluice::providers {
 // The wire formats the translator speaks.
 // OpenAIResponses is a client format only: requests are decoded from it and answers encoded
 // into it; no upstream is spoken to in it by translation (an `openai` channel gets it natively).
-enum class Format { OpenAIChat, AnthropicMessages, GeminiGenerate, OpenAIResponses };
+// BedrockConverse is an upstream format only (AWS Bedrock's Converse API): no client speaks it.
+enum class Format { OpenAIChat, AnthropicMessages, GeminiGenerate, OpenAIResponses, BedrockConverse };
 
 std::string_view formatName(Format f);
 

@@ -30,6 +30,8 @@ std::string_view formatName(Format f) {
       return "Gemini generateContent";
     case Format::OpenAIResponses:
       return "OpenAI Responses";
+    case Format::BedrockConverse:
+      return "Bedrock Converse";
   }
   return "?";
 }

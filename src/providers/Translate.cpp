@@ -4,6 +4,7 @@
 
 #include "providers/CodecUtil.hpp"
 #include "providers/anthropic/MessagesCodec.hpp"
+#include "providers/bedrock/ConverseCodec.hpp"
 #include "providers/gemini/GenerateCodec.hpp"
 #include "providers/openai/ChatCodec.hpp"
 #include "providers/openai/ResponsesCodec.hpp"
@@ -22,6 +23,8 @@ std::optional<ApiError> decodeRequest(Format f, std::string_view body, Request& 
       return gemini::decodeGenerateRequest(body, req);
     case Format::OpenAIResponses:
       return openai::decodeResponsesRequest(body, req);
+    case Format::BedrockConverse:
+      break;  // an upstream format only
   }
   return ApiError::invalid("", "unknown client format");
 }
@@ -34,6 +37,8 @@ std::optional<ApiError> encodeRequest(Format f, const Request& req, const Encode
       return anthropic::encodeMessagesRequest(req, opts, out);
     case Format::GeminiGenerate:
       return gemini::encodeGenerateRequest(req, opts, out);
+    case Format::BedrockConverse:
+      return bedrock::encodeConverseRequest(req, opts, out);
     case Format::OpenAIResponses:
       break;  // a client format only
   }
@@ -67,6 +72,14 @@ void applyResume(Request& req, const Resume& r) {
   if (req.max_tokens && r.output_so_far > 0) req.max_tokens = std::max<std::int64_t>(1, *req.max_tokens - r.output_so_far);
 }
 
+}  // namespace
+
+namespace {
+// The id of an answer whose upstream names none (Bedrock): the gateway's, so a client's answer id
+// and the request log's id are one, and a translation does not depend on chance.
+std::string answerId(const TranslateContext& ctx) {
+  return "msg_bdrk_" + (ctx.answer_id.empty() ? std::string("0") : ctx.answer_id);
+}
 }  // namespace
 
 std::string_view prefillText(std::string_view text) {
@@ -119,6 +132,12 @@ std::optional<TranslateError> translateResponse(Format client, Format upstream, 
     case Format::GeminiGenerate:
       err = gemini::decodeGenerateResponse(upstream_body, res);
       break;
+    case Format::BedrockConverse:
+      err = bedrock::decodeConverseResponse(upstream_body, res);
+      // Converse answers carry neither an id nor a model: named here, as the client formats want both.
+      if (!err && res.model.empty()) res.model = ctx.upstream_model;
+      if (!err && res.id.empty()) res.id = answerId(ctx);
+      break;
     case Format::OpenAIResponses:
       err = ApiError{502, ErrorKind::Api, "OpenAI Responses is not an upstream format for translation", {}, {}};
       break;
@@ -139,6 +158,8 @@ std::optional<TranslateError> translateResponse(Format client, Format upstream, 
     case Format::OpenAIResponses:
       openai::encodeResponsesResponse(res, client_body, ctx.responses_echo.get());
       break;
+    case Format::BedrockConverse:
+      return ApiError{500, ErrorKind::Api, "Bedrock Converse is not a client format", {}, {}};
   }
   return std::nullopt;
 }
@@ -158,12 +179,15 @@ std::string errorBody(Format client, const ApiError& err) {
     case Format::OpenAIResponses:
       openai::encodeResponsesError(err, out);
       break;
+    case Format::BedrockConverse:
+      openai::encodeChatError(err, out);  // never a client format; keep it total
+      break;
   }
   return out;
 }
 
 std::string translateError(Format client, Format upstream, int status, std::string_view upstream_body,
-                           int* status_out) {
+                           int* status_out, std::string_view error_type) {
   ApiError err;
   switch (upstream) {
     case Format::OpenAIChat:
@@ -177,6 +201,9 @@ std::string translateError(Format client, Format upstream, int status, std::stri
       break;
     case Format::OpenAIResponses:
       err = openai::decodeResponsesError(status, upstream_body);
+      break;
+    case Format::BedrockConverse:
+      err = bedrock::decodeConverseError(status, upstream_body, error_type);
       break;
   }
   if (status_out) *status_out = status;
@@ -206,7 +233,20 @@ void StreamTranslator::finish(std::string& client_out) {
   encoder_->finish(client_out);
 }
 
+void StreamTranslator::nameStart(std::string id, std::string model) {
+  start_id_ = std::move(id);
+  start_model_ = std::move(model);
+}
+
 void StreamTranslator::onEvent(const StreamEvent& ev) {
+  if (ev.kind == StreamEvent::Kind::Start && !start_id_.empty() && ev.id.empty()) {
+    StreamEvent named = ev;
+    named.id = start_id_;
+    if (named.model.empty()) named.model = start_model_;
+    usage_.merge(named.usage);
+    encoder_->encode(named, *out_);
+    return;
+  }
   if (ev.kind == StreamEvent::Kind::Start || ev.kind == StreamEvent::Kind::Usage) usage_.merge(ev.usage);
   if (ev.kind == StreamEvent::Kind::Done) saw_done_ = true;
   encoder_->encode(ev, *out_);
@@ -223,6 +263,9 @@ std::unique_ptr<StreamTranslator> makeStreamTranslator(Format client, Format ups
       break;
     case Format::GeminiGenerate:
       dec = gemini::makeGenerateStreamDecoder();
+      break;
+    case Format::BedrockConverse:
+      dec = bedrock::makeConverseStreamDecoder();
       break;
     case Format::OpenAIResponses:
       dec = openai::makeChatStreamDecoder();  // never an upstream by translation; keep it total
@@ -253,9 +296,15 @@ std::unique_ptr<StreamTranslator> makeStreamTranslator(Format client, Format ups
       enc = openai::makeResponsesStreamEncoder(std::move(o));
       break;
     }
+    case Format::BedrockConverse:
+      enc = openai::makeChatStreamEncoder({});  // never a client format; keep it total
+      break;
   }
   if (ctx.wrap_encoder) enc = ctx.wrap_encoder(std::move(enc));
-  return std::make_unique<StreamTranslator>(std::move(dec), std::move(enc));
+  auto t = std::make_unique<StreamTranslator>(std::move(dec), std::move(enc));
+  // ConverseStream's messageStart names neither the answer nor the model: the client formats want both.
+  if (upstream == Format::BedrockConverse) t->nameStart(answerId(ctx), ctx.upstream_model);
+  return t;
 }
 
 }  // namespace sluice::providers

@@ -74,6 +74,9 @@ struct TranslateContext {
   // uses the encoder it returns (never null), e.g. one that restores redacted values
   // (pipeline::makeRestoringEncoder). Unset: the encoder is used as is.
   std::function<std::unique_ptr<StreamEncoder>(std::unique_ptr<StreamEncoder>)> wrap_encoder;
+  // Answers whose upstream names no id (Bedrock Converse): the id they get is built from this
+  // (the gateway's request id).
+  std::string answer_id;
   // Requests: the answer to resume (see Resume); null for a request as the client sent it.
   const Resume* resume = nullptr;
 };
@@ -100,8 +103,9 @@ std::optional<TranslateError> translateResponse(Format client, Format upstream, 
 
 // Upstream error (status + body in the upstream's format, or anything) -> client-format body.
 // The client should get the same status as the upstream (`status_out` = that status).
+// Bedrock names its error in a header (x-amzn-ErrorType): `error_type` is that header's value.
 std::string translateError(Format client, Format upstream, int status, std::string_view upstream_body,
-                           int* status_out = nullptr);
+                           int* status_out = nullptr, std::string_view error_type = {});
 
 // A gateway- or translation-made error in the client's format.
 std::string errorBody(Format client, const ApiError& err);
@@ -123,6 +127,8 @@ class StreamTranslator final : private StreamEventSink {
   bool sawUpstreamEnd() const { return saw_done_; }
   // The client stream is complete (closing or error events written).
   bool ended() const { return encoder_->ended(); }
+  // A Start event that names no answer id is given these (upstreams whose streams name neither).
+  void nameStart(std::string id, std::string model);
 
  private:
   void onEvent(const StreamEvent& ev) override;
@@ -133,6 +139,8 @@ class StreamTranslator final : private StreamEventSink {
   Usage usage_;
   bool saw_done_ = false;
   bool overflow_ = false;
+  std::string start_id_;
+  std::string start_model_;
 };
 
 std::unique_ptr<StreamTranslator> makeStreamTranslator(Format client, Format upstream, const TranslateContext& ctx);

@@ -125,6 +125,15 @@ std::string upstreamTarget(const TargetParts& t) {
         out.append(t.op);
       }
       break;
+    case config::ChannelType::Bedrock:
+      // Always translated. The model id is one segment ("anthropic.claude-3-5-sonnet-20241022-v2:0"
+      // goes as "...v2%3A0", an inference-profile ARN's '/' as %2F), as AWS's SDKs send it; SigV4
+      // encodes the path once more to sign it (cloud/SigV4.hpp).
+      out.append("/model/");
+      appendEncoded(out, model);
+      out.append(t.stream ? "/converse-stream" : "/converse");
+      query = {};
+      break;
     default:
       out.append(t.translated ? std::string_view("/chat/completions") : t.op);
       break;

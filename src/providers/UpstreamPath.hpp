@@ -45,7 +45,7 @@ struct TargetParts {
   // The client's format differs from the channel's: the builder names the endpoint, and the
   // client's op and query are not used.
   bool translated = false;
-  bool stream = false;     // translated to Gemini: streamGenerateContent?alt=sse
+  bool stream = false;     // translated to Gemini: streamGenerateContent?alt=sse; Bedrock: converse-stream
   std::string_view op;     // the client's endpoint from the gateway's route table:
                            // "/chat/completions", "/v1/messages", "generateContent", ...
   std::string_view model;  // the upstream model; Gemini and Azure put it in the path

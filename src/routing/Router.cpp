@@ -111,6 +111,9 @@ std::string Channel::upstreamModel(std::string_view model) const {
 bool Channel::servesModel(std::string_view model) const { return servesModel(model, isModelName(model)); }
 
 bool Channel::discovers() const {
+  // Bedrock lists its models on another service (bedrock, not bedrock-runtime) with other rights:
+  // its channels name their models.
+  if (cfg.type == config::ChannelType::Bedrock) return false;
   return std::any_of(cfg.models.begin(), cfg.models.end(), [](const std::string& m) { return isGlob(m); });
 }
 

@@ -2,7 +2,7 @@
 # Regenerates the committed seed corpus (corpus/<harness>/) from tests/fixtures and a few
 # hand-written inputs. Stream harness seeds are [option byte][split byte] + fixture bytes
 # (see FuzzUtil.hpp); format and wire indexes follow the enum order: Format OpenAIChat 0,
-# AnthropicMessages 1, GeminiGenerate 2, OpenAIResponses 3; Wire OpenAI 0, Anthropic 1, Gemini 2.
+# AnthropicMessages 1, GeminiGenerate 2, OpenAIResponses 3, BedrockConverse 4; Wire OpenAI 0, Anthropic 1, Gemini 2.
 set -euo pipefail
 cd "$(dirname "$0")"
 FX=../fixtures
@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{cloud_credentials,event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,mcp_message,mcp_server_fields,screen_features,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path,admin_access}
+mkdir -p "$C"/{bedrock_mock,cloud_credentials,event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,mcp_message,mcp_server_fields,screen_features,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path,admin_access}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -347,6 +347,32 @@ seeds = {'converse_bytewise': b'\x00' + stream, 'converse_whole': b'\xff' + stre
 for name, data in seeds.items():
     open(f'{out}/{name}', 'wb').write(data)
 PY
+
+# commit_gate (Bedrock, format 4): a ConverseStream that commits on text, and one that fails on a
+# throttlingException before any content.
+python3 - "$C/commit_gate" <<'PY'
+import struct, sys, zlib
+out = sys.argv[1]
+def frame(headers, payload):
+    h = b''.join(bytes([len(k)]) + k.encode() + b'\x07' + struct.pack('>H', len(v)) + v.encode() for k, v in headers)
+    pre = struct.pack('>II', 16 + len(h) + len(payload), len(h))
+    f = pre + struct.pack('>I', zlib.crc32(pre)) + h + payload
+    return f + struct.pack('>I', zlib.crc32(f))
+ev = lambda t, p: frame([(':event-type', t), (':content-type', 'application/json'), (':message-type', 'event')], p)
+start = ev('messageStart', b'{"role":"assistant"}')
+open(f'{out}/bedrock_text', 'wb').write(b'\x04\x03' + start + ev('contentBlockDelta', b'{"contentBlockIndex":0,"delta":{"text":"Hi"}}'))
+open(f'{out}/bedrock_tool', 'wb').write(b'\x04\x01' + start + ev('contentBlockStart', b'{"contentBlockIndex":0,"start":{"toolUse":{"toolUseId":"t1","name":"f"}}}'))
+open(f'{out}/bedrock_throttled', 'wb').write(b'\x04\x00' + start + frame(
+    [(':exception-type', 'throttlingException'), (':content-type', 'application/json'), (':message-type', 'exception')],
+    b'{"message":"Too many requests"}'))
+PY
+
+# bedrock_mock: [mode] Converse bodies (even) and signed requests "target\nauthorization\ndate\nbody" (odd)
+printf '\x00%s' '{"messages":[{"role":"user","content":[{"text":"Use the get_weather tool"}]}],"toolConfig":{"tools":[{"toolSpec":{"name":"get_weather","inputSchema":{"json":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}}]},"inferenceConfig":{"maxTokens":50,"stopSequences":["x"]}}' >$C/bedrock_mock/converse_tools
+printf '\x02%s' '{"system":[{"text":"s"}],"messages":[{"role":"user","content":[{"text":"hi"},{"image":{"format":"png","source":{"bytes":"AAAA"}}}]}],"additionalModelRequestFields":{"thinking":{"type":"enabled","budget_tokens":1024}}}' >$C/bedrock_mock/converse_image_thinking
+printf '\x01%s\n%s\n%s\n%s' '/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse' \
+  'AWS4-HMAC-SHA256 Credential=AKIAMOCKACCESSKEY001/20231114/us-east-1/bedrock/aws4_request, SignedHeaders=host;x-amz-date, Signature=00' \
+  '20231114T221320Z' '{"messages":[]}' >$C/bedrock_mock/signed_request
 
 # cloud_credentials: token endpoint answers (Google, Entra, an error) and a key file's shape
 printf '%s' '{"access_token":"ya29.a0Af","expires_in":3599,"token_type":"Bearer"}' >$C/cloud_credentials/google_token

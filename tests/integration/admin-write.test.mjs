@@ -279,7 +279,8 @@ test('channels: every refused field is a 400 naming it', async () => {
     [{ ...good, cache_ttl_ms: 0 }, 'cache_ttl_ms'],
     [{ ...good, cache_ttl_ms: 2 * 365 * 86400000 }, 'cache_ttl_ms'],
     [{ ...good, keys: ['sk-1'] }, 'keys'],
-    [{ ...good, region: 'eu' }, 'region'],
+    [{ ...good, region: 'eu-west-1' }, 'region'],  // only a bedrock channel takes one
+    [{ ...good, type: 'bedrock', region: 'EU West' }, 'region'],
   ];
   for (const [body, param] of cases) {
     const r = await call(gw, 'POST', '/channels', body);
@@ -287,7 +288,7 @@ test('channels: every refused field is a 400 naming it', async () => {
     assert.equal(r.json.error.param, param, JSON.stringify(body));
   }
   const type = await call(gw, 'POST', '/channels', { ...good, type: 'openia' });
-  assert.match(type.json.error.message, /valid types: openai, anthropic, gemini, azure, openai-compatible, mock/);
+  assert.match(type.json.error.message, /valid types: openai, anthropic, gemini, azure, openai-compatible, mock, bedrock/);
 });
 
 test('upstream keys: sealed at rest, masked in every response, used by the gateway', async () => {

@@ -58,7 +58,7 @@ export async function startMock(args = []) {
 
 export function tempDir() { return mkdtempSync(join(tmpdir(), 'sluice-test-')); }
 
-// channels: [{name, url (mock url), keys, models, priority, weight, type, limits: {rpm, tpm, ...}}];
+// channels: [{name, url (mock url), keys, models, priority, weight, type, region, limits: {rpm, tpm, ...}}];
 // `extra`: YAML text appended at the top level (pricing:, redis:, ...).
 export function gatewayYaml({ channels, routing = {}, server = {}, master = MASTER, extra = '' }) {
   const lines = [
@@ -82,6 +82,7 @@ export function gatewayYaml({ channels, routing = {}, server = {}, master = MAST
       `    priority: ${c.priority ?? 1}`, `    weight: ${c.weight ?? 1}`);
     for (const [k, v] of Object.entries(c.limits ?? {})) lines.push(`    ${k}: ${v}`);
     if (c.headers) lines.push(`    headers: ${JSON.stringify(c.headers)}`);
+    if (c.region) lines.push(`    region: ${c.region}`);
   }
   return lines.join('\n') + '\n' + extra;
 }

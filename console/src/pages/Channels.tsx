@@ -9,7 +9,7 @@ import {
   TableWrap, useAsync, usePoll,
 } from '../ui';
 
-const TYPES = ['openai', 'anthropic', 'gemini', 'azure', 'openai-compatible', 'mock'];
+const TYPES = ['openai', 'anthropic', 'gemini', 'azure', 'openai-compatible', 'mock', 'bedrock'];
 const LIMITS = [
   ['rpm', 'Requests per minute'],
   ['tpm', 'Tokens per minute'],
@@ -382,6 +382,7 @@ interface FormState {
   weight: string;
   enabled: boolean;
   api_version: string;
+  region: string;
   model_map: string;
   headers: string;
   limits: Record<LimitName, string>;
@@ -399,6 +400,7 @@ function toForm(ch?: Channel): FormState {
     weight: String(ch?.weight ?? 1),
     enabled: ch?.enabled ?? true,
     api_version: ch?.api_version ?? '',
+    region: ch?.region ?? '',
     model_map: Object.entries(ch?.model_map ?? {}).map(([a, b]) => `${a}=${b}`).join('\n'),
     headers: Object.entries(ch?.headers ?? {}).map(([a, b]) => `${a}: ${b}`).join('\n'),
     limits: Object.fromEntries(LIMITS.map(([k]) => [k, ch?.[k] != null ? String(ch[k]) : ''])) as Record<LimitName, string>,
@@ -450,6 +452,7 @@ function ChannelForm({ channel, onDone, onCancel }: { channel?: Channel; onDone:
       for (const [k] of LIMITS) body[k] = intOrNull(f.limits[k], k);
       Object.assign(body, protectBody(f.protect));
       if (f.type === 'azure' || f.api_version) body.api_version = f.api_version.trim() || null;
+      if (f.type === 'bedrock' || f.region) body.region = f.region.trim() || null;
       const mm = parsePairs(f.model_map, '=', 'Model map');
       body.model_map = Object.keys(mm).length ? mm : null;
       const orig = toForm(channel);
@@ -459,7 +462,7 @@ function ChannelForm({ channel, onDone, onCancel }: { channel?: Channel; onDone:
         const before: Record<string, unknown> = {
           name: channel.name, type: channel.type, base_url: channel.base_url, models: channel.models,
           priority: channel.priority, weight: channel.weight, enabled: channel.enabled,
-          api_version: channel.api_version ?? null, model_map: channel.model_map && Object.keys(channel.model_map).length ? channel.model_map : null,
+          api_version: channel.api_version ?? null, region: channel.region || null, model_map: channel.model_map && Object.keys(channel.model_map).length ? channel.model_map : null,
           ...Object.fromEntries(LIMITS.map(([k]) => [k, channel[k] ?? null])),
           ...protectBody(protectForm(channel)),
         };
@@ -469,6 +472,7 @@ function ChannelForm({ channel, onDone, onCancel }: { channel?: Channel; onDone:
         await api(`/channels/${channel.id}`, { method: 'PATCH', body });
       } else {
         if (body.api_version === null) delete body.api_version;
+        if (body.region === null) delete body.region;
         if (body.model_map === null) delete body.model_map;
         for (const k of [...LIMITS.map(([l]) => l), ...PROTECT_PARAMS]) if (body[k] === null) delete body[k];
         const created = await api<Channel>('/channels', { method: 'POST', body });
@@ -491,13 +495,13 @@ function ChannelForm({ channel, onDone, onCancel }: { channel?: Channel; onDone:
   };
 
   const fe = (p: string) => fieldError(error, p);
-  const text = (k: 'name' | 'base_url' | 'api_version', label: string, hint?: string, extra: Record<string, unknown> = {}) => (
+  const text = (k: 'name' | 'base_url' | 'api_version' | 'region', label: string, hint?: string, extra: Record<string, unknown> = {}) => (
     <Field id={`${base}-${k}`} label={label} hint={hint} error={fe(k)}>
       <input id={`${base}-${k}`} name={k} value={f[k]} onInput={(e) => set(k, e.currentTarget.value)}
         aria-describedby={describedBy(`${base}-${k}`, hint, fe(k))} aria-invalid={!!fe(k)} {...extra} />
     </Field>
   );
-  const unmatched = error && !['name', 'type', 'base_url', 'models', 'priority', 'weight', 'enabled', 'api_version', 'model_map', 'headers', ...LIMITS.map(([k]) => k), ...PROTECT_PARAMS].some((p) => fe(p));
+  const unmatched = error && !['name', 'type', 'base_url', 'models', 'priority', 'weight', 'enabled', 'api_version', 'region', 'model_map', 'headers', ...LIMITS.map(([k]) => k), ...PROTECT_PARAMS].some((p) => fe(p));
 
   return (
     <form class="form card" onSubmit={submit} aria-label={channel ? `Edit channel ${channel.name}` : 'New channel'} data-testid="channel-form">
@@ -532,6 +536,7 @@ function ChannelForm({ channel, onDone, onCancel }: { channel?: Channel; onDone:
         ))}
         <ProtectFields base={base} value={f.protect} onChange={(v) => set('protect', v)} error={fe} what="this channel" />
         {(f.type === 'azure' || f.api_version) && text('api_version', 'API version', 'Azure api-version, e.g. 2024-10-21')}
+        {(f.type === 'bedrock' || f.region) && text('region', 'AWS region', 'Bedrock: the region requests are signed for, e.g. us-east-1; keys are ACCESS_KEY_ID:SECRET[:SESSION_TOKEN]')}
         <Field id={`${base}-model_map`} label="Model map" hint="One per line: client-name=upstream-name" error={fe('model_map')} wide>
           <textarea id={`${base}-model_map`} rows={2} value={f.model_map} onInput={(e) => set('model_map', e.currentTarget.value)}
             aria-describedby={describedBy(`${base}-model_map`, 'h', fe('model_map'))} />

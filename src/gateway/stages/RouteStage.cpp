@@ -54,6 +54,8 @@ json::value modelList(const Snapshot& snap, Wire w, const pipeline::VirtualKeyEn
             {"displayName", name},
             {"supportedGenerationMethods", json::array{"generateContent", "streamGenerateContent", "countTokens"}}});
       return json::object{{"models", std::move(data)}};
+    case Wire::Bedrock:
+      break;
   }
   return json::object{};
 }

@@ -16,6 +16,9 @@ struct RestoreStats;
 namespace sluice::routing {
 struct Channel;
 }
+namespace sluice::cloud {
+struct AwsCredentials;
+}
 
 namespace sluice::gateway {
 
@@ -32,6 +35,7 @@ std::unique_ptr<const StageConfig> makeScreeningStage(const Snapshot& snap);
 std::unique_ptr<const StageConfig> makeRedactionStage(const Snapshot& snap);
 std::unique_ptr<const StageConfig> makeGuardrailStage(const Snapshot& snap);
 std::unique_ptr<const StageConfig> makeCacheStage(const Snapshot& snap);
+std::unique_ptr<const StageConfig> makeSigningStage(const Snapshot& snap);
 std::unique_ptr<const StageConfig> makeRelayStage(const Snapshot& snap);
 
 // A stage config whose stages keep no state of their own (every request gets a fresh one in
@@ -60,6 +64,12 @@ std::string reviewPayload(const Exchange& ex, const std::vector<pipeline::Outgoi
 // says why no channel may when the list is empty.
 std::vector<const routing::Channel*> fallbackCandidates(const Exchange& ex, const std::string& model,
                                                         std::string& routed, std::string& why);
+
+// signing: the header lines that sign a request of `body` to `target` on bedrock channel `ch`
+// with `creds` at `now` (seconds since the epoch): Authorization, X-Amz-Date and, with a session
+// token, X-Amz-Security-Token.
+std::string signedHeaderLines(const routing::Channel& ch, const cloud::AwsCredentials& creds, std::string_view target,
+                              std::string_view body, long long now);
 
 // redaction: counts what restoring an answer put back (and what was tampered with).
 void countRestored(const redact::RestoreStats& st);

@@ -216,11 +216,69 @@ channels:
 
 TEST(ConfigParse, ChannelTypesRoundTrip) {
   for (auto t : {ChannelType::OpenAI, ChannelType::Anthropic, ChannelType::Gemini, ChannelType::Azure,
-                 ChannelType::OpenAICompatible, ChannelType::Mock}) {
+                 ChannelType::OpenAICompatible, ChannelType::Mock, ChannelType::Bedrock}) {
     EXPECT_EQ(parseChannelType(channelTypeName(t)), t);
   }
   EXPECT_STREQ(channelTypeName(ChannelType::OpenAICompatible), "openai-compatible");
   EXPECT_FALSE(parseChannelType("OpenAI").has_value());
+}
+
+// A bedrock channel: the region (required unless the base URL names it), the region's endpoint
+// as the default base URL, keys of AWS's shape; a malformed key is named by position, never shown.
+TEST(ConfigParse, BedrockChannel) {
+  auto c = parse("channels:\n"
+                 "  - name: bedrock\n"
+                 "    type: bedrock\n"
+                 "    region: us-east-1\n"
+                 "    keys: [\"AKIAEXAMPLE:secret/with+chars\", \"ASIAEXAMPLE:tempsecret:session/token==\"]\n"
+                 "    models: [\"anthropic.claude-*\", \"us.anthropic.*\"]\n");
+  ASSERT_EQ(c->channels.size(), 1u);
+  const auto& ch = c->channels[0];
+  EXPECT_EQ(ch.type, ChannelType::Bedrock);
+  EXPECT_EQ(ch.region, "us-east-1");
+  EXPECT_EQ(ch.base_url, "https://bedrock-runtime.us-east-1.amazonaws.com");
+  EXPECT_EQ(ch.keys.size(), 2u);
+  const std::string described = describeConfig(*c);
+  EXPECT_NE(described.find("region: us-east-1"), std::string::npos);
+  EXPECT_EQ(described.find("secret/with+chars"), std::string::npos);
+  EXPECT_EQ(described.find("session/token"), std::string::npos);
+
+  // The region from the endpoint's host; a base URL of another host needs it said.
+  auto h = parse("channels:\n  - {name: b, type: bedrock, base_url: \"https://bedrock-runtime.eu-west-3.amazonaws.com\", "
+                 "models: [m]}\n");
+  EXPECT_EQ(h->channels[0].region, "eu-west-3");
+  auto local = parse("channels:\n  - {name: b, type: bedrock, base_url: \"http://127.0.0.1:9000\", region: us-west-2, "
+                     "models: [m]}\n");
+  EXPECT_EQ(local->channels[0].base_url, "http://127.0.0.1:9000");
+  EXPECT_EQ(local->channels[0].region, "us-west-2");
+
+  // The pinned template with the AWS variables unset: the key is dropped, as an empty one is.
+  {
+    ScopedEnv id("SLUICE_T_AWS_ID", nullptr);
+    ScopedEnv secret("SLUICE_T_AWS_SECRET", nullptr);
+    auto unset = parse("channels:\n  - {name: b, type: bedrock, region: us-east-1, "
+                       "keys: [\"${SLUICE_T_AWS_ID}:${SLUICE_T_AWS_SECRET}\"], models: [m]}\n");
+    EXPECT_TRUE(unset->channels[0].keys.empty());
+  }
+  EXPECT_NE(failure("channels:\n  - {name: b, type: bedrock, models: [m]}\n").what.find("needs \"region\""),
+            std::string::npos);
+  EXPECT_NE(failure("channels:\n  - {name: b, type: bedrock, base_url: \"http://127.0.0.1:1\", models: [m]}\n")
+                .what.find("needs \"region\""),
+            std::string::npos);
+  EXPECT_NE(failure("channels:\n  - {name: b, type: bedrock, region: \"US East\", models: [m]}\n").what.find("not an AWS region"),
+            std::string::npos);
+  EXPECT_NE(failure(channel("    region: us-east-1\n")).what.find("only a bedrock channel takes a region"),
+            std::string::npos);
+  for (const char* bad : {"noColonS3cr3tKey", "AKIA:", ":S3cr3tKey", "AKIA:S3cr3tKey:", "AK-IA:S3cr3tKey", "AKIA:S3cr 3tKey"}) {
+    const std::string yaml = std::string("channels:\n  - {name: b, type: bedrock, region: us-east-1, keys: [\"") + bad +
+                             "\"], models: [m]}\n";
+    const Failure f = failure(yaml);
+    EXPECT_NE(f.what.find("keys[0]: a bedrock key is ACCESS_KEY_ID:SECRET_ACCESS_KEY"), std::string::npos) << f.what;
+    const std::string_view secret = std::string_view(bad).substr(std::string_view(bad).find(':') + 1);
+    if (secret.size() > 3) {
+      EXPECT_EQ(f.what.find(secret), std::string::npos) << "the secret is echoed: " << f.what;
+    }
+  }
 }
 
 // ---- interpolation ----
@@ -399,11 +457,11 @@ TEST(ConfigErrors, UnknownKeyNestedAtDepth) {
   EXPECT_EQ(f.line, 2);
   EXPECT_EQ(f.column, 27);
 
-  f = failure(channel("    region: us\n"));
+  f = failure(channel("    zone: us\n"));
   EXPECT_EQ(f.what,
-            "t.yaml:6:5: unknown key \"region\" in channels[0]; valid keys: name, type, base_url, keys, "
+            "t.yaml:6:5: unknown key \"zone\" in channels[0]; valid keys: name, type, base_url, keys, "
             "models, priority, weight, headers, model_map, api_version, rpm, tpm, max_concurrent, key_rpm, key_tpm, "
-            "cache, cache_ttl, screening");
+            "cache, cache_ttl, screening, region");
 
   f = failure(channel("", "a") + "  - name: b\n    type: mock\n    base_url: http://x\n    models: [m]\n"
                                  "    wieght: 2\n");
@@ -429,10 +487,10 @@ TEST(ConfigErrors, DuplicateChannelNames) {
 }
 
 TEST(ConfigErrors, BadChannelType) {
-  auto f = failure("channels:\n  - name: x\n    type: bedrock\n    base_url: http://x\n    models: [m]\n");
+  auto f = failure("channels:\n  - name: x\n    type: vertex\n    base_url: http://x\n    models: [m]\n");
   EXPECT_EQ(f.what,
-            "t.yaml:3:11: channels[0].type: unknown channel type \"bedrock\"; valid types: openai, anthropic, "
-            "gemini, azure, openai-compatible, mock");
+            "t.yaml:3:11: channels[0].type: unknown channel type \"vertex\"; valid types: openai, anthropic, "
+            "gemini, azure, openai-compatible, mock, bedrock");
 }
 
 TEST(ConfigErrors, ChannelValidation) {

@@ -280,7 +280,7 @@ TEST(Chain, TheOrderIsWrittenOnce) {
   std::vector<std::string> names;
   for (const auto& s : snap->stages) names.emplace_back(s->name());
   EXPECT_EQ(names, (std::vector<std::string>{"trace", "auth", "responses", "route", "limits", "scan", "screening",
-                                             "redaction", "guardrail", "cache", "relay"}));
+                                             "redaction", "guardrail", "cache", "signing", "relay"}));
 }
 
 }  // namespace chain_test

@@ -1,5 +1,7 @@
 #include "gateway/CommitGate.hpp"
 
+#include "cloud/EventStream.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -150,6 +152,49 @@ TEST(CommitGate, HoldsAtMostABoundedAmount) {
   // One event past the splitter's bound commits too (the tap then reports it).
   CommitGate big(Format::OpenAIChat);
   EXPECT_EQ(big.feed("data: " + std::string(8u << 20, 'x')), V::Commit);
+}
+
+// Bedrock's ConverseStream: binary frames, held until text or a tool call; an exception frame
+// before that fails the attempt with the status AWS gives the exception; a corrupted frame too.
+std::string awsEvent(const std::string& type, const std::string& payload) {
+  return cloud::encodeEventStreamMessage(
+      {{":event-type", type}, {":content-type", "application/json"}, {":message-type", "event"}}, payload);
+}
+std::string awsException(const std::string& name, const std::string& payload) {
+  return cloud::encodeEventStreamMessage(
+      {{":exception-type", name}, {":content-type", "application/json"}, {":message-type", "exception"}}, payload);
+}
+
+TEST(CommitGate, BedrockConverseStream) {
+  const std::string start = awsEvent("messageStart", R"({"role":"assistant"})");
+  expectEverySplit(Format::BedrockConverse, start, V::Hold);
+  expectEverySplit(Format::BedrockConverse, start + awsEvent("contentBlockDelta", R"({"contentBlockIndex":0,"delta":{"text":""}})"),
+                   V::Hold);
+  expectEverySplit(Format::BedrockConverse, start + awsEvent("contentBlockDelta", R"({"contentBlockIndex":0,"delta":{"text":"Hi"}})"),
+                   V::Commit);
+  expectEverySplit(Format::BedrockConverse,
+                   start + awsEvent("contentBlockStart",
+                                    R"({"contentBlockIndex":0,"start":{"toolUse":{"toolUseId":"t","name":"f"}}})"),
+                   V::Commit);
+  expectEverySplit(Format::BedrockConverse,
+                   start + awsEvent("contentBlockDelta",
+                                    R"({"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"hm"}}})"),
+                   V::Commit);
+  expectEverySplit(Format::BedrockConverse, start + awsEvent("messageStop", R"({"stopReason":"end_turn"})"), V::Commit);
+  expectEverySplit(Format::BedrockConverse, start + awsException("throttlingException", R"({"message":"Too many requests"})"),
+                   V::Fail, 429);
+  expectEverySplit(Format::BedrockConverse, start + awsException("serviceUnavailableException", R"({"message":"busy"})"),
+                   V::Fail, 503);
+  expectEverySplit(Format::BedrockConverse, awsException("validationException", R"({"message":"bad\ninput"})"), V::Fail,
+                   400);
+  CommitGate g(Format::BedrockConverse);
+  EXPECT_EQ(g.feed(start + awsException("modelStreamErrorException", R"({"message":"boom"})")), V::Fail);
+  EXPECT_EQ(g.message(), "modelStreamErrorException: boom");
+  EXPECT_EQ(g.status(), 502);  // AWS's 424: the model failed upstream, another channel may do
+  EXPECT_NE(g.errorData().find("modelStreamErrorException"), std::string::npos);
+  std::string corrupt = start;
+  corrupt[corrupt.size() - 1] ^= 0x01;  // the message CRC
+  expectEverySplit(Format::BedrockConverse, corrupt, V::Fail, 502);
 }
 
 }  // namespace commit_gate_test

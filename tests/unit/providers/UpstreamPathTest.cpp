@@ -61,6 +61,29 @@ TEST(UpstreamPath, ForwardsQueryValuesReEncoded) {
   EXPECT_TRUE(forwardQuery("a=%zz").query.empty());
 }
 
+// Bedrock: the model id is one encoded segment (':' and an ARN's '/' too), whatever the
+// client's op and query; the stream is converse-stream.
+TEST(UpstreamPath, BedrockConverseTargets) {
+  TargetParts t;
+  t.type = config::ChannelType::Bedrock;
+  t.translated = true;
+  t.op = "/chat/completions";
+  t.query = "a=1";
+  t.model = "anthropic.claude-3-5-sonnet-20241022-v2:0";
+  EXPECT_EQ(upstreamTarget(t), "/model/anthropic.claude-3-5-sonnet-20241022-v2%3A0/converse");
+  t.stream = true;
+  EXPECT_EQ(upstreamTarget(t), "/model/anthropic.claude-3-5-sonnet-20241022-v2%3A0/converse-stream");
+  t.stream = false;
+  t.model = "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-3-5-haiku-20241022-v1:0";
+  EXPECT_EQ(upstreamTarget(t),
+            "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile%2Fus.anthropic.claude-3-5-haiku-"
+            "20241022-v1%3A0/converse");
+  t.model = "../x?y#z";
+  t.base_path = "/proxy";
+  EXPECT_EQ(upstreamTarget(t), "/proxy/model/..%2Fx%3Fy%23z/converse");
+  EXPECT_FALSE(pathModelProblem(config::ChannelType::Bedrock, "a/b").has_value());
+}
+
 TEST(UpstreamPath, BuildsEachProvidersTarget) {
   TargetParts t;
   t.base_path = "/v1";

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "TranslateTestUtil.hpp"
+#include "cloud/EventStream.hpp"
 
 namespace sluice::providers {
 namespace {
@@ -82,6 +83,24 @@ constexpr std::string_view kGeminiStream =
     "\"cachedContentTokenCount\":600,\"thoughtsTokenCount\":120},\"modelVersion\":\"m\",\"responseId\":\"r1\"}"
     "\r\n\r\n";
 
+// Bedrock Converse: inputTokens counts neither cache reads nor writes. The stream is AWS's binary
+// event stream (its usage in the closing metadata event).
+constexpr std::string_view kBedrockWhole =
+    R"({"output":{"message":{"role":"assistant","content":[{"text":"Hi"}]}},"stopReason":"end_turn",)"
+    R"("usage":{"inputTokens":200,"outputTokens":300,"totalTokens":1300,"cacheReadInputTokens":600,)"
+    R"("cacheWriteInputTokens":200},"metrics":{"latencyMs":9}})";
+std::string awsEvent(const std::string& type, const std::string& payload) {
+  return cloud::encodeEventStreamMessage(
+      {{":event-type", type}, {":content-type", "application/json"}, {":message-type", "event"}}, payload);
+}
+const std::string kBedrockStream =
+    awsEvent("messageStart", R"({"role":"assistant"})") +
+    awsEvent("contentBlockDelta", R"({"contentBlockIndex":0,"delta":{"text":"Hi"}})") +
+    awsEvent("contentBlockStop", R"({"contentBlockIndex":0})") + awsEvent("messageStop", R"({"stopReason":"end_turn"})") +
+    awsEvent("metadata",
+             R"({"usage":{"inputTokens":200,"outputTokens":300,"totalTokens":1300,"cacheReadInputTokens":600,)"
+             R"("cacheWriteInputTokens":200},"metrics":{"latencyMs":9}})");
+
 struct Upstream {
   Format format;
   std::string_view whole, stream;
@@ -92,6 +111,7 @@ const Upstream kUpstreams[] = {
     {Format::OpenAIChat, kChatWhole, kChatStream, {1000, 300, 600, 200, 120}},
     {Format::AnthropicMessages, kAnthropicWhole, kAnthropicStream, {1000, 300, 600, 200, 0}},
     {Format::GeminiGenerate, kGeminiWhole, kGeminiStream, {1000, 300, 600, 0, 120}},
+    {Format::BedrockConverse, kBedrockWhole, kBedrockStream, {1000, 300, 600, 200, 0}},
 };
 
 const Format kClients[] = {Format::OpenAIChat, Format::OpenAIResponses, Format::AnthropicMessages,
@@ -147,6 +167,8 @@ Counts countsOf(Format client, const json::object& u) {
       c.reasoning = intAt(u, "thoughtsTokenCount");
       c.output = intAt(u, "candidatesTokenCount") + c.reasoning;
       EXPECT_EQ(intAt(u, "totalTokenCount"), c.input + c.output);
+      break;
+    case Format::BedrockConverse:  // an upstream format only
       break;
   }
   return c;
@@ -219,6 +241,8 @@ StreamSeen seenIn(Format client, const std::string& out) {
       seen.final = countsOf(client, acc);
       break;
     }
+    case Format::BedrockConverse:  // an upstream format only
+      break;
   }
   return seen;
 }
