@@ -93,11 +93,14 @@ Verdict CommitGate::feed(std::string_view bytes) {
 
 Verdict CommitGate::feedEventStream(std::string_view bytes) {
   messages_.clear();
-  if (!frames_.feed(bytes, messages_)) return fail(502, {}, "the upstream event stream is malformed: " + frames_.error());
+  // The messages completed before any malformed bytes decide first, as they would had the bytes
+  // come in smaller reads: the verdict never depends on how the stream was split.
+  const bool well_formed = frames_.feed(bytes, messages_);
   for (const auto& m : messages_) {
     const Verdict v = onAwsMessage(m);
     if (v != Verdict::Hold) return v;
   }
+  if (!well_formed) return fail(502, {}, "the upstream event stream is malformed: " + frames_.error());
   return held_ > kMaxHeld ? Verdict::Commit : Verdict::Hold;
 }
 

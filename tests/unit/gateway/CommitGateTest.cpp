@@ -195,6 +195,11 @@ TEST(CommitGate, BedrockConverseStream) {
   std::string corrupt = start;
   corrupt[corrupt.size() - 1] ^= 0x01;  // the message CRC
   expectEverySplit(Format::BedrockConverse, corrupt, V::Fail, 502);
+  // Complete frames decide before malformed bytes that follow them in the same read, as they
+  // would in smaller reads (found by fuzz_commit_gate).
+  expectEverySplit(Format::BedrockConverse,
+                   start + awsException("throttlingException", R"({"message":"Too many requests"})") + "content_block",
+                   V::Fail, 429);
 }
 
 }  // namespace commit_gate_test
