@@ -406,3 +406,22 @@ printf '\x00//keys/' >$C/admin_access/empty_segments
 printf '\x01{"name":"ci-deploy","role":"operator","expires_in":"90d"}' >$C/admin_access/token_body
 printf '\x01{"name":"x","role":"member","team":3,"expires_in":-1}' >$C/admin_access/token_refused
 
+
+# Seeds written by hand earlier and kept byte for byte: the edge TLS + admin listener config, a
+# config with ${VAR} text in its listen address, and W3C trace-context headers and span bytes.
+mkdir -p "$C/trace_context"
+python3 - "$C" <<'PY'
+import base64, sys
+out = sys.argv[1]
+seeds = {
+    'config/edge_tls_admin.yaml': 'c2VydmVyOgogIGxpc3RlbjogIjEyNy4wLjAuMTo4NDQzIgogIHRsczoKICAgIGNlcnQ6ICIvbm9uZXhpc3RlbnQvc2x1aWNlLnBlbSIKICAgIGtleTogIi9ub25leGlzdGVudC9zbHVpY2Uua2V5IgphZG1pbjoKICBsaXN0ZW46ICIxMjcuMC4wLjE6OTA5MSIKYXV0aDoKICBtYXN0ZXJfa2V5OiAiayIK',
+    'config/key_text_in_base_url.yaml': 'c2VydmVyOgogIGxpc3RlbjogIi4xLjcyMDAuMToke1NMVUlDRV9UX1BPUlQ6LTkwOTB9IgogIHdvcmtlcnM6ICR7U0xVSUxFX1RfV09SS0VSUzotMn0Kcm91dGluZzoKICB0aW1lb3V0czoge3RvdGFsOiAiJHtTTFVJQ0VfVF9VTlNFVDotMm19In0KY2hhbm5lbHM6CiAgLSBuYW1lOiBtCiAgICB0eXBlOiBtb2NrCiAgICBiYXNlX3VybDogJHtTTFVJQ0VfVF9VUkw6LWh0dHA6Ly8wNjMubGl0ZXJhbC0kLWtleX0KICAgIGtleXM6IFsiJHtTTFVJQ0VfVF9LRVk6LXNrLXh9IiwgIiR7U0xVSUNFX1RfVU5TRVR9IiwgImxpdGVyYWwtJCQta2V5Il0KICAgIG1vZGVsczogWyIke1NMVUlDRV9UX1VOU0VUOi1tb2NrLSp9Il0KICAgIGhlYWRlcnM6IHtYLUtleTogIiR7U0xVSUNFX1RfS0VZOi1rfSJ9Cg==',
+    'trace_context/span_bytes': 'Y2hhdCBncHQtNG8g4oIgInEiIFwgAQ==',
+    'trace_context/tp_future': 'Y2MtNGJmOTJmMzU3N2IzNGRhNmEzY2U5MjlkMGUwZTQ3MzYtMDBmMDY3YWEwYmE5MDJiNy0wMS1mdXR1cmU=',
+    'trace_context/tp_v00': 'MDAtNGJmOTJmMzU3N2IzNGRhNmEzY2U5MjlkMGUwZTQ3MzYtMDBmMDY3YWEwYmE5MDJiNy0wMQ==',
+    'trace_context/ts_list': 'cm9qbz0wMGYwNjdhYTBiYTkwMmI3LGNvbmdvPXQ2MXJjV2tnTXpF',
+    'trace_context/ts_multitenant': 'dGVuYW50QHZlbmRvcj14LCBhPTEsLGI9MiA=',
+}
+for name, data in seeds.items():
+    open(f'{out}/{name}', 'wb').write(base64.b64decode(data))
+PY
