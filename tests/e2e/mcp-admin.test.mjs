@@ -6,11 +6,8 @@
 // after redaction, the per-server list cache, and hostile admin bodies.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { createServer as createHttpServer } from 'node:http';
-import { readFileSync, readdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -18,50 +15,11 @@ import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import {
   startGateway, gatewayYaml, admin, metrics, metricValue, waitFor, stop, tempDir, MASTER,
 } from '../lib/harness.mjs';
+import { EVERYTHING, childrenOf, freePort, startMcpHttp } from '../lib/mcp-servers.mjs';
 
-const require = createRequire(import.meta.url);
-const EVERYTHING = join(dirname(require.resolve('@modelcontextprotocol/server-everything/package.json')), 'dist', 'index.js');
 const GROWING = join(dirname(new URL(import.meta.url).pathname), 'fixtures', 'growing-mcp-server.mjs');
 const HEADER_SECRET = 'Bearer upstream-mcp-secret-5f0e9a7c41d2';
 const SECRET_KEY = 'e2e-store-secret-key-0123456789abcdef';
-
-async function freePort() {
-  const srv = createServer();
-  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address();
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
-async function startEverythingHttp(port, argv = [EVERYTHING, 'streamableHttp']) {
-  const proc = spawn(process.execPath, argv, {
-    env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  await new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`server-everything did not start:\n${out}`)), 15000);
-    const on = (d) => { out += d; if (/listening on port/.test(out)) { clearTimeout(t); resolve(); } };
-    proc.stdout.on('data', on);
-    proc.stderr.on('data', on);
-    proc.once('exit', (c) => { clearTimeout(t); reject(new Error(`server-everything exited ${c}:\n${out}`)); });
-  });
-  return proc;
-}
-
-// The gateway's child processes whose command line holds `needle`.
-function childrenOf(pid, needle) {
-  const found = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8');
-      if (ppid === pid && cmd.includes(needle)) found.push(Number(d));
-    } catch { /* gone meanwhile */ }
-  }
-  return found;
-}
 
 const names = (list) => list.map((t) => t.name).sort();
 const toolNames = async (client) => names((await client.listTools()).tools);
@@ -97,7 +55,7 @@ const upState = async (name) => (await serverOf(name))?.state === 'up';
 
 before(async () => {
   remotePort = await freePort();
-  remote = await startEverythingHttp(remotePort);
+  remote = await startMcpHttp(remotePort);
   dbFile = join(tempDir(), 'sluice.db');
   gw = await startGateway(mcpYaml([{ name: 'local' }], { db: dbFile }));
   assert.ok(await waitFor(() => upState('local'), 20000), 'the config server comes up');
@@ -192,7 +150,7 @@ test('a stdio server added and deleted through the API: its process starts and e
 
 test("a server's own tools/list_changed passes on, over stdio and Streamable HTTP (its GET stream)", async () => {
   const port = await freePort();
-  const growing = await startEverythingHttp(port, [GROWING, 'http', String(port)]);
+  const growing = await startMcpHttp(port, [GROWING, 'http', String(port)]);
   try {
     for (const body of [{ name: 'grow_http', url: `http://127.0.0.1:${port}/mcp` }, { name: 'grow_stdio', command: [process.execPath, GROWING, 'stdio'] }]) {
       assert.equal((await admin(gw, '/mcp-servers', { method: 'POST', body })).status, 201);

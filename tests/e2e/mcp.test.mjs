@@ -5,60 +5,14 @@
 // killed mid-test, the request log and /metrics, and hostile input.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-import { readFileSync, readdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
   startGateway, gatewayYaml, createKey, admin, metrics, metricValue, waitFor, stop, tempDir, MASTER,
 } from '../lib/harness.mjs';
-
-const require = createRequire(import.meta.url);
-const EVERYTHING = join(dirname(require.resolve('@modelcontextprotocol/server-everything/package.json')), 'dist', 'index.js');
-
-async function freePort() {
-  const srv = createServer();
-  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address();
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
-// server-everything in its Streamable HTTP mode on `port` (it takes the port from PORT).
-async function startEverythingHttp(port) {
-  const proc = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
-    env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  const ready = new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`server-everything did not start:\n${out}`)), 15000);
-    const on = (d) => { out += d; if (/listening on port/.test(out)) { clearTimeout(t); resolve(); } };
-    proc.stdout.on('data', on);
-    proc.stderr.on('data', on);
-    proc.once('exit', (c) => { clearTimeout(t); reject(new Error(`server-everything exited ${c}:\n${out}`)); });
-  });
-  await ready;
-  return proc;
-}
-
-// The gateway's child processes whose command line holds `needle` (the stdio server).
-function childrenOf(pid, needle) {
-  const found = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8');
-      if (ppid === pid && cmd.includes(needle)) found.push(Number(d));
-    } catch { /* gone meanwhile */ }
-  }
-  return found;
-}
+import { EVERYTHING, childrenOf, freePort, startMcpHttp } from '../lib/mcp-servers.mjs';
 
 async function connect(key) {
   const client = new Client({ name: 'sluice-test', version: '1.0.0' });
@@ -76,7 +30,7 @@ const upCount = async () => metricValue(await metrics(gw), 'sluice_mcp_server_up
 let gw, remote, remotePort, master;
 before(async () => {
   remotePort = await freePort();
-  remote = await startEverythingHttp(remotePort);
+  remote = await startMcpHttp(remotePort);
   const extra = [
     'mcp:',
     '  servers:',
@@ -325,7 +279,7 @@ test('a server killed mid-test drops out while the other keeps working; both com
   assert.ok(metricValue(await metrics(gw), 'sluice_mcp_server_restarts_total', { server: 'local' }) >= 1);
 
   // The HTTP server returns on the same port: the gateway initializes it again.
-  remote = await startEverythingHttp(remotePort);
+  remote = await startMcpHttp(remotePort);
   const again = await waitFor(async () => names((await master.listTools()).tools).includes('remote__echo'), 40000, 250);
   assert.equal(again, true, 'the remote tools come back');
   assert.equal(textOf(await master.callTool({ name: 'remote__echo', arguments: { message: 'hi' } })), 'Echo: hi');
@@ -335,7 +289,7 @@ test('an HTTP server that restarts between two calls: the next call opens a new 
   assert.equal(textOf(await master.callTool({ name: 'remote__echo', arguments: { message: 'before' } })), 'Echo: before');
   // No call reaches the gateway while the server is away, so it still holds the old session.
   await stop(remote);
-  remote = await startEverythingHttp(remotePort);
+  remote = await startMcpHttp(remotePort);
   assert.equal(textOf(await master.callTool({ name: 'remote__echo', arguments: { message: 'after' } })), 'Echo: after');
   assert.ok(names((await master.listTools()).tools).includes('remote__echo'));
 });

@@ -51,9 +51,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (d.timeout_ms < admin::kMinMcpTimeoutMs || d.timeout_ms > admin::kMaxMcpTimeoutMs)
     fuzz::fail("a timeout out of bounds", body);
-  const std::string shown = boost::json::serialize(admin::mcpServerJson(d, 1, false, true, nullptr));
+  // Only the headers are secret: the URL or the name may hold the same text, as the admin wrote it.
+  const boost::json::object view = admin::mcpServerJson(d, 1, false, true, nullptr);
+  const std::string shown = boost::json::serialize(view.at("headers"));
   if (d.headers.contains("Authorization") && d.headers.at("Authorization") == secret &&
       shown.find("fuzz-secret-value") != std::string::npos)
-    fuzz::fail("a header value shown in the clear", shown);
+    fuzz::fail("a header value shown in the clear", boost::json::serialize(view));
   return 0;
 }

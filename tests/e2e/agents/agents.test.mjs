@@ -22,14 +22,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startMock, startGateway, waitFor, admin, createKey, metrics, metricValue, MASTER } from '../../lib/harness.mjs';
+// server-everything, run by the gateway over stdio behind /mcp, for `claude mcp add --transport http`.
+import { EVERYTHING } from '../../lib/mcp-servers.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const BIN_DIR = join(HERE, 'node_modules', '.bin');
 const RUN_TIMEOUT_MS = Number(process.env.AGENT_RUN_TIMEOUT_MS || 60000);
 const pkg = JSON.parse(readFileSync(join(HERE, 'package.json'), 'utf8'));
-// An MCP server from npm (installed with the SDK tests in tests/e2e), run by the gateway over stdio
-// and put behind its /mcp endpoint, for Claude Code's `claude mcp add --transport http`.
-const EVERYTHING = join(HERE, '..', 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
 
 let mock, gw;
 const homes = [];

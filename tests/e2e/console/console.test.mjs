@@ -10,17 +10,16 @@ import { fileURLToPath } from 'node:url';
 import { spawn } from 'node:child_process';
 import { chromium } from 'playwright-core';
 import OpenAI from 'openai';
-import { createServer } from 'node:net';
 import { MASTER, startMock, startGateway, tempDir, stop, sleep } from '../../lib/harness.mjs';
+import { EVERYTHING, freePort, startMcpHttp } from '../../lib/mcp-servers.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ARTIFACTS = join(HERE, 'artifacts');
 const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
 const LAPTOP = { width: 1366, height: 900 };
 const PHONE = { width: 390, height: 844 };
-// An MCP server from npm (installed with the SDK tests, tests/e2e): the gateway runs one copy over
-// stdio (from the config file); another, on a loopback port, is added in the console.
-const EVERYTHING = join(HERE, '..', 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
+// server-everything (tests/lib/mcp-servers.mjs): the gateway runs one copy over stdio (from the
+// config file); another, on a loopback port, is added in the console.
 const MCP_SECRET = 'mcp-upstream-secret-9f8e7d6c';
 const CHANNEL = 'console-mock';
 const MODEL = 'console-1';
@@ -115,14 +114,6 @@ async function shoot(name, ready) {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 }
 
-async function freePort() {
-  const srv = createServer();
-  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address();
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
 // One MCP session on the gateway's /mcp with `key`: the names tools/list answers.
 async function mcpToolNames(key) {
   const post = (body, session) => fetch(`${gw.url}/mcp`, { method: 'POST', body: JSON.stringify(body), headers: {
@@ -156,7 +147,7 @@ before(async () => {
   mock = await startMock(['--chunks', '12', '--chunk-interval-ms', '60']);
   assert.ok(existsSync(EVERYTHING), `${EVERYTHING} is missing: run npm ci in tests/e2e`);
   mcpPort = await freePort();
-  mcpHttp = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], { env: { ...process.env, PORT: String(mcpPort) }, stdio: 'ignore' });
+  mcpHttp = await startMcpHttp(mcpPort);
   gw = await startGateway(gatewayConfig(tempDir()));
   consoleUrl = await consoleOrigin();
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
