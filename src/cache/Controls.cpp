@@ -1,4 +1,5 @@
 #include "cache/Controls.hpp"
+#include "core/Ascii.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -13,12 +14,6 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 }  // namespace
 
 RequestControls parseRequestControls(std::string_view cache_control, std::string_view x_sluice_cache) {
@@ -28,16 +23,16 @@ RequestControls parseRequestControls(std::string_view cache_control, std::string
     auto item = trim(cache_control.substr(0, comma));
     cache_control = comma == std::string_view::npos ? std::string_view() : cache_control.substr(comma + 1);
     auto name = trim(item.substr(0, item.find('=')));  // no-cache="field" is still no-cache
-    if (iequals(name, "no-cache")) {
+    if (sluice::iequals(name, "no-cache")) {
       c.no_read = true;
-    } else if (iequals(name, "no-store")) {
+    } else if (sluice::iequals(name, "no-store")) {
       c.no_read = c.no_write = true;
     }
   }
   auto x = trim(x_sluice_cache);
-  if (iequals(x, "refresh")) {
+  if (sluice::iequals(x, "refresh")) {
     c.no_read = true;
-  } else if (iequals(x, "bypass") || iequals(x, "off") || iequals(x, "no-store")) {
+  } else if (sluice::iequals(x, "bypass") || sluice::iequals(x, "off") || sluice::iequals(x, "no-store")) {
     c.no_read = c.no_write = true;
   }
   return c;

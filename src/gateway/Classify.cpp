@@ -1,4 +1,5 @@
 #include "gateway/Classify.hpp"
+#include "core/Ascii.hpp"
 
 #include <boost/beast/core/string.hpp>
 
@@ -92,7 +93,7 @@ bool streamsBody(const boost::beast::http::request_header<>& head) {
                                                   "/v1/audio/translations", "/v1/files"};
   if (std::find(std::begin(kUploads), std::end(kUploads), target) == std::end(kUploads)) return false;
   const std::string_view type = head[bhttp::field::content_type];
-  if (type.size() < 19 || !boost::beast::iequals(type.substr(0, 19), "multipart/form-data")) return false;
+  if (type.size() < 19 || !sluice::iequals(type.substr(0, 19), "multipart/form-data")) return false;
   const std::string_view cl = head[bhttp::field::content_length];
   if (cl.empty()) return !head[bhttp::field::transfer_encoding].empty();
   std::uint64_t n = 0;

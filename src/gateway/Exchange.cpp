@@ -1,4 +1,5 @@
 #include "gateway/Exchange.hpp"
+#include "core/Ascii.hpp"
 
 #include <boost/beast/core/string.hpp>
 
@@ -54,7 +55,7 @@ void AnswerPlan::appendLines(std::string& out) const {
 }
 
 bool AnswerPlan::ownRateHeader(std::string_view name) const {
-  return !rate_headers.empty() && name.size() > 12 && boost::beast::iequals(name.substr(0, 12), "x-ratelimit-");
+  return !rate_headers.empty() && name.size() > 12 && sluice::iequals(name.substr(0, 12), "x-ratelimit-");
 }
 
 Exchange::Exchange(const Snapshot& s, Services services, http::Request& request, http::Responder& responder,

@@ -1,4 +1,5 @@
 #include "gateway/Relay.hpp"
+#include "core/Ascii.hpp"
 
 #include <fmt/format.h>
 #include <boost/beast/http/field.hpp>
@@ -52,7 +53,7 @@ bool isHopByHop(std::string_view name) {
       "connection", "keep-alive",        "proxy-connection", "proxy-authorization", "te",
       "trailer",    "transfer-encoding", "upgrade",          "content-length",      "host"};
   return std::any_of(std::begin(kSkip), std::end(kSkip),
-                     [&](std::string_view s) { return boost::beast::iequals(s, name); });
+                     [&](std::string_view s) { return sluice::iequals(s, name); });
 }
 
 // Client headers that must not reach the provider: our own credentials and controls, and
@@ -62,9 +63,9 @@ bool dropTowardUpstream(std::string_view name) {
   static constexpr std::string_view kDrop[] = {"authorization",   "x-api-key", "x-goog-api-key",
                                                "accept-encoding", "cookie",    "expect"};
   if (std::any_of(std::begin(kDrop), std::end(kDrop),
-                  [&](std::string_view s) { return boost::beast::iequals(s, name); }))
+                  [&](std::string_view s) { return sluice::iequals(s, name); }))
     return true;
-  return name.size() >= 9 && boost::beast::iequals(name.substr(0, 9), "x-sluice-");
+  return name.size() >= 9 && sluice::iequals(name.substr(0, 9), "x-sluice-");
 }
 
 // A wait of this attempt's (its connect, its first byte) as a child of its span.
@@ -81,7 +82,7 @@ bool dropTowardClient(std::string_view name) {
   if (isHopByHop(name)) return true;
   static constexpr std::string_view kDrop[] = {"set-cookie", "server", "alt-svc", "date"};
   return std::any_of(std::begin(kDrop), std::end(kDrop),
-                     [&](std::string_view s) { return boost::beast::iequals(s, name); });
+                     [&](std::string_view s) { return sluice::iequals(s, name); });
 }
 
 std::int64_t parseRetryAfterMs(const bhttp::fields& h) {
@@ -306,11 +307,11 @@ std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view se
     auto name = f.name_string();
     if (dropTowardUpstream(name)) continue;
     // Traced: the upstream gets Sluice's own trace context (below), never the client's bytes.
-    if (trace && (boost::beast::iequals(name, "traceparent") || boost::beast::iequals(name, "tracestate"))) continue;
+    if (trace && (sluice::iequals(name, "traceparent") || sluice::iequals(name, "tracestate"))) continue;
     // AWS reads x-amz-* as part of the request's authentication: only the signing stage's go.
-    if (up == Wire::Bedrock && name.size() >= 6 && boost::beast::iequals(name.substr(0, 6), "x-amz-")) continue;
+    if (up == Wire::Bedrock && name.size() >= 6 && sluice::iequals(name.substr(0, 6), "x-amz-")) continue;
     bool overridden = false;
-    for (const auto& [k, v] : ch.cfg.headers) overridden = overridden || boost::beast::iequals(k, name);
+    for (const auto& [k, v] : ch.cfg.headers) overridden = overridden || sluice::iequals(k, name);
     if (overridden) continue;
     haveType = haveType || f.name() == bhttp::field::content_type;
     h.append(name).append(": ").append(f.value()).append("\r\n");
@@ -366,7 +367,7 @@ std::string Relay::responseFieldLines(const bhttp::fields& from, const routing::
     if (dropTowardClient(f.name_string()) || plan.ownRateHeader(f.name_string())) continue;
     if (json_array && f.name() == bhttp::field::content_type) continue;
     // The provider's request id stays available under another name; x-request-id is ours.
-    if (boost::beast::iequals(f.name_string(), "x-request-id"))
+    if (sluice::iequals(f.name_string(), "x-request-id"))
       out.append("x-upstream-request-id");
     else
       out.append(f.name_string());
@@ -384,7 +385,7 @@ void Relay::copyResponseHeaders(const bhttp::fields& from, bhttp::fields& to, co
                                 int attempts) const {
   for (const auto& f : from) {
     if (dropTowardClient(f.name_string()) || plan.ownRateHeader(f.name_string())) continue;
-    if (boost::beast::iequals(f.name_string(), "x-request-id"))
+    if (sluice::iequals(f.name_string(), "x-request-id"))
       to.insert("x-upstream-request-id", f.value());
     else
       to.insert(f.name_string(), f.value());

@@ -1,4 +1,5 @@
 #include "gateway/ResponsesSocket.hpp"
+#include "core/Ascii.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -54,7 +55,7 @@ http::Request turnRequest(const http::Request& upgrade, std::string body) {
       default:
         break;
     }
-    if (beast::iequals(f.name_string(), "x-request-id")) continue;  // each turn is a request of its own
+    if (sluice::iequals(f.name_string(), "x-request-id")) continue;  // each turn is a request of its own
     req.insert(f.name_string(), f.value());
   }
   req.set(bhttp::field::content_type, "application/json");

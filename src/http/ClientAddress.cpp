@@ -1,4 +1,5 @@
 #include "http/ClientAddress.hpp"
+#include "core/Ascii.hpp"
 #include "http/Framing.hpp"
 
 #include <boost/beast/core/string.hpp>
@@ -121,12 +122,12 @@ std::optional<IpAddress> forwardedHop(std::string_view element) {
                })) {
       return std::nullopt;
     }
-    if (boost::beast::iequals(name, "for")) {
+    if (sluice::iequals(name, "for")) {
       if (node) return std::nullopt;  // two for= in one element: which proxy wrote which?
       node = value;
     }
   }
-  if (!node || boost::beast::iequals(*node, "unknown") || validObfuscated(*node)) return std::nullopt;
+  if (!node || sluice::iequals(*node, "unknown") || validObfuscated(*node)) return std::nullopt;
   return parseNode(*node, false, true);
 }
 

@@ -1,4 +1,5 @@
 #include "http/Framing.hpp"
+#include "core/Ascii.hpp"
 
 #include <cstring>
 
@@ -187,7 +188,7 @@ void HeadScanner::requestLine(std::string_view line) {
     return;
   }
   for (std::string_view scheme : {"http://", "https://"}) {
-    if (target.size() > scheme.size() && boost::beast::iequals(target.substr(0, scheme.size()), scheme)) {
+    if (target.size() > scheme.size() && sluice::iequals(target.substr(0, scheme.size()), scheme)) {
       std::string_view rest = target.substr(scheme.size());
       authority_ = lowerCopy(rest.substr(0, rest.find_first_of("/?#")));
       return;
@@ -226,7 +227,7 @@ void HeadScanner::fieldLine(std::string_view line) {
     }
   }
 
-  if (boost::beast::iequals(name, "content-length")) {
+  if (sluice::iequals(name, "content-length")) {
     if (++content_lengths_ > 1) {
       refuse(400, "more than one Content-Length header; send exactly one");
       return;
@@ -250,7 +251,7 @@ void HeadScanner::fieldLine(std::string_view line) {
     return;
   }
 
-  if (boost::beast::iequals(name, "transfer-encoding")) {
+  if (sluice::iequals(name, "transfer-encoding")) {
     if (++transfer_encodings_ > 1) {
       refuse(400, "more than one Transfer-Encoding header; send one: Transfer-Encoding: chunked");
       return;
@@ -264,7 +265,7 @@ void HeadScanner::fieldLine(std::string_view line) {
       return;
     }
     const std::string_view v = framingValue(raw);
-    if (boost::beast::iequals(v, "chunked")) {
+    if (sluice::iequals(v, "chunked")) {
       verdict_.body = BodyFraming::Chunked;
       return;
     }
@@ -283,13 +284,13 @@ void HeadScanner::fieldLine(std::string_view line) {
       bool token = !item.empty();
       for (char c : item) token = token && isTchar(c);
       list_ok = list_ok && token;
-      if (boost::beast::iequals(item, "chunked")) ++chunked;
+      if (sluice::iequals(item, "chunked")) ++chunked;
       ++items;
       last = item;
       if (comma == std::string_view::npos) break;
       start = comma + 1;
     }
-    if (list_ok && items > 1 && chunked == 1 && boost::beast::iequals(last, "chunked")) {
+    if (list_ok && items > 1 && chunked == 1 && sluice::iequals(last, "chunked")) {
       refuse(501, "Transfer-Encoding \"" + std::string(v) +
                       "\" is not implemented; send the body with Transfer-Encoding: chunked alone");
       return;
@@ -299,7 +300,7 @@ void HeadScanner::fieldLine(std::string_view line) {
     return;
   }
 
-  if (boost::beast::iequals(name, "host")) {
+  if (sluice::iequals(name, "host")) {
     if (++hosts_ > 1) {
       refuse(400, "more than one Host header; send exactly one");
       return;

@@ -1,4 +1,5 @@
 #include "http/Server.hpp"
+#include "core/Ascii.hpp"
 
 #include "http/ServerTls.hpp"
 #include "http/HeadReader.hpp"
@@ -664,7 +665,7 @@ net::awaitable<bool> Server::readRequest(Worker& w, int tag, Stream& stream, bea
     co_return false;
   }
   auto& hreq = parser.get();
-  if (beast::iequals(hreq[bhttp::field::expect], "100-continue")) {
+  if (sluice::iequals(hreq[bhttp::field::expect], "100-continue")) {
     static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
     auto [cec, cn] = co_await net::async_write(stream, net::buffer(kContinue), kTuple);
     if (cec) co_return false;

@@ -1,4 +1,5 @@
 #include "mcp/McpHub.hpp"
+#include "core/Ascii.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -219,7 +220,7 @@ class HttpTransport final : public Transport, public std::enable_shared_from_thi
     if (t.keep_headers) {
       for (const auto& [k, v] : res.headers) {
         // Visible ASCII only, as the spec requires: it goes back into a header line.
-        if (boost::beast::iequals(k, "mcp-session-id") && !v.empty() && v.size() <= 256 &&
+        if (sluice::iequals(k, "mcp-session-id") && !v.empty() && v.size() <= 256 &&
             std::all_of(v.begin(), v.end(), [](char c) { return c >= 0x21 && c <= 0x7e; }))
           session_ = v;
       }

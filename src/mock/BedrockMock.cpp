@@ -1,4 +1,5 @@
 #include "mock/BedrockMock.hpp"
+#include "core/Ascii.hpp"
 
 #include <openssl/crypto.h>
 
@@ -112,7 +113,7 @@ std::string toolUseId(const ToolCall& c) { return "tooluse_" + c.id_token; }
 
 std::string headerValue(const http::Request& req, std::string_view name) {
   std::string out;
-  for (auto it = req.find(name); it != req.end() && boost::beast::iequals(it->name_string(), name); ++it) {
+  for (auto it = req.find(name); it != req.end() && sluice::iequals(it->name_string(), name); ++it) {
     if (!out.empty()) out.push_back(',');
     out.append(it->value());
   }

@@ -1,4 +1,5 @@
 #include "mock/MockStats.hpp"
+#include "core/Ascii.hpp"
 
 #include <boost/json.hpp>
 
@@ -20,7 +21,7 @@ std::string MockStats::requestKey(const http::Request& req) {
       v.remove_prefix(kAws.size());
       return std::string(v.substr(0, v.find('/')));
     }
-    if (v.size() > 7 && http::beast::iequals(v.substr(0, 7), "Bearer ")) v.remove_prefix(7);
+    if (v.size() > 7 && sluice::iequals(v.substr(0, 7), "Bearer ")) v.remove_prefix(7);
     while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
     return std::string(v);
   }

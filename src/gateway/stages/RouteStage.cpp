@@ -4,6 +4,7 @@
 // serve the model, less those the caller may not use or whose URL cannot take the name; and
 // what the limits charge up front. Every refusal is in the caller's format.
 #include <fmt/format.h>
+#include "core/Ascii.hpp"
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
@@ -113,7 +114,7 @@ class RouteStage final : public Stage {
       return res;
     }
     if (ex.call.passthrough) return routePassthrough(ex);
-    if (ex.call.responses() && boost::beast::iequals(ex.req[bhttp::field::upgrade], "websocket"))
+    if (ex.call.responses() && sluice::iequals(ex.req[bhttp::field::upgrade], "websocket"))
       return refused(ex, 426, "upgrade_required", "the WebSocket mode opens with GET /v1/responses");
     if (method != bhttp::verb::post)
       return refused(ex, 405, "method_not_allowed", fmt::format("{} takes POST", ex.ctx.path));
