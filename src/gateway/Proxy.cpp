@@ -36,6 +36,9 @@ using relay::Relay;
 
 namespace {
 
+// How a hedged attempt ended, for the failover loop.
+enum class HedgeEnd { Delivered, Break, Continue };
+
 // Adds one attempt to the JSON array kept for the request log.
 void appendAttempt(std::string& json_array, const routing::Pick& p, std::string_view model, const Attempt& a) {
   json_array.pop_back();  // ']'
@@ -134,7 +137,7 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
   std::int64_t quotaRetry = -1;  // channels/keys skipped for their own quotas: soonest retry
   std::string quotaWhy;
   const int maxAttempts = cfg.routing.max_retries + 1;
-  int n = 1;  // the request's attempt number, across its models
+  int n = 1;               // the request's attempt number, across its models
   bool hedgeUsed = false;  // at most one hedge a request
   for (;;) {
     relay.fallback_left = nextFallback < fallbacks.size();
@@ -200,10 +203,10 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
         if (fa.outcome == routing::Outcome::Fallback) co_return false;
         attempts.failed(fp, fa.outcome);
         if (tries < maxAttempts && report)
-          metrics::registry().retry(fp.channel->cfg.name, fa.timeout            ? "timeout"
-                                                          : fa.status >= 400    ? std::to_string(fa.status)
-                                                          : fa.status > 0       ? "stream"
-                                                                                : "connect");
+          metrics::registry().retry(fp.channel->cfg.name, fa.timeout         ? "timeout"
+                                                          : fa.status >= 400 ? std::to_string(fa.status)
+                                                          : fa.status > 0    ? "stream"
+                                                                             : "connect");
         co_return true;
       };
       // The attempt the client got: its health and its line in the log; the request settles on it.
@@ -215,152 +218,161 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
         appendAttempt(rec.attempts_json, dp, ex.route.upstream_model, da);
         ex.settle.served = dp;
       };
-      Attempt a;
-      routing::Pick served = pick;
       // No hedge for a continuation: the client is waiting on a stream already under way.
       // Nor for a streamed upload: its body can go to one provider only.
       const relay::Millis hedgeIn = hedgeUsed || tries + 1 >= maxAttempts || relay.continuing() || ex.r.body()
                                         ? relay::Millis(0)
                                         : hedgeDelay(cfg.routing, pick);
-      if (hedgeIn.count() <= 0) {
-        a = co_await relay.attempt(pick, n, ua ? &*ua : nullptr);
-      } else {
+      if (hedgeIn.count() > 0) {
         // Hedged: the attempt runs on its own; with no first byte after hedgeIn the next candidate
         // is started too. The first to reach its first meaningful byte (or an answer status) is
         // given to the client; the other is cancelled, its connection closed. One hedge a request.
-        auto race = std::make_shared<Race>(co_await boost::asio::this_coro::executor);
-        race->pick[0] = pick;
-        race->o[0].cancelled = &race->cancelled[0];
-        race->started[0] = true;
-        boost::asio::co_spawn(race->wake.get_executor(), openIn(race, 0, relay, ua ? &*ua : nullptr),
-                              boost::asio::detached);
-        co_await race->waitUntil(std::min(Clock::now() + hedgeIn, relay.deadline.at));
-        if (!race->finished[0] && !relay.deadline.passed()) {
-          std::int64_t cool = 0;
-          const auto second = attempts.next(cool);
-          bool go = second.channel != nullptr;
-          if (go && wayback::takes(ex, Stage::kAttempt)) {
-            std::string_view madeB;
-            go = !relay.prepareBody(second, madeB);  // one the channel cannot take is not a hedge
+        // Its locals live in a frame of their own, made only for a hedged attempt: the frame every
+        // stream holds for its whole life stays small (bench/BENCHMARKS.md, thousands of streams).
+        const HedgeEnd end = co_await [&]() -> boost::asio::awaitable<HedgeEnd> {
+          Attempt a;
+          routing::Pick served = pick;
+          auto race = std::make_shared<Race>(co_await boost::asio::this_coro::executor);
+          race->pick[0] = pick;
+          race->o[0].cancelled = &race->cancelled[0];
+          race->started[0] = true;
+          boost::asio::co_spawn(race->wake.get_executor(), openIn(race, 0, relay, ua ? &*ua : nullptr),
+                                boost::asio::detached);
+          co_await race->waitUntil(std::min(Clock::now() + hedgeIn, relay.deadline.at));
+          if (!race->finished[0] && !relay.deadline.passed()) {
+            std::int64_t cool = 0;
+            const auto second = attempts.next(cool);
+            bool go = second.channel != nullptr;
+            if (go && wayback::takes(ex, Stage::kAttempt)) {
+              std::string_view madeB;
+              go = !relay.prepareBody(second, madeB);  // one the channel cannot take is not a hedge
+              if (go) {
+                race->stages.emplace(second, estTokens, madeB);
+                race->stages->target = relay.target(second);
+                co_await wayback::attempt(ex, *race->stages);
+                if (race->stages->skip != UpstreamAttempt::Skip::None) {
+                  go = false;
+                  if (race->stages->skip == UpstreamAttempt::Skip::Channel)
+                    attempts.skipChannel(second);
+                  else if (second.probe)
+                    second.channel->health->probing.store(false);
+                }
+              }
+            }
             if (go) {
-              race->stages.emplace(second, estTokens, madeB);
-              race->stages->target = relay.target(second);
-              co_await wayback::attempt(ex, *race->stages);
-              if (race->stages->skip != UpstreamAttempt::Skip::None) {
-                go = false;
-                if (race->stages->skip == UpstreamAttempt::Skip::Channel) attempts.skipChannel(second);
-                else if (second.probe) second.channel->health->probing.store(false);
+              race->pick[1] = second;
+              race->o[1].cancelled = &race->cancelled[1];
+              race->started[1] = true;
+              boost::asio::co_spawn(race->wake.get_executor(),
+                                    openIn(race, 1, relay, race->stages ? &*race->stages : nullptr),
+                                    boost::asio::detached);
+            } else if (second.channel && second.probe) {
+              second.channel->health->probing.store(false);
+            }
+          }
+          // The first opening that reaches an answer wins; one that failed before it is a failed
+          // attempt, and the race goes on. A hedge its channel cannot take (its format) is no answer.
+          auto answered = [&](int i) {
+            return race->started[i] && race->finished[i] && !race->o[i].done && (i == 0 || !race->o[i].untranslatable);
+          };
+          // An error status while the other may still answer is judged at once (its body read, the
+          // rules applied): an answer for the client (a `return`) wins, any other is a failed attempt.
+          int winner = -1;
+          std::optional<Attempt> judged;  // the winner's, when it was judged in the race
+          for (;;) {
+            for (int i = 0; i < 2 && winner < 0; ++i) {
+              if (!answered(i)) continue;
+              const int other = 1 - i;
+              if (race->o[i].a.status >= 400 && race->started[other] && !race->finished[other]) {
+                Attempt r = co_await relay.finish(race->pick[i], n + i, race->o[i]);
+                if (r.delivered) {
+                  judged = std::move(r);
+                  winner = i;
+                } else {
+                  race->o[i].a = std::move(r);
+                  race->o[i].done = true;
+                }
+                continue;
               }
+              winner = i;
             }
+            if (winner >= 0 || race->allDone()) break;
+            co_await race->waitUntil(Clock::time_point::max());
           }
-          if (go) {
-            race->pick[1] = second;
-            race->o[1].cancelled = &race->cancelled[1];
-            race->started[1] = true;
-            boost::asio::co_spawn(race->wake.get_executor(),
-                                  openIn(race, 1, relay, race->stages ? &*race->stages : nullptr),
-                                  boost::asio::detached);
-          } else if (second.channel && second.probe) {
-            second.channel->health->probing.store(false);
+          for (int i = 0; i < 2; ++i) {
+            if (!race->started[i] || i == winner || race->finished[i]) continue;
+            race->cancelled[i] = true;  // the loser: it stops at its next step
+            if (race->o[i].conn) race->o[i].conn->close();
           }
-        }
-        // The first opening that reaches an answer wins; one that failed before it is a failed
-        // attempt, and the race goes on. A hedge its channel cannot take (its format) is no answer.
-        auto answered = [&](int i) {
-          return race->started[i] && race->finished[i] && !race->o[i].done && (i == 0 || !race->o[i].untranslatable);
-        };
-        // An error status while the other may still answer is judged at once (its body read, the
-        // rules applied): an answer for the client (a `return`) wins, any other is a failed attempt.
-        int winner = -1;
-        std::optional<Attempt> judged;  // the winner's, when it was judged in the race
-        for (;;) {
-          for (int i = 0; i < 2 && winner < 0; ++i) {
-            if (!answered(i)) continue;
-            const int other = 1 - i;
-            if (race->o[i].a.status >= 400 && race->started[other] && !race->finished[other]) {
-              Attempt r = co_await relay.finish(race->pick[i], n + i, race->o[i]);
-              if (r.delivered) {
-                judged = std::move(r);
-                winner = i;
-              } else {
-                race->o[i].a = std::move(r);
-                race->o[i].done = true;
+          hedgeUsed = race->started[1];
+          if (race->started[1])
+            metrics::registry().hedge(race->pick[1].channel->cfg.name, winner == 1   ? "won"
+                                                                       : winner == 0 ? "lost"
+                                                                                     : "failed");
+          // The attempts keep the numbers they were started with: the first n, the hedge n + 1.
+          const int first = n;
+          const int made = race->started[1] ? 2 : 1;
+          bool fallback = false;
+          // The others' bookkeeping, in the order of their numbers: those before the winner now,
+          // those after it once the winner is done.
+          auto others = [&](int from, int to) -> boost::asio::awaitable<void> {
+            for (int i = from; i < to; ++i) {
+              if (i == winner) continue;
+              Attempt& la = race->o[i].a;
+              la.duration_ms = msSince(la.started);
+              const bool own = !race->cancelled[i];  // failed on its own, not cancelled
+              if (!own) {
+                la.outcome = routing::Outcome::ChannelFailure;
+                la.status = 0;
+                la.why = fmt::format("hedge: cancelled, {} answered first", race->pick[winner].channel->cfg.name);
+              } else if (race->o[i].untranslatable) {
+                la.outcome = routing::Outcome::ChannelFailure;
+                la.status = race->o[i].untranslatable->status;
+                la.why = race->o[i].untranslatable->message;
               }
-              continue;
+              n = first + i;
+              if (!co_await failed(race->pick[i], la, own)) fallback = true;
             }
-            winner = i;
+            n = first + made;
+          };
+          co_await others(0, winner < 0 ? made : winner);
+          if (winner < 0) {
+            endAttemptSpan(ex, race->o[0].a);
+            co_return fallback ? HedgeEnd::Break : HedgeEnd::Continue;
           }
-          if (winner >= 0 || race->allDone()) break;
-          co_await race->waitUntil(Clock::time_point::max());
-        }
-        for (int i = 0; i < 2; ++i) {
-          if (!race->started[i] || i == winner || race->finished[i]) continue;
-          race->cancelled[i] = true;  // the loser: it stops at its next step
-          if (race->o[i].conn) race->o[i].conn->close();
-        }
-        hedgeUsed = race->started[1];
-        if (race->started[1])
-          metrics::registry().hedge(race->pick[1].channel->cfg.name,
-                                    winner == 1 ? "won" : winner == 0 ? "lost" : "failed");
-        // The attempts keep the numbers they were started with: the first n, the hedge n + 1.
-        const int first = n;
-        const int made = race->started[1] ? 2 : 1;
-        bool fallback = false;
-        // The others' bookkeeping, in the order of their numbers: those before the winner now,
-        // those after it once the winner is done.
-        auto others = [&](int from, int to) -> boost::asio::awaitable<void> {
-          for (int i = from; i < to; ++i) {
-            if (i == winner) continue;
-            Attempt& la = race->o[i].a;
-            la.duration_ms = msSince(la.started);
-            const bool own = !race->cancelled[i];  // failed on its own, not cancelled
-            if (!own) {
-              la.outcome = routing::Outcome::ChannelFailure;
-              la.status = 0;
-              la.why = fmt::format("hedge: cancelled, {} answered first", race->pick[winner].channel->cfg.name);
-            } else if (race->o[i].untranslatable) {
-              la.outcome = routing::Outcome::ChannelFailure;
-              la.status = race->o[i].untranslatable->status;
-              la.why = race->o[i].untranslatable->message;
-            }
-            n = first + i;
-            if (!co_await failed(race->pick[i], la, own)) fallback = true;
+          served = race->pick[winner];
+          rec.attempts = first + winner;
+          rec.channel = served.channel->cfg.name;
+          rec.key_id = served.key->id;
+          if (judged) {
+            a = std::move(*judged);
+          } else {
+            std::string_view madeW;
+            if (!race->o[winner].untranslatable) relay.prepareBody(served, madeW);  // its upstream model again
+            a = co_await relay.finish(served, first + winner, race->o[winner]);
           }
-          n = first + made;
-        };
-        co_await others(0, winner < 0 ? made : winner);
-        if (winner < 0) {
-          endAttemptSpan(ex, race->o[0].a);
-          if (fallback) break;
-          continue;
-        }
-        served = race->pick[winner];
-        rec.attempts = first + winner;
-        rec.channel = served.channel->cfg.name;
-        rec.key_id = served.key->id;
-        if (judged) {
-          a = std::move(*judged);
-        } else {
-          std::string_view madeW;
-          if (!race->o[winner].untranslatable) relay.prepareBody(served, madeW);  // its upstream model again
-          a = co_await relay.finish(served, first + winner, race->o[winner]);
-        }
-        // The loser stops at its next step: wait for it, so nothing of this request outlives it.
-        while (!race->allDone()) co_await race->waitUntil(Clock::time_point::max());
-        a.duration_ms = msSince(attemptStart);
-        endAttemptSpan(ex, a);
-        bool more = true;
-        if (a.delivered) {
-          delivered(served, a);
-        } else {
-          n = first + winner;
-          more = co_await failed(served, a, true);
-        }
-        co_await others(winner + 1, made);
-        if (a.delivered) co_return;
-        if (!more || fallback) break;
+          // The loser stops at its next step: wait for it, so nothing of this request outlives it.
+          while (!race->allDone()) co_await race->waitUntil(Clock::time_point::max());
+          a.duration_ms = msSince(attemptStart);
+          endAttemptSpan(ex, a);
+          bool more = true;
+          if (a.delivered) {
+            delivered(served, a);
+          } else {
+            n = first + winner;
+            more = co_await failed(served, a, true);
+          }
+          co_await others(winner + 1, made);
+          if (a.delivered) co_return HedgeEnd::Delivered;
+          co_return !more || fallback ? HedgeEnd::Break : HedgeEnd::Continue;
+        }();
+        if (end == HedgeEnd::Delivered) co_return;
+        if (end == HedgeEnd::Break) break;
         continue;
       }
+      Attempt a;
+      routing::Pick served = pick;
+      a = co_await relay.attempt(pick, n, ua ? &*ua : nullptr);
       a.duration_ms = msSince(attemptStart);
       endAttemptSpan(ex, a);
       if (a.delivered) {
@@ -390,51 +402,55 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
     if (!moved) break;
   }
 
-  std::string joined;
-  for (const auto& s : summary) joined += (joined.empty() ? "" : "; ") + s;
-  if (relay.continuing()) {
-    // The client's stream began on an attempt that broke, and nothing could continue it.
-    co_await relay.failBegunStream(
-        502, "upstream_stream_broken",
-        fmt::format("the answer broke after it started and no candidate could continue it: {}", joined));
-    co_return;
-  }
-  http::Response res;
-  if (rec.attempts == 0 && quotaRetry >= 0) {
-    LimitRefusal why;
-    why.type = "rate_limit_error";
-    why.code = "rate_limit_exceeded";
-    why.message = "every channel that serves this model is at its rate limit: " + quotaWhy;
-    why.retry_after_ms = quotaRetry;
-    res = refusalResponse(call.wire, ctx, rec, why, relay.plan.rate_headers);
-  } else if (!summary.empty() && all429 && rec.attempts > 0) {
-    res = fail(429, "rate_limit_error", "upstream_rate_limited", "every upstream key is rate limited: " + joined);
-  } else if (rec.attempts == 0 && retryAfter > 0) {
-    res = fail(429, "rate_limit_error", "upstream_rate_limited", joined);
-  } else if (allTimeouts && rec.attempts > 0) {
-    res = fail(504, "server_error", "upstream_timeout", "every upstream attempt timed out: " + joined);
-  } else if (rec.attempts == 0 && summary.empty()) {
-    // Nothing was tried: every key of every candidate channel is disabled (or has no key).
-    std::string why;
-    for (const auto* c : candidates) {
-      std::size_t disabled = 0;
-      for (const auto& k : c->keys) disabled += k.health->disabled.load(std::memory_order_relaxed) ? 1 : 0;
-      why += fmt::format("{}channel {}: {} of {} keys disabled", why.empty() ? "" : "; ", c->cfg.name, disabled,
-                         c->keys.size());
+  // Nothing was delivered: the client hears why, in its format (in a frame of its own, made only
+  // now, like the hedge's).
+  co_await [&]() -> boost::asio::awaitable<void> {
+    std::string joined;
+    for (const auto& s : summary) joined += (joined.empty() ? "" : "; ") + s;
+    if (relay.continuing()) {
+      // The client's stream began on an attempt that broke, and nothing could continue it.
+      co_await relay.failBegunStream(
+          502, "upstream_stream_broken",
+          fmt::format("the answer broke after it started and no candidate could continue it: {}", joined));
+      co_return;
     }
-    res = fail(503, "server_error", "no_upstream_key",
-               "no upstream key is available for this model (" + why +
-                   "); enable one with POST /admin/api/upstream-keys/{ref}/enable or add a key");
-  } else {
-    res = fail(502, "server_error", "upstream_unavailable",
-               fmt::format("all {} upstream attempts failed: {}", rec.attempts,
-                           joined.empty() ? "no channel available" : joined));
-  }
-  if (retryAfter > 0 && res.find(bhttp::field::retry_after) == res.end())
-    res.set(bhttp::field::retry_after, std::to_string((retryAfter + 999) / 1000));
-  res.set("x-sluice-attempts", std::to_string(rec.attempts));
-  for (const auto& [k, v] : relay.plan.rate_headers) res.set(k, v);
-  co_await r.send(std::move(res));
+    http::Response res;
+    if (rec.attempts == 0 && quotaRetry >= 0) {
+      LimitRefusal why;
+      why.type = "rate_limit_error";
+      why.code = "rate_limit_exceeded";
+      why.message = "every channel that serves this model is at its rate limit: " + quotaWhy;
+      why.retry_after_ms = quotaRetry;
+      res = refusalResponse(call.wire, ctx, rec, why, relay.plan.rate_headers);
+    } else if (!summary.empty() && all429 && rec.attempts > 0) {
+      res = fail(429, "rate_limit_error", "upstream_rate_limited", "every upstream key is rate limited: " + joined);
+    } else if (rec.attempts == 0 && retryAfter > 0) {
+      res = fail(429, "rate_limit_error", "upstream_rate_limited", joined);
+    } else if (allTimeouts && rec.attempts > 0) {
+      res = fail(504, "server_error", "upstream_timeout", "every upstream attempt timed out: " + joined);
+    } else if (rec.attempts == 0 && summary.empty()) {
+      // Nothing was tried: every key of every candidate channel is disabled (or has no key).
+      std::string why;
+      for (const auto* c : candidates) {
+        std::size_t disabled = 0;
+        for (const auto& k : c->keys) disabled += k.health->disabled.load(std::memory_order_relaxed) ? 1 : 0;
+        why += fmt::format("{}channel {}: {} of {} keys disabled", why.empty() ? "" : "; ", c->cfg.name, disabled,
+                           c->keys.size());
+      }
+      res = fail(503, "server_error", "no_upstream_key",
+                 "no upstream key is available for this model (" + why +
+                     "); enable one with POST /admin/api/upstream-keys/{ref}/enable or add a key");
+    } else {
+      res = fail(502, "server_error", "upstream_unavailable",
+                 fmt::format("all {} upstream attempts failed: {}", rec.attempts,
+                             joined.empty() ? "no channel available" : joined));
+    }
+    if (retryAfter > 0 && res.find(bhttp::field::retry_after) == res.end())
+      res.set(bhttp::field::retry_after, std::to_string((retryAfter + 999) / 1000));
+    res.set("x-sluice-attempts", std::to_string(rec.attempts));
+    for (const auto& [k, v] : relay.plan.rate_headers) res.set(k, v);
+    co_await r.send(std::move(res));
+  }();
 }
 
 // relay: the last stage. Routing and failover over the route's channels, each attempt's body
