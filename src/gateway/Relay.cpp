@@ -52,8 +52,7 @@ bool isHopByHop(std::string_view name) {
   static constexpr std::string_view kSkip[] = {
       "connection", "keep-alive",        "proxy-connection", "proxy-authorization", "te",
       "trailer",    "transfer-encoding", "upgrade",          "content-length",      "host"};
-  return std::any_of(std::begin(kSkip), std::end(kSkip),
-                     [&](std::string_view s) { return sluice::iequals(s, name); });
+  return std::any_of(std::begin(kSkip), std::end(kSkip), [&](std::string_view s) { return sluice::iequals(s, name); });
 }
 
 // Client headers that must not reach the provider: our own credentials and controls, and
@@ -62,8 +61,7 @@ bool dropTowardUpstream(std::string_view name) {
   if (isHopByHop(name)) return true;
   static constexpr std::string_view kDrop[] = {"authorization",   "x-api-key", "x-goog-api-key",
                                                "accept-encoding", "cookie",    "expect"};
-  if (std::any_of(std::begin(kDrop), std::end(kDrop),
-                  [&](std::string_view s) { return sluice::iequals(s, name); }))
+  if (std::any_of(std::begin(kDrop), std::end(kDrop), [&](std::string_view s) { return sluice::iequals(s, name); }))
     return true;
   return name.size() >= 9 && sluice::iequals(name.substr(0, 9), "x-sluice-");
 }
@@ -81,8 +79,7 @@ void traceWait(Exchange& ex, std::string_view name, Clock::time_point from, cons
 bool dropTowardClient(std::string_view name) {
   if (isHopByHop(name)) return true;
   static constexpr std::string_view kDrop[] = {"set-cookie", "server", "alt-svc", "date"};
-  return std::any_of(std::begin(kDrop), std::end(kDrop),
-                     [&](std::string_view s) { return sluice::iequals(s, name); });
+  return std::any_of(std::begin(kDrop), std::end(kDrop), [&](std::string_view s) { return sluice::iequals(s, name); });
 }
 
 std::int64_t parseRetryAfterMs(const bhttp::fields& h) {
@@ -580,7 +577,9 @@ boost::asio::awaitable<void> Relay::open(const routing::Pick& p, const UpstreamA
 }
 
 namespace {
-boost::asio::awaitable<Attempt> settled(Attempt a) { co_return a; }
+boost::asio::awaitable<Attempt> settled(Attempt a) {
+  co_return a;
+}
 }  // namespace
 
 // Not a coroutine: it hands the attempt to the coroutine that answers, so no frame of its own
@@ -823,17 +822,11 @@ boost::asio::awaitable<Attempt> Relay::relayWhole(const routing::Pick& p, int at
   co_return a;
 }
 
-boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int attemptNo, Opening& o) {
-  const auto& t = snap.cfg->routing.timeouts;
-  std::unique_ptr<upstream::Connection> conn = std::move(o.conn);
-  upstream::ResponseParser& parser = *o.parser;
-  Attempt a = o.a;
-  ResponseHead rh = responseHead(p, a.status, true);
-  // routing.on_stall: continue: every attempt writes through the stream's one encoder.
+// The stream's filter: translating (or decoding and encoding again, for a stage or a splice),
+// bytes as they are, or events with the usage chunk stripped. A plain function: its locals (the
+// translation context) stay off the frame a stream holds for its life.
+std::unique_ptr<StreamTap> Relay::streamTap(const routing::Pick& p, ResponseHead& rh, bool decode) {
   StreamSplice* const sp = splice.get();
-  // Decoded (and encoded again) when translated, when a stage must see the events, or when the
-  // stream may have to be continued (its text known, only whole events given to the client).
-  const bool decode = rh.translated || rh.wrap_encoder != nullptr || sp != nullptr;
   std::unique_ptr<StreamTap> tap;
   if (decode) {
     providers::TranslateContext tc = translateContext(p);
@@ -850,6 +843,38 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
   } else {
     tap = makeStreamTap(call.wire, strip_usage);
   }
+  return tap;
+}
+
+// Why a stream ended early, for the attempt's summary and the client's error event.
+std::string Relay::brokenWhy(boost::system::error_code ec, const std::optional<providers::ApiError>& inband,
+                             bool stallBound, Millis stall) const {
+  const bool timedOut = ec == boost::beast::error::timeout;
+  if (inband) {
+    std::string msg = inband->message;
+    snap.scrubber.scrub(msg);
+    return fmt::format("in-band error {} after the response started: {}", inband->status, msg);
+  }
+  if (!timedOut) return "upstream stream broke: " + ec.message();
+  if (r.bytesSent() == 0) return "no first chunk within the first_byte timeout";
+  if (deadline.passed()) return "the request's total timeout ran out mid-stream";  // a read waits at most what is left
+  if (stallBound)
+    return "upstream stream stalled: no bytes for " + config::formatDuration(stall) + " (routing.stall_timeout)";
+  return "upstream stream idle past the idle timeout";
+}
+
+boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int attemptNo, Opening& o) {
+  const auto& t = snap.cfg->routing.timeouts;
+  std::unique_ptr<upstream::Connection> conn = std::move(o.conn);
+  upstream::ResponseParser& parser = *o.parser;
+  Attempt& a = o.a;  // o outlives this (the caller's frame, or the hedge's race)
+  ResponseHead rh = responseHead(p, a.status, true);
+  // routing.on_stall: continue: every attempt writes through the stream's one encoder.
+  StreamSplice* const sp = splice.get();
+  // Decoded (and encoded again) when translated, when a stage must see the events, or when the
+  // stream may have to be continued (its text known, only whole events given to the client).
+  const bool decode = rh.translated || rh.wrap_encoder != nullptr || sp != nullptr;
+  std::unique_ptr<StreamTap> tap = streamTap(p, rh, decode);
   // Bytes that are not events (speech, a file's content) cannot carry an error event: a break
   // after they began leaves the client a chunked body without its end, never a whole-looking one.
   const bool rawBytes =
@@ -940,21 +965,7 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
     if (ec) {
       conn->close();
       bool timedOut = ec == boost::beast::error::timeout;
-      std::string why;
-      if (inband) {
-        std::string msg = inband->message;
-        snap.scrubber.scrub(msg);
-        why = fmt::format("in-band error {} after the response started: {}", inband->status, msg);
-      } else if (!timedOut)
-        why = "upstream stream broke: " + ec.message();
-      else if (r.bytesSent() == 0)
-        why = "no first chunk within the first_byte timeout";
-      else if (deadline.passed())  // a read waits at most what is left of the total
-        why = "the request's total timeout ran out mid-stream";
-      else if (stallBound)
-        why = "upstream stream stalled: no bytes for " + config::formatDuration(stall) + " (routing.stall_timeout)";
-      else
-        why = "upstream stream idle past the idle timeout";
+      std::string why = brokenWhy(ec, inband, stallBound, stall);
       if (r.bytesSent() == 0) {
         a.outcome = Outcome::ChannelFailure;
         a.timeout = timedOut;

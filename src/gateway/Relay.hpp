@@ -25,6 +25,7 @@
 
 namespace sluice::gateway {
 class CommitGate;
+class StreamTap;
 }
 
 namespace sluice::gateway::relay {
@@ -57,7 +58,7 @@ struct Attempt {
   // the first event given to the client); < 0: none came. routing.balance: latency learns it.
   double first_byte_ms = -1;
   Clock::time_point started = Clock::now();
-  std::string why;         // one line for the per-attempt summary
+  std::string why;  // one line for the per-attempt summary
 };
 
 inline double msSince(Clock::time_point t) {
@@ -78,12 +79,12 @@ struct Opening {
   std::unique_ptr<upstream::Connection> conn;
   std::optional<upstream::ResponseParser> parser;
   bool sse = false;
-  bool held_stream = false;                   // the commit gate held it: `held` is its first piece
-  std::string held;                           // the upstream bytes up to and with the first meaningful event
-  boost::system::error_code held_ec;          // the read that committed also ended the stream so
+  bool held_stream = false;           // the commit gate held it: `held` is its first piece
+  std::string held;                   // the upstream bytes up to and with the first meaningful event
+  boost::system::error_code held_ec;  // the read that committed also ended the stream so
   std::optional<providers::TranslateError> untranslatable;  // the channel cannot take the request
-  std::string own_body;                       // a hedged attempt's body, its own copy
-  std::optional<http::Response> client_failure;  // a streamed upload broke on the client's side: its answer
+  std::string own_body;                                     // a hedged attempt's body, its own copy
+  std::optional<http::Response> client_failure;             // a streamed upload broke on the client's side: its answer
   // A hedged attempt's: set when the other won; open() then stops at its next step, closes its
   // connection and touches nothing of the relay's (the request may be over).
   const bool* cancelled = nullptr;
@@ -208,6 +209,9 @@ struct Relay {
   std::optional<Attempt> inbandFailure(const CommitGate& gate, Attempt a);
 
   boost::asio::awaitable<Attempt> relayStream(const routing::Pick& p, int attemptNo, Opening& o);
+  std::unique_ptr<StreamTap> streamTap(const routing::Pick& p, ResponseHead& rh, bool decode);
+  std::string brokenWhy(boost::system::error_code ec, const std::optional<providers::ApiError>& inband, bool stallBound,
+                        Millis stall) const;
 };
 
 }  // namespace sluice::gateway::relay
