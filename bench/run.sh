@@ -45,6 +45,8 @@
 # Nor BENCH_ONLY=ws, bench/ws.sh (~2 min): an agent loop's turns over the Responses WebSocket mode
 # against POSTs, native and translated, with the mock itself as the floor; its own block, its knobs
 # (WS_*) in its header.
+# Nor BENCH_ONLY=syscalls, bench/syscalls.sh (~1 min): system calls per request of Sluice, nginx and
+# haproxy relaying the same streams (perf's syscall tracepoints), printed as a table.
 #
 # Everything it starts listens on 127.0.0.1 and is killed on exit.
 # Knobs (environment): BUILD_DIR, SLUICE, LOADGEN, NGINX, NGINX_WORKERS (auto),
@@ -115,7 +117,9 @@ case $BENCH_ONLY in
   mcp) exec bash "$ROOT/bench/mcp.sh" ;;
   # A Bedrock channel (signing, event-stream decoding) against an OpenAI one (bench/bedrock.sh); ~1 minute.
   bedrock) exec bash "$ROOT/bench/bedrock.sh" ;;
-  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect, tls, store_scale, scale, streams, ws, mcp or bedrock" ;;
+  # System calls per request of Sluice, nginx and haproxy on the same streams (bench/syscalls.sh); ~1 minute.
+  syscalls) exec bash "$ROOT/bench/syscalls.sh" ;;
+  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect, tls, store_scale, scale, streams, ws, mcp, bedrock or syscalls" ;;
 esac
 
 # ---------------------------------------------------------------- build
