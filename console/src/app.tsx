@@ -68,7 +68,8 @@ export function App() {
   const section = `/${route.parts[0] ?? ''}`;
   let page;
   switch (route.parts[0] ?? '') {
-    case '': page = <Dashboard />; break;
+    // A member has no dashboard (it is gateway-wide): their start page is their team's keys.
+    case '': page = who.role === 'member' ? <Keys /> : <Dashboard />; break;
     case 'channels': page = <Channels />; break;
     case 'keys': page = <Keys />; break;
     case 'mcp': page = <Mcp />; break;

@@ -702,10 +702,13 @@ test('teams: made on the Teams page, limits and members edited, a key put in it;
   const member = await context.newPage();
   member.setDefaultTimeout(UI_MS);
   member.on('pageerror', (e) => pageErrors.push(String(e)));
-  await member.goto(`${consoleUrl}/#/keys`);
+  await member.goto(`${consoleUrl}/`);
   await member.getByLabel('Master key or admin token').fill(memberSecret);
   await member.getByRole('button', { name: 'Sign in' }).click();
   await member.getByTestId('whoami').getByText('token:console-member · member').waitFor();
+  // Their start page is their team's keys, not the gateway-wide dashboard they may not read.
+  await member.getByRole('heading', { name: 'Virtual keys' }).waitFor();
+  await member.getByTestId('vkey-e2e-app').waitFor();
   const nav = await member.getByRole('navigation', { name: 'Console sections' }).textContent();
   for (const shown of ['Keys', 'Teams', 'Usage']) assert.ok(nav.includes(shown), `${shown} is offered to a member: ${nav}`);
   for (const hidden of ['Channels', 'Logs', 'Tokens', 'Audit']) assert.ok(!nav.includes(hidden), `${hidden} is not offered to a member: ${nav}`);
