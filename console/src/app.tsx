@@ -14,6 +14,7 @@ import { Settings } from './pages/Settings';
 import { Playground } from './pages/Playground';
 import { Tokens } from './pages/Tokens';
 import { Audit } from './pages/Audit';
+import { Teams } from './pages/Teams';
 import { atLeast, FULL, MeContext } from './role';
 import type { Me, Role } from './types';
 
@@ -21,10 +22,11 @@ import type { Me, Role } from './types';
 const NAV: Array<{ path: string; label: string; role: Role }> = [
   { path: '/', label: 'Dashboard', role: 'viewer' },
   { path: '/channels', label: 'Channels', role: 'viewer' },
-  { path: '/keys', label: 'Keys', role: 'viewer' },
+  { path: '/keys', label: 'Keys', role: 'member' },
+  { path: '/teams', label: 'Teams', role: 'member' },
   { path: '/mcp', label: 'MCP', role: 'viewer' },
   { path: '/logs', label: 'Logs', role: 'viewer' },
-  { path: '/usage', label: 'Usage', role: 'viewer' },
+  { path: '/usage', label: 'Usage', role: 'member' },
   { path: '/settings', label: 'Settings', role: 'viewer' },
   { path: '/playground', label: 'Playground', role: 'admin' },
   { path: '/tokens', label: 'Tokens', role: 'admin' },
@@ -66,7 +68,8 @@ export function App() {
   const section = `/${route.parts[0] ?? ''}`;
   let page;
   switch (route.parts[0] ?? '') {
-    case '': page = <Dashboard />; break;
+    // A member has no dashboard (it is gateway-wide): their start page is their team's keys.
+    case '': page = who.role === 'member' ? <Keys /> : <Dashboard />; break;
     case 'channels': page = <Channels />; break;
     case 'keys': page = <Keys />; break;
     case 'mcp': page = <Mcp />; break;
@@ -76,6 +79,7 @@ export function App() {
     case 'playground': page = <Playground />; break;
     case 'tokens': page = <Tokens />; break;
     case 'audit': page = <Audit />; break;
+    case 'teams': page = <Teams />; break;
     default:
       page = (
         <div class="state state-empty">

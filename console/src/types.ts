@@ -145,6 +145,7 @@ export interface VirtualKey {
   metadata: Record<string, unknown>;
   screening: 'off' | 'log' | 'warn' | 'block' | null;  // null: the gateway's screening.action
   cache: boolean | null;  // null: the gateway's cache.enabled
+  team_id: number | null;  // the team whose limits and budgets also bound the key
   status: 'active' | 'revoked' | 'expired';
   created_at_ms: number;
   updated_at_ms: number;
@@ -196,6 +197,8 @@ export interface UsageRow {
   channel?: string;
   virtual_key_id?: number | null;
   virtual_key_name?: string | null;
+  team_id?: number | null;  // grouped by team; null: keys without a team, and the master key
+  team_name?: string | null;
   requests: number;
   errors: number;
   input_tokens: number;
@@ -256,6 +259,24 @@ export interface Me {
   actor: string;  // "master key" | "token:NAME"
   role: Role;
   kind: 'master_key' | 'token';
+  team_id?: number;  // a member token's team
+}
+
+// GET /admin/api/teams: limits and budgets over the sum of their keys, and who manages them.
+export type TeamMember = { email: string } | { subject: string };
+export interface Team {
+  id: number;
+  name: string;
+  rpm: number | null;
+  tpm: number | null;
+  budget_daily_usd: number | null;
+  budget_monthly_usd: number | null;
+  budget_total_usd: number | null;
+  members: TeamMember[];
+  keys: number;
+  spend: { day_usd: number; month_usd: number; total_usd: number };
+  created_at_ms: number;
+  updated_at_ms: number;
 }
 
 // GET /admin/api/tokens: scoped admin tokens (never their secrets).
@@ -269,6 +290,7 @@ export interface AdminToken {
   revoked_at_ms: number | null;
   created_by: string;
   created_at_ms: number;
+  team_id?: number | null;  // a member token's team
 }
 
 // GET /admin/api/audit: one admin write.

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <set>
 
 #include "admin/ChannelOps.hpp"
 #include "admin/Csv.hpp"
@@ -20,6 +21,7 @@
 #include "admin/McpServerOps.hpp"
 #include "admin/OpenApi.hpp"
 #include "admin/StatsWindow.hpp"
+#include "admin/TeamOps.hpp"
 #include "admin/TokenOps.hpp"
 #include "config/Config.hpp"
 #include "core/JsonText.hpp"
@@ -69,6 +71,11 @@ enum class Op {
   DeleteToken,
   RevokeToken,
   Audit,
+  ListTeams,
+  CreateTeam,
+  GetTeam,
+  UpdateTeam,
+  DeleteTeam,
 };
 
 struct Route {
@@ -110,6 +117,11 @@ constexpr Route kRoutes[] = {
     {bhttp::verb::delete_, "/tokens/{id}", Op::DeleteToken},
     {bhttp::verb::post, "/tokens/{id}/revoke", Op::RevokeToken},
     {bhttp::verb::get, "/audit", Op::Audit},
+    {bhttp::verb::get, "/teams", Op::ListTeams},
+    {bhttp::verb::post, "/teams", Op::CreateTeam},
+    {bhttp::verb::get, "/teams/{id}", Op::GetTeam},
+    {bhttp::verb::patch, "/teams/{id}", Op::UpdateTeam},
+    {bhttp::verb::delete_, "/teams/{id}", Op::DeleteTeam},
 };
 
 std::vector<std::string_view> segments(std::string_view path) {
@@ -254,13 +266,15 @@ std::string utcDate(std::int64_t unix_ms) {
 
 // GET /usage?format=csv: the same rows as the JSON, one line each, for spreadsheets. Only the
 // grouped-by dimensions get a column; the day is a date, the key its id and name.
-template <class KeyName>
-http::Response usageCsv(const store::UsageQuery& uq, const std::vector<store::UsageRow>& rows, KeyName keyName) {
+template <class KeyName, class TeamName>
+http::Response usageCsv(const store::UsageQuery& uq, const std::vector<store::UsageRow>& rows, KeyName keyName,
+                        TeamName teamName) {
   std::string out;
   if (uq.by_day) out += "day,";
   if (uq.by_virtual_key) out += "virtual_key_id,virtual_key_name,";
   if (uq.by_model) out += "model,";
   if (uq.by_channel) out += "channel,";
+  if (uq.by_team) out += "team_id,team_name,";
   // The columns added later go last, so a sheet reading columns by position keeps working.
   out += "requests,errors,input_tokens,output_tokens,cached_tokens,cost_usd,cache_write_tokens,reasoning_tokens\r\n";
   for (const auto& u : rows) {
@@ -277,6 +291,12 @@ http::Response usageCsv(const store::UsageQuery& uq, const std::vector<store::Us
     }
     if (uq.by_channel) {
       appendCsvText(out, u.channel);
+      out += ',';
+    }
+    if (uq.by_team) {
+      if (u.team_id) out += std::to_string(*u.team_id);
+      out += ',';
+      if (const std::string* name = teamName(u.team_id)) appendCsvText(out, *name);
       out += ',';
     }
     out += fmt::format("{},{},{},{},{},{},{},{}\r\n", u.requests, u.errors, u.input_tokens, u.output_tokens,
@@ -363,8 +383,30 @@ struct AdminApi::State {
   http::Response usage(Call& c);
   http::Response stats(Call& c);
 
+  // ---- teams ----
+  // The teams a member may see and manage (their token's, and those naming their OIDC subject
+  // or e-mail); nullopt for every other role (they see every team).
+  std::optional<std::set<std::int64_t>> teamScope(const Caller& caller);
+  // A team by id or name; 404 when there is none, or when `scope` leaves it out (the same
+  // answer, so a member learns nothing of other teams).
+  store::Team requireTeam(const std::string& param, const std::optional<std::set<std::int64_t>>& scope = {});
+  // A key's team_id field as the client sent it (an id or a team name): the team's id or null.
+  json::value teamIdOf(const json::value& v, const std::optional<std::set<std::int64_t>>& scope);
+  struct TeamTotals {
+    std::int64_t keys = 0;
+    store::KeySpend spend;
+  };
+  std::map<std::int64_t, TeamTotals> teamTotals();
+  json::object teamView(const store::Team& t);
+  http::Response listTeams(Call& c);
+  http::Response createTeam(Call& c);
+  http::Response updateTeam(Call& c);
+  http::Response deleteTeam(Call& c);
+
   // ---- virtual keys ----
   store::VirtualKey requireKey(const std::string& param);
+  // The key, if the caller may see it (a member: only their teams' keys); 404 otherwise.
+  store::VirtualKey requireKeyFor(const Call& c, const std::string& param);
   json::object keyView(const store::VirtualKey& k, std::int64_t now);
   http::Response listKeys(Call& c);
   http::Response createKey(Call& c);
@@ -486,7 +528,8 @@ http::Response AdminApi::State::usage(Call& c) {
   store::UsageQuery uq;
   uq.to_ms = intParam(q, "to", unixNowMs() + 1, 0, INT64_MAX);
   uq.from_ms = intParam(q, "from", uq.to_ms - 30LL * 86'400'000, 0, INT64_MAX);
-  std::string by = q["by"];
+  // group_by is the same list under the name the dashboards use.
+  std::string by = q.contains("group_by") ? q["group_by"] : q["by"];
   std::size_t pos = 0;
   while (pos <= by.size() && !by.empty()) {
     auto comma = by.find(',', pos);
@@ -499,14 +542,29 @@ http::Response AdminApi::State::usage(Call& c) {
       uq.by_channel = true;
     else if (dim == "key")
       uq.by_virtual_key = true;
+    else if (dim == "team")
+      uq.by_team = true;
     else
-      throw FieldError("by", "by takes a comma-separated list of day, model, channel, key; got \"" + dim + "\"");
+      throw FieldError(q.contains("group_by") ? "group_by" : "by",
+                       "by takes a comma-separated list of day, model, channel, key, team; got \"" + dim.substr(0, 64) +
+                           "\"");
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
   if (q.contains("model")) uq.model = q["model"];
   if (q.contains("channel")) uq.channel = q["channel"];
   if (q.contains("virtual_key_id")) uq.virtual_key_id = intParam(q, "virtual_key_id", 0, 1, INT64_MAX);
+  // A member's usage is their teams' keys' only; team_id narrows it to one team.
+  const auto scope = teamScope(c.caller);
+  if (scope) {
+    uq.team_filter = true;
+    uq.team_ids.assign(scope->begin(), scope->end());
+  }
+  if (q.contains("team_id") && !q["team_id"].empty()) {
+    const std::int64_t team = requireTeam(q["team_id"], scope).id;
+    uq.team_filter = true;
+    uq.team_ids = {team};
+  }
   const std::string format = q.contains("format") ? q["format"] : "json";
   if (format != "json" && format != "csv")
     throw FieldError("format", "format takes json or csv; got \"" + format.substr(0, 64) + "\"");
@@ -519,7 +577,15 @@ http::Response AdminApi::State::usage(Call& c) {
     const auto it = key_names.find(*id);
     return it == key_names.end() ? nullptr : &it->second;
   };
-  if (format == "csv") return usageCsv(uq, rows, keyName);
+  std::map<std::int64_t, std::string> team_names;
+  if (uq.by_team)
+    for (const auto& t : db().listTeams()) team_names.emplace(t.id, t.name);
+  auto teamName = [&](const std::optional<std::int64_t>& id) -> const std::string* {
+    if (!id) return nullptr;
+    const auto it = team_names.find(*id);
+    return it == team_names.end() ? nullptr : &it->second;
+  };
+  if (format == "csv") return usageCsv(uq, rows, keyName, teamName);
   json::array data;
   for (const auto& u : rows) {
     json::object o{{"requests", u.requests},
@@ -537,6 +603,11 @@ http::Response AdminApi::State::usage(Call& c) {
       o["virtual_key_id"] = u.virtual_key_id ? json::value(*u.virtual_key_id) : json::value(nullptr);
       const std::string* name = keyName(u.virtual_key_id);
       o["virtual_key_name"] = name ? json::value(*name) : json::value(nullptr);
+    }
+    if (uq.by_team) {
+      o["team_id"] = u.team_id ? json::value(*u.team_id) : json::value(nullptr);
+      const std::string* name = teamName(u.team_id);
+      o["team_name"] = name ? json::value(*name) : json::value(nullptr);
     }
     data.push_back(std::move(o));
   }
@@ -561,6 +632,126 @@ store::VirtualKey AdminApi::State::requireKey(const std::string& param) {
   return std::move(*key);
 }
 
+store::VirtualKey AdminApi::State::requireKeyFor(const Call& c, const std::string& param) {
+  auto key = requireKey(param);
+  if (const auto scope = teamScope(c.caller); scope && !(key.team_id && scope->contains(*key.team_id)))
+    throw HttpError{404, fmt::format("no virtual key with id {}", param)};
+  return key;
+}
+
+// ---- teams ----
+
+std::optional<std::set<std::int64_t>> AdminApi::State::teamScope(const Caller& caller) {
+  if (caller.role != Role::Member) return std::nullopt;
+  std::set<std::int64_t> ids;
+  if (caller.team_id) ids.insert(*caller.team_id);
+  if (!caller.subject.empty() || !caller.email.empty())
+    for (const auto& t : db().listTeams())
+      if (isTeamMember(t, caller.subject, caller.email)) ids.insert(t.id);
+  return ids;
+}
+
+store::Team AdminApi::State::requireTeam(const std::string& param, const std::optional<std::set<std::int64_t>>& scope) {
+  std::optional<store::Team> t;
+  if (const auto id = pathId(param))
+    t = db().getTeam(*id);
+  else if (validTeamName(param))
+    t = db().findTeamByName(param);
+  if (!t || (scope && !scope->contains(t->id)))
+    throw HttpError{404, fmt::format("no team {}", validTeamName(param) || pathId(param) ? param : "by that name")};
+  return std::move(*t);
+}
+
+json::value AdminApi::State::teamIdOf(const json::value& v, const std::optional<std::set<std::int64_t>>& scope) {
+  if (v.is_null()) {
+    if (scope) throw HttpError{403, "a member's keys stay in one of their teams: team_id cannot be null"};
+    return nullptr;
+  }
+  std::optional<store::Team> t;
+  if (v.is_string()) {
+    const auto& s = v.get_string();
+    const std::string name(s.data(), s.size());
+    if (!validTeamName(name))
+      throw FieldError("team_id", "team_id must be a team's id or name; got " + describeJson(v));
+    t = db().findTeamByName(name);
+  } else {
+    t = db().getTeam(integerField(v, "team_id", 1, INT64_MAX));
+  }
+  // A member hears the same whether the team exists or is someone else's.
+  if (scope && (!t || !scope->contains(t->id)))
+    throw HttpError{403, "a member manages keys of their own teams only: team_id must be one of them"};
+  if (!t) throw FieldError("team_id", "team_id names no team; GET /admin/api/teams lists them");
+  return t->id;
+}
+
+std::map<std::int64_t, AdminApi::State::TeamTotals> AdminApi::State::teamTotals() {
+  const auto now = unixNowMs();
+  const auto spend = db().spendByKey(utcDayStartMs(now), utcMonthStartMs(now));
+  std::map<std::int64_t, TeamTotals> out;
+  for (const auto& k : db().listVirtualKeys()) {
+    if (!k.team_id) continue;
+    auto& t = out[*k.team_id];
+    ++t.keys;
+    if (const auto it = spend.find(k.id); it != spend.end()) {
+      t.spend.day_usd += it->second.day_usd;
+      t.spend.month_usd += it->second.month_usd;
+      t.spend.total_usd += it->second.total_usd;
+    }
+  }
+  return out;
+}
+
+json::object AdminApi::State::teamView(const store::Team& t) {
+  const auto totals = teamTotals();
+  const auto it = totals.find(t.id);
+  return it == totals.end() ? teamJson(t, 0, {}) : teamJson(t, it->second.keys, it->second.spend);
+}
+
+http::Response AdminApi::State::listTeams(Call& c) {
+  const auto scope = teamScope(c.caller);
+  const auto totals = teamTotals();
+  json::array data;
+  for (const auto& t : db().listTeams()) {
+    if (scope && !scope->contains(t.id)) continue;
+    const auto it = totals.find(t.id);
+    data.push_back(it == totals.end() ? teamJson(t, 0, {}) : teamJson(t, it->second.keys, it->second.spend));
+  }
+  return jsonResponse(200, json::object{{"data", std::move(data)}});
+}
+
+http::Response AdminApi::State::createTeam(Call& c) {
+  const json::object body = parseBodyObject(c.body);
+  store::Team t;
+  applyTeamFields(t, body, true);
+  if (db().findTeamByName(t.name)) throw FieldError("name", fmt::format("a team named \"{}\" exists", t.name));
+  const auto id = db().createTeam(t);
+  changed();
+  return jsonResponse(201, teamView(requireTeam(std::to_string(id))));
+}
+
+http::Response AdminApi::State::updateTeam(Call& c) {
+  auto t = requireTeam(c.params[0]);
+  const json::object body = parseBodyObject(c.body);
+  const std::string was = t.name;
+  applyTeamFields(t, body, false);
+  if (t.name != was)
+    if (const auto other = db().findTeamByName(t.name); other && other->id != t.id)
+      throw FieldError("name", fmt::format("a team named \"{}\" exists", t.name));
+  if (!body.empty()) {
+    if (!db().updateTeam(t)) throw HttpError{404, fmt::format("no team {}", t.id)};
+    changed();
+    t = requireTeam(std::to_string(t.id));
+  }
+  return jsonResponse(200, teamView(t));
+}
+
+http::Response AdminApi::State::deleteTeam(Call& c) {
+  const auto t = requireTeam(c.params[0]);
+  if (!db().deleteTeam(t.id)) throw HttpError{404, fmt::format("no team {}", t.id)};
+  changed();
+  return http::Response{bhttp::status::no_content, 11};
+}
+
 json::object AdminApi::State::keyView(const store::VirtualKey& k, std::int64_t now) {
   return keyJson(k, spendOf(db(), k.id, now), requestsOf(db(), k.id, now), now);
 }
@@ -573,11 +764,17 @@ http::Response AdminApi::State::listKeys(Call& c) {
     if (status != "active" && status != "revoked" && status != "expired")
       throw FieldError("status", "status takes active, revoked or expired; got \"" + status + "\"");
   }
+  const auto scope = teamScope(c.caller);
+  std::optional<std::int64_t> team;
+  if (auto it = c.query.find("team_id"); it != c.query.end() && !it->second.empty())
+    team = requireTeam(it->second, scope).id;
   const auto spend = db().spendByKey(utcDayStartMs(now), utcMonthStartMs(now));
   const auto requests = db().requestsByKey(utcDayStartMs(now), utcMonthStartMs(now));
   json::array data;
   for (const auto& k : db().listVirtualKeys()) {
     if (!status.empty() && status != keyStatusName(keyStatus(k, now))) continue;
+    if (scope && !(k.team_id && scope->contains(*k.team_id))) continue;
+    if (team && k.team_id != team) continue;
     const auto it = spend.find(k.id);
     const auto rit = requests.find(k.id);
     data.push_back(keyJson(k, it == spend.end() ? store::KeySpend{} : it->second,
@@ -588,7 +785,17 @@ http::Response AdminApi::State::listKeys(Call& c) {
 
 http::Response AdminApi::State::createKey(Call& c) {
   const auto now = unixNowMs();
-  const json::object body = parseBodyObject(c.body);
+  json::object body = parseBodyObject(c.body);
+  const auto scope = teamScope(c.caller);
+  if (const auto* t = body.if_contains("team_id")) {
+    body["team_id"] = teamIdOf(*t, scope);
+  } else if (scope) {
+    // A member of one team makes keys in it; of several, they say which.
+    if (scope->size() != 1)
+      throw FieldError("team_id", scope->empty() ? "you are a member of no team, so you cannot create keys"
+                                                 : "you are a member of several teams: say which with team_id");
+    body["team_id"] = *scope->begin();
+  }
   store::VirtualKey key;
   applyKeyFields(key, body, true, now);
   std::string secret = issueKeySecret(key);
@@ -600,8 +807,9 @@ http::Response AdminApi::State::createKey(Call& c) {
 
 http::Response AdminApi::State::updateKey(Call& c) {
   const auto now = unixNowMs();
-  auto key = requireKey(c.params[0]);
-  const json::object body = parseBodyObject(c.body);
+  auto key = requireKeyFor(c, c.params[0]);
+  json::object body = parseBodyObject(c.body);
+  if (const auto* t = body.if_contains("team_id")) body["team_id"] = teamIdOf(*t, teamScope(c.caller));
   applyKeyFields(key, body, false, now);
   if (!body.empty()) {
     if (!db().updateVirtualKey(key)) throw HttpError{404, fmt::format("no virtual key with id {}", key.id)};
@@ -613,7 +821,7 @@ http::Response AdminApi::State::updateKey(Call& c) {
 
 http::Response AdminApi::State::revokeKey(Call& c) {
   const auto now = unixNowMs();
-  auto key = requireKey(c.params[0]);
+  auto key = requireKeyFor(c, c.params[0]);
   // Idempotent: revoking again keeps the first revocation time.
   if (!key.revoked_at_ms) {
     if (!db().revokeVirtualKey(key.id, now)) throw HttpError{404, fmt::format("no virtual key with id {}", key.id)};
@@ -624,8 +832,8 @@ http::Response AdminApi::State::revokeKey(Call& c) {
 }
 
 http::Response AdminApi::State::deleteKey(Call& c) {
-  const auto id = pathId(c.params[0]);
-  if (!id || !db().deleteVirtualKey(*id)) throw HttpError{404, fmt::format("no virtual key with id {}", c.params[0])};
+  const auto key = requireKeyFor(c, c.params[0]);
+  if (!db().deleteVirtualKey(key.id)) throw HttpError{404, fmt::format("no virtual key with id {}", c.params[0])};
   changed();
   return http::Response{bhttp::status::no_content, 11};
 }
@@ -944,7 +1152,12 @@ store::AdminToken AdminApi::State::requireToken(const std::string& param) {
 http::Response AdminApi::State::createToken(Call& c) {
   const auto now = unixNowMs();
   std::string secret;
-  const store::AdminToken t = newToken(parseBodyObject(c.body), c.caller.actor, now, secret);
+  const json::object body = parseBodyObject(c.body);
+  store::AdminToken t = newToken(body, c.caller.actor, now, secret);
+  if (const auto* team = body.if_contains("team"); team && !team->is_null()) {
+    const json::value id = teamIdOf(*team, {});
+    t.team_id = id.as_int64();
+  }
   for (const auto& other : db().listAdminTokens())
     if (other.name == t.name) throw FieldError("name", fmt::format("an admin token named \"{}\" exists", t.name));
   const auto id = db().createAdminToken(t);
@@ -993,7 +1206,7 @@ http::Response AdminApi::State::serve(Op op, Call& c) {
       return createKey(c);
     case Op::GetKey: {
       const auto now = unixNowMs();
-      return jsonResponse(200, keyView(requireKey(c.params[0]), now));
+      return jsonResponse(200, keyView(requireKeyFor(c, c.params[0]), now));
     }
     case Op::UpdateKey:
       return updateKey(c);
@@ -1046,6 +1259,16 @@ http::Response AdminApi::State::serve(Op op, Call& c) {
     }
     case Op::Audit:
       return audit(c);
+    case Op::ListTeams:
+      return listTeams(c);
+    case Op::CreateTeam:
+      return createTeam(c);
+    case Op::GetTeam:
+      return jsonResponse(200, teamView(requireTeam(c.params[0], teamScope(c.caller))));
+    case Op::UpdateTeam:
+      return updateTeam(c);
+    case Op::DeleteTeam:
+      return deleteTeam(c);
     case Op::DeleteChannelKey: {
       const auto ch = requireStoredChannel(c.params[0], "its keys are listed");
       const auto key = requireUpstreamKey(ch, c.params[1]);
@@ -1161,8 +1384,10 @@ net::awaitable<AdminApi::TokenCheck> AdminApi::authenticateToken(std::string sec
         out.why = fmt::format("the admin token \"{}\" was revoked", t->name);
       else if (t->expires_at_ms && *t->expires_at_ms <= now)
         out.why = fmt::format("the admin token \"{}\" has expired", t->name);
+      else if (*role == Role::Member && !t->team_id)
+        out.why = fmt::format("the member token \"{}\" has no team any more (its team was deleted)", t->name);
       else
-        out.caller = Caller{*role, "token:" + t->name, address};
+        out.caller = Caller{*role, "token:" + t->name, address, {}, {}, t->team_id};
     } catch (const std::exception& e) {
       state_->store.reset();  // reconnect next time
       out.why = std::string("the store cannot check admin tokens now: ") + e.what();

@@ -72,7 +72,7 @@ void applyKeyFields(store::VirtualKey& key, const json::object& body, bool creat
       body,
       {"name", "allowed_models", "allowed_channels", "rpm", "tpm", "max_concurrent", "budget_daily_usd",
        "budget_monthly_usd", "budget_total_usd", "expires_at_ms", "expires_at", "metadata", "screening", "cache",
-       "cache_ttl_ms", "allowed_tools"},
+       "cache_ttl_ms", "allowed_tools", "team_id"},
       {"id", "key_prefix", "key_hash", "secret", "status", "spend", "revoked_at_ms", "created_at_ms", "updated_at_ms"});
   if (const auto* v = body.if_contains("name")) {
     key.name = textField(*v, "name", 1, kMaxKeyName);
@@ -83,6 +83,9 @@ void applyKeyFields(store::VirtualKey& key, const json::object& body, bool creat
     key.allowed_models = nameListField(*v, "allowed_models", true);
   if (const auto* v = body.if_contains("allowed_channels"))
     key.allowed_channels = nameListField(*v, "allowed_channels", true);
+  // The team's id (the admin API turns a team name into it first); null takes the key out.
+  if (const auto* v = body.if_contains("team_id"))
+    key.team_id = v->is_null() ? std::nullopt : std::optional(integerField(*v, "team_id", 1, INT64_MAX));
   if (const auto* v = body.if_contains("rpm")) key.rpm = limitField(*v, "rpm");
   if (const auto* v = body.if_contains("tpm")) key.tpm = limitField(*v, "tpm");
   if (const auto* v = body.if_contains("max_concurrent")) key.max_concurrent = limitField(*v, "max_concurrent");
@@ -195,6 +198,7 @@ json::object keyJson(const store::VirtualKey& key, const store::KeySpend& spend,
          json::value t = settingOf(key.settings, "allowed_tools");
          return t.is_array() ? t : json::value(json::array{});
        }()},
+      {"team_id", opt(key.team_id)},
       {"status", keyStatusName(keyStatus(key, now_ms))},
       {"created_at_ms", key.created_at_ms},
       {"updated_at_ms", key.updated_at_ms},

@@ -21,7 +21,7 @@ inline constexpr std::size_t kMaxMetadataBytes = 16 * 1024;
 // Throws FieldError (admin/Fields.hpp) naming the first bad field.
 // Writable: name, allowed_models, allowed_channels, rpm, tpm, max_concurrent, budget_daily_usd,
 // budget_monthly_usd, budget_total_usd, expires_at_ms | expires_at (RFC 3339), metadata, the protect
-// overrides and allowed_tools (MCP; kept in the settings JSON).
+// overrides and allowed_tools (MCP; kept in the settings JSON), team_id (an id or null).
 void applyKeyFields(store::VirtualKey& key, const boost::json::object& body, bool creating, std::int64_t now_ms);
 
 // Gives the key a fresh secret (sets key_hash and key_prefix) and returns it: the only moment

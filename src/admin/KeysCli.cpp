@@ -9,6 +9,7 @@
 
 #include "admin/Fields.hpp"
 #include "admin/KeyOps.hpp"
+#include "admin/TeamOps.hpp"
 #include "config/Config.hpp"
 #include "store/Store.hpp"
 
@@ -93,6 +94,7 @@ std::string flagOf(std::string_view param) {
   if (param == "budget_total_usd") return "--budget-total";
   if (param == "expires_at") return "--expires";
   if (param == "expires_at_ms") return "--expires-in";
+  if (param == "team_id") return "--team";
   return "--" + std::string(param);
 }
 
@@ -136,6 +138,7 @@ void printKey(std::ostream& out, const json::object& k) {
   if (!k.at("revoked_at_ms").is_null()) out << fmt::format("revoked:         {}\n", timeOr(k.at("revoked_at_ms"), ""));
   if (!k.at("metadata").as_object().empty())
     out << fmt::format("metadata:        {}\n", json::serialize(k.at("metadata")));
+  if (!k.at("team_id").is_null()) out << fmt::format("team:            {}\n", k.at("team_id").as_int64());
   out << fmt::format("created:         {}\n", timeOr(k.at("created_at_ms"), ""));
 }
 
@@ -169,6 +172,19 @@ void printTable(std::ostream& out, const json::array& keys) {
 struct Refused {
   std::string message;
 };
+
+// --team NAME or ID: the team's id, as the admin API resolves it.
+json::object resolveTeam(store::Store& s, json::object body) {
+  auto* t = body.if_contains("team_id");
+  if (t && t->is_int64() && t->get_int64() > 0 && !s.getTeam(t->get_int64()))
+    throw Refused{fmt::format("--team: no team with id {}", t->get_int64())};
+  if (!t || !t->is_string()) return body;
+  const std::string name(t->get_string());
+  const auto team = validTeamName(name) ? s.findTeamByName(name) : std::nullopt;
+  if (!team) throw Refused{fmt::format("--team: no team named \"{}\"", fitColumn(name, 64))};
+  *t = team->id;
+  return body;
+}
 
 std::unique_ptr<store::Store> openStore(const std::string& config_path) {
   std::string url = config::StoreConfig{}.url;
@@ -220,6 +236,8 @@ json::object keyFlagsToJson(const std::vector<std::pair<std::string, std::string
                            fmt::format("--expires-in takes a duration such as 30d, 12h or 90m; got \"{}\"", value));
         body["expires_at_ms"] = now_ms + *ms;
       }
+    } else if (flag == "team") {
+      body["team_id"] = isNone(value) ? json::value(nullptr) : integerOrText(value);
     } else if (flag == "metadata") {
       boost::system::error_code ec;
       json::value v = json::parse(value, ec);
@@ -260,7 +278,7 @@ int runKeysCommand(const KeysCommand& cmd, std::ostream& out, std::ostream& err)
     }
     if (cmd.action == "create") {
       store::VirtualKey key;
-      applyKeyFields(key, keyFlagsToJson(cmd.flags, now), true, now);
+      applyKeyFields(key, resolveTeam(*db, keyFlagsToJson(cmd.flags, now)), true, now);
       const std::string secret = issueKeySecret(key);
       const auto stored = requireKey(*db, db->createVirtualKey(key));
       const auto k = view(stored);
@@ -278,11 +296,11 @@ int runKeysCommand(const KeysCommand& cmd, std::ostream& out, std::ostream& err)
       throw Refused{
           "nothing to update: give at least one of --name, --models, --channels, --tools, --rpm, --tpm, "
           "--max-concurrent, --budget-daily, --budget-monthly, --budget-total, --expires, --expires-in, "
-          "--metadata"};
+          "--metadata, --team"};
     }
     auto key = requireKey(*db, cmd.id);
     if (cmd.action == "update") {
-      applyKeyFields(key, keyFlagsToJson(cmd.flags, now), false, now);
+      applyKeyFields(key, resolveTeam(*db, keyFlagsToJson(cmd.flags, now)), false, now);
       if (!db->updateVirtualKey(key)) throw Refused{fmt::format("virtual key {} was deleted meanwhile", cmd.id)};
       key = requireKey(*db, cmd.id);
     } else if (cmd.action == "revoke") {

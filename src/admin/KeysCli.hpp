@@ -19,7 +19,7 @@ struct KeyFlag {
   std::string_view help;
 };
 // The flags of `keys create` and `keys update`.
-inline constexpr std::array<KeyFlag, 13> kKeyFlags = {{
+inline constexpr std::array<KeyFlag, 14> kKeyFlags = {{
     {"name", "who or what uses the key (1-128 characters; required for create)"},
     {"models", "allowed models, comma-separated; globs allowed (gpt-4o*); \"\" allows all"},
     {"channels", "allowed channels, comma-separated; \"\" allows all"},
@@ -33,6 +33,7 @@ inline constexpr std::array<KeyFlag, 13> kKeyFlags = {{
     {"expires", "expiry as RFC 3339, e.g. 2026-12-31T00:00:00Z (none: never)"},
     {"expires-in", "expiry from now: 30d, 12h, 90m"},
     {"metadata", "a JSON object of your own annotations"},
+    {"team", "the team (id or name) whose limits and budgets also bound the key (none: no team)"},
 }};
 
 struct KeysCommand {

@@ -10,12 +10,13 @@ constexpr std::string_view kDocument = R"json({
   "info": {
     "title": "Sluice admin API",
     "version": "1",
-    "description": "The control plane of a Sluice gateway: virtual keys, channels and their upstream keys, request logs and usage, upstream-key health, the effective config and reload, scoped admin tokens and the audit log. Every call takes the master key or an admin token (Authorization: Bearer KEY); an admin token reaches what its role allows (x-sluice-role on each operation: member < viewer < operator < admin), and a call beyond it is a 403 naming the role it needs. Every write that succeeds is an audit row. Errors are {\"error\":{\"message\",\"type\",\"param\"}}; param names the refused field of a 400, and is null otherwise. Upstream secrets are never returned: responses show them masked."
+    "description": "The control plane of a Sluice gateway: virtual keys, channels and their upstream keys, request logs and usage, upstream-key health, the effective config and reload, scoped admin tokens and the audit log. Every call takes the master key or an admin token (Authorization: Bearer KEY); an admin token reaches what its role allows (x-sluice-role on each operation: member < viewer < operator < admin), and a call beyond it is a 403 naming the role it needs. A member reaches the operations marked x-sluice-team-scoped for their own teams only (a member token's team, or the teams naming their OIDC subject or e-mail): other teams' keys answer 404, as missing ones do. Every write that succeeds is an audit row. Errors are {\"error\":{\"message\",\"type\",\"param\"}}; param names the refused field of a 400, and is null otherwise. Upstream secrets are never returned: responses show them masked."
   },
   "servers": [{"url": "/admin/api"}],
   "security": [{"masterKey": []}],
   "tags": [
     {"name": "keys", "description": "Virtual keys: the keys applications use. Stored as SHA-256 hashes; the secret is shown once, when the key is created."},
+    {"name": "teams", "description": "Teams: limits and budgets over the sum of their keys, and members (by OIDC subject or e-mail) who manage those keys."},
     {"name": "channels", "description": "Channels created through this API (source store), and the read-only channels of the config file (source config)."},
     {"name": "upstream-keys", "description": "Provider API keys of store channels, sealed with AES-256-GCM under store.secret_key (SLUICE_SECRET_KEY); and the live health of every upstream key."},
     {"name": "mcp-servers", "description": "The MCP servers behind /mcp: those added through this API (source store; header values sealed with AES-256-GCM under store.secret_key) and the read-only ones of the config file's mcp.servers (source config), each with its live state and tools. A change takes effect at once, without a restart."},
@@ -63,11 +64,13 @@ constexpr std::string_view kDocument = R"json({
     },
     "/usage": {
       "get": {
-        "tags": ["observability"], "operationId": "getUsage", "summary": "Requests, tokens and cost summed over a time range, as JSON or CSV",
+        "tags": ["observability"], "operationId": "getUsage", "summary": "Requests, tokens and cost summed over a time range, as JSON or CSV", "x-sluice-team-scoped": true,
         "parameters": [
           {"name": "from", "in": "query", "description": "Unix ms, inclusive; default: 30 days before to", "schema": {"type": "integer", "minimum": 0}},
           {"name": "to", "in": "query", "description": "Unix ms, exclusive; default: now", "schema": {"type": "integer", "minimum": 0}},
-          {"name": "by", "in": "query", "description": "comma-separated dimensions to group by: day, model, channel, key", "schema": {"type": "string", "examples": ["day,model"]}},
+          {"name": "by", "in": "query", "description": "comma-separated dimensions to group by: day, model, channel, key, team (a key's requests count for the team the key is in now)", "schema": {"type": "string", "examples": ["day,model"]}},
+          {"name": "group_by", "in": "query", "description": "the same as by", "schema": {"type": "string", "examples": ["team"]}},
+          {"name": "team_id", "in": "query", "description": "only requests made with keys of this team (id or name)", "schema": {"type": "string"}},
           {"name": "model", "in": "query", "schema": {"type": "string"}},
           {"name": "channel", "in": "query", "schema": {"type": "string"}},
           {"name": "virtual_key_id", "in": "query", "description": "only requests made with this virtual key", "schema": {"type": "integer", "minimum": 1}},
@@ -107,8 +110,9 @@ constexpr std::string_view kDocument = R"json({
     },
     "/keys": {
       "get": {
-        "tags": ["keys"], "operationId": "listKeys", "summary": "Every virtual key, revoked and expired ones included",
-        "parameters": [{"name": "status", "in": "query", "description": "only keys in this status", "schema": {"$ref": "#/components/schemas/KeyStatus"}}],
+        "tags": ["keys"], "operationId": "listKeys", "summary": "Every virtual key, revoked and expired ones included (a member: their teams' keys)", "x-sluice-team-scoped": true,
+        "parameters": [{"name": "status", "in": "query", "description": "only keys in this status", "schema": {"$ref": "#/components/schemas/KeyStatus"}},
+                       {"name": "team_id", "in": "query", "description": "only keys of this team (id or name)", "schema": {"type": "string"}}],
         "responses": {
           "200": {"description": "The keys", "content": {"application/json": {"schema": {
             "type": "object", "required": ["data"],
@@ -119,7 +123,8 @@ constexpr std::string_view kDocument = R"json({
         }
       },
       "post": {
-        "tags": ["keys"], "operationId": "createKey", "summary": "Create a virtual key; the response holds its secret, shown this once",
+        "tags": ["keys"], "operationId": "createKey", "summary": "Create a virtual key; the response holds its secret, shown this once", "x-sluice-team-scoped": true,
+        "description": "A member creates keys in their own teams only: team_id is one of theirs (it may be left out when they have one team); any other answers 403.",
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KeyCreate"}}}},
         "responses": {
           "201": {"description": "Created", "content": {"application/json": {"schema": {
@@ -136,7 +141,7 @@ constexpr std::string_view kDocument = R"json({
     "/keys/{id}": {
       "parameters": [{"$ref": "#/components/parameters/KeyId"}],
       "get": {
-        "tags": ["keys"], "operationId": "getKey", "summary": "One virtual key",
+        "tags": ["keys"], "operationId": "getKey", "summary": "One virtual key", "x-sluice-team-scoped": true,
         "responses": {
           "200": {"$ref": "#/components/responses/Key"},
           "401": {"$ref": "#/components/responses/Unauthorized"},
@@ -144,7 +149,7 @@ constexpr std::string_view kDocument = R"json({
         }
       },
       "patch": {
-        "tags": ["keys"], "operationId": "updateKey", "summary": "Change any subset of the writable fields; null removes a limit, a budget or the expiry",
+        "tags": ["keys"], "operationId": "updateKey", "summary": "Change any subset of the writable fields; null removes a limit, a budget or the expiry", "x-sluice-team-scoped": true,
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KeyUpdate"}}}},
         "responses": {
           "200": {"$ref": "#/components/responses/Key"},
@@ -154,7 +159,7 @@ constexpr std::string_view kDocument = R"json({
         }
       },
       "delete": {
-        "tags": ["keys"], "operationId": "deleteKey", "summary": "Delete a virtual key (its request logs stay)",
+        "tags": ["keys"], "operationId": "deleteKey", "summary": "Delete a virtual key (its request logs stay)", "x-sluice-team-scoped": true,
         "responses": {
           "204": {"description": "Deleted"},
           "401": {"$ref": "#/components/responses/Unauthorized"},
@@ -165,7 +170,7 @@ constexpr std::string_view kDocument = R"json({
     "/keys/{id}/revoke": {
       "parameters": [{"$ref": "#/components/parameters/KeyId"}],
       "post": {
-        "tags": ["keys"], "operationId": "revokeKey", "summary": "Revoke a virtual key at once; idempotent (a second call keeps the first time)",
+        "tags": ["keys"], "operationId": "revokeKey", "summary": "Revoke a virtual key at once; idempotent (a second call keeps the first time)", "x-sluice-team-scoped": true,
         "responses": {
           "200": {"$ref": "#/components/responses/Key"},
           "401": {"$ref": "#/components/responses/Unauthorized"},
@@ -478,6 +483,61 @@ constexpr std::string_view kDocument = R"json({
         }
       }
     },
+    "/teams": {
+      "get": {
+        "tags": ["teams"], "operationId": "listTeams", "summary": "The teams (a member: their own), with members, limits and the spend of their keys", "x-sluice-role": "viewer", "x-sluice-team-scoped": true,
+        "responses": {
+          "200": {"description": "The teams", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["data"],
+            "properties": {"data": {"type": "array", "items": {"$ref": "#/components/schemas/Team"}}}}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"},
+          "503": {"$ref": "#/components/responses/Unavailable"}
+        }
+      },
+      "post": {
+        "tags": ["teams"], "operationId": "createTeam", "summary": "Create a team", "x-sluice-role": "operator",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"allOf": [{"$ref": "#/components/schemas/TeamWrite"}, {"required": ["name"]}]}}}},
+        "responses": {
+          "201": {"$ref": "#/components/responses/Team"},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"}
+        }
+      }
+    },
+    "/teams/{id}": {
+      "parameters": [{"name": "id", "in": "path", "required": true, "description": "team id, or its name", "schema": {"type": "string"}}],
+      "get": {
+        "tags": ["teams"], "operationId": "getTeam", "summary": "One team", "x-sluice-role": "viewer", "x-sluice-team-scoped": true,
+        "responses": {
+          "200": {"$ref": "#/components/responses/Team"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}
+        }
+      },
+      "patch": {
+        "tags": ["teams"], "operationId": "updateTeam", "summary": "Change a team's name, limits or members (members replaces the list; add_members and remove_members change it)", "x-sluice-role": "operator",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/TeamWrite"}}}},
+        "responses": {
+          "200": {"$ref": "#/components/responses/Team"},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}
+        }
+      },
+      "delete": {
+        "tags": ["teams"], "operationId": "deleteTeam", "summary": "Delete a team: its keys stay, without a team; its member tokens stop working", "x-sluice-role": "operator",
+        "responses": {
+          "204": {"description": "Deleted"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}
+        }
+      }
+    },
     "/me": {
       "get": {
         "tags": ["access"], "operationId": "getMe", "summary": "Who the caller is and their role", "x-sluice-role": "member",
@@ -486,7 +546,8 @@ constexpr std::string_view kDocument = R"json({
             "type": "object", "required": ["actor", "role", "kind"],
             "properties": {"actor": {"type": "string", "description": "\"master key\" or \"token:NAME\""},
                            "role": {"$ref": "#/components/schemas/Role"},
-                           "kind": {"enum": ["master_key", "token"]}}}}}},
+                           "kind": {"enum": ["master_key", "token"]},
+                           "team_id": {"type": "integer", "description": "a member token's team"}}}}}},
           "401": {"$ref": "#/components/responses/Unauthorized"}
         }
       }
@@ -507,7 +568,8 @@ constexpr std::string_view kDocument = R"json({
         "requestBody": {"required": true, "content": {"application/json": {"schema": {
           "type": "object", "required": ["name", "role"], "additionalProperties": false,
           "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 128},
-                         "role": {"enum": ["admin", "operator", "viewer"]},
+                         "role": {"$ref": "#/components/schemas/Role"},
+                         "team": {"oneOf": [{"type": "integer", "minimum": 1}, {"type": "string"}], "description": "a member token's team, by id or name: required with role member, refused with the others"},
                          "expires_in": {"oneOf": [{"type": "integer", "minimum": 1, "description": "seconds"},
                                                   {"type": "string", "description": "a duration: \"90d\", \"12h\""},
                                                   {"type": "null"}]}}}}}},
@@ -602,6 +664,7 @@ constexpr std::string_view kDocument = R"json({
     },
     "responses": {
       "Key": {"description": "The key", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Key"}}}},
+      "Team": {"description": "The team", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Team"}}}},
       "Channel": {"description": "The channel", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Channel"}}}},
       "UpstreamKey": {"description": "The upstream key", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/UpstreamKey"}}}},
       "ReloadResult": {"description": "ok true: the new config is serving; ok false (400): it failed validation and the running config stays, message says where", "content": {"application/json": {"schema": {
@@ -618,6 +681,35 @@ constexpr std::string_view kDocument = R"json({
     },
     "schemas": {
       "Role": {"enum": ["member", "viewer", "operator", "admin"]},
+      "TeamMember": {"oneOf": [
+        {"type": "object", "required": ["email"], "additionalProperties": false, "properties": {"email": {"type": "string", "format": "email", "maxLength": 254, "description": "kept in lower case; matched without case"}}},
+        {"type": "object", "required": ["subject"], "additionalProperties": false, "properties": {"subject": {"type": "string", "minLength": 1, "maxLength": 255, "description": "the OIDC sub claim, matched exactly"}}}]},
+      "Team": {
+        "type": "object", "required": ["id", "name", "rpm", "tpm", "budget_daily_usd", "budget_monthly_usd", "budget_total_usd", "members", "keys", "spend", "created_at_ms", "updated_at_ms"],
+        "description": "Limits and budgets that bound the sum of the team's keys (a request over them is a 429 naming the team, as a key's), and the people who manage those keys",
+        "properties": {
+          "id": {"type": "integer"}, "name": {"type": "string"},
+          "rpm": {"type": ["integer", "null"]}, "tpm": {"type": ["integer", "null"]},
+          "budget_daily_usd": {"type": ["number", "null"]}, "budget_monthly_usd": {"type": ["number", "null"]}, "budget_total_usd": {"type": ["number", "null"]},
+          "members": {"type": "array", "items": {"$ref": "#/components/schemas/TeamMember"}},
+          "keys": {"type": "integer", "description": "how many virtual keys are in the team"},
+          "spend": {"type": "object", "required": ["day_usd", "month_usd", "total_usd"], "description": "the sum of its keys' spend: UTC day, UTC month, ever", "properties": {
+            "day_usd": {"type": "number"}, "month_usd": {"type": "number"}, "total_usd": {"type": "number"}}},
+          "created_at_ms": {"type": "integer"}, "updated_at_ms": {"type": "integer"}
+        }
+      },
+      "TeamWrite": {
+        "type": "object", "additionalProperties": false,
+        "description": "Give members (the whole list) or add_members / remove_members (changes to it), not both.",
+        "properties": {
+          "name": {"type": "string", "pattern": "^(?![0-9]+$)[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"},
+          "rpm": {"type": ["integer", "null"], "minimum": 1}, "tpm": {"type": ["integer", "null"], "minimum": 1},
+          "budget_daily_usd": {"type": ["number", "null"], "minimum": 0}, "budget_monthly_usd": {"type": ["number", "null"], "minimum": 0}, "budget_total_usd": {"type": ["number", "null"], "minimum": 0},
+          "members": {"type": "array", "maxItems": 1000, "items": {"$ref": "#/components/schemas/TeamMember"}},
+          "add_members": {"type": "array", "items": {"$ref": "#/components/schemas/TeamMember"}},
+          "remove_members": {"type": "array", "items": {"$ref": "#/components/schemas/TeamMember"}}
+        }
+      },
       "AdminToken": {
         "type": "object", "required": ["id", "name", "role", "token_prefix", "status", "created_by", "created_at_ms"],
         "properties": {
@@ -625,7 +717,8 @@ constexpr std::string_view kDocument = R"json({
           "token_prefix": {"type": "string", "description": "the first characters of the secret"},
           "status": {"enum": ["active", "revoked", "expired"]},
           "expires_at_ms": {"type": ["integer", "null"]}, "revoked_at_ms": {"type": ["integer", "null"]},
-          "created_by": {"type": "string"}, "created_at_ms": {"type": "integer"}
+          "created_by": {"type": "string"}, "created_at_ms": {"type": "integer"},
+          "team_id": {"type": ["integer", "null"], "description": "a member token's team"}
         }
       },
       "AuditEntry": {
@@ -671,6 +764,7 @@ constexpr std::string_view kDocument = R"json({
           "cache": {"type": ["boolean", "null"], "description": "this key's answers are cached (true) or never (false); null inherits"},
           "cache_ttl_ms": {"type": ["integer", "null"], "description": "a shorter cache TTL for this key; null inherits"},
           "allowed_tools": {"type": "array", "items": {"type": "string"}, "description": "MCP tools by namespaced name (SERVER__TOOL) or glob; empty: every tool"},
+          "team_id": {"type": ["integer", "null"], "description": "the team whose limits and budgets also bound this key"},
           "status": {"$ref": "#/components/schemas/KeyStatus"},
           "created_at_ms": {"type": "integer"},
           "updated_at_ms": {"type": "integer"},
@@ -696,6 +790,7 @@ constexpr std::string_view kDocument = R"json({
           "expires_at_ms": {"type": ["integer", "null"], "description": "Unix ms"},
           "expires_at": {"type": ["string", "null"], "format": "date-time", "examples": ["2026-12-31T00:00:00Z"]},
           "metadata": {"type": "object", "description": "your own annotations, up to 16 KiB"},
+          "team_id": {"oneOf": [{"type": "integer", "minimum": 1}, {"type": "string"}, {"type": "null"}], "description": "the key's team, by id or name; null takes it out of its team"},
           "screening": {"type": ["string", "null"], "enum": ["off", "log", "warn", "block", null]},
           "cache": {"type": ["boolean", "null"]},
           "cache_ttl_ms": {"type": ["integer", "null"], "minimum": 1, "maximum": 31536000000},
@@ -940,6 +1035,8 @@ constexpr std::string_view kDocument = R"json({
           "channel": {"type": "string", "description": "when grouped by channel"},
           "virtual_key_id": {"type": ["integer", "null"], "description": "when grouped by key; null: the master key"},
           "virtual_key_name": {"type": ["string", "null"], "description": "when grouped by key; null: the master key, or a deleted key"},
+          "team_id": {"type": ["integer", "null"], "description": "when grouped by team; null: keys without a team, and the master key"},
+          "team_name": {"type": ["string", "null"], "description": "when grouped by team"},
           "requests": {"type": "integer"},
           "errors": {"type": "integer", "description": "status >= 400"},
           "input_tokens": {"type": "integer"},

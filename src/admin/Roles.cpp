@@ -16,15 +16,21 @@ constexpr RoleRule kTable[] = {
     // Request logs, usage, dashboards.
     {V::get, "/logs", Role::Viewer},
     {V::get, "/logs/{id}", Role::Viewer},
-    {V::get, "/usage", Role::Viewer},
+    {V::get, "/usage", Role::Viewer, true},
     {V::get, "/stats", Role::Viewer},
-    // Virtual keys.
-    {V::get, "/keys", Role::Viewer},
-    {V::post, "/keys", Role::Operator},
-    {V::get, "/keys/{id}", Role::Viewer},
-    {V::patch, "/keys/{id}", Role::Operator},
-    {V::delete_, "/keys/{id}", Role::Operator},
-    {V::post, "/keys/{id}/revoke", Role::Operator},
+    // Virtual keys; a member manages those of their teams.
+    {V::get, "/keys", Role::Viewer, true},
+    {V::post, "/keys", Role::Operator, true},
+    {V::get, "/keys/{id}", Role::Viewer, true},
+    {V::patch, "/keys/{id}", Role::Operator, true},
+    {V::delete_, "/keys/{id}", Role::Operator, true},
+    {V::post, "/keys/{id}/revoke", Role::Operator, true},
+    // Teams: operators and admins make and change them; a member reads their own.
+    {V::get, "/teams", Role::Viewer, true},
+    {V::post, "/teams", Role::Operator},
+    {V::get, "/teams/{id}", Role::Viewer, true},
+    {V::patch, "/teams/{id}", Role::Operator},
+    {V::delete_, "/teams/{id}", Role::Operator},
     // Channels and their upstream keys.
     {V::get, "/channels", Role::Viewer},
     {V::post, "/channels", Role::Operator},
@@ -111,6 +117,12 @@ std::optional<Role> requiredRole(boost::beast::http::verb method, std::string_vi
   for (const auto& r : kTable)
     if (r.method == method && matches(r.path, path)) return r.role;
   return std::nullopt;
+}
+
+bool teamScoped(boost::beast::http::verb method, std::string_view path) {
+  for (const auto& r : kTable)
+    if (r.method == method && matches(r.path, path)) return r.team_scoped;
+  return false;
 }
 
 }  // namespace sluice::admin

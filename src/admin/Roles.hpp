@@ -3,7 +3,8 @@
 //   admin     everything, including tokens and the audit log
 //   operator  channels, upstream keys, virtual keys, MCP servers, settings, reload
 //   viewer    reads: dashboards, usage, logs without bodies, the running config (masked)
-//   member    who they are (/me) and the API document; their teams' keys and usage come with teams
+//   member    who they are (/me), the API document, and the keys, usage and teams of their own
+//             teams (endpoints marked team-scoped; the handlers narrow what they see and touch)
 // An endpoint not in the table is left to the handlers (404 or 405): the table never widens
 // what a path does, it only narrows who reaches it.
 // Thread-safety: pure functions over constant data.
@@ -12,6 +13,7 @@
 
 #include <boost/beast/http/verb.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -29,12 +31,20 @@ struct Caller {
   Role role = Role::Admin;
   std::string actor = "master key";  // "master key" | "token:NAME"
   std::string address;               // the client address
+  // An OIDC sign-in's identity (empty for the master key and tokens): team membership is by
+  // either, the e-mail compared without case.
+  std::string subject;
+  std::string email;
+  // A member token's team (a member token names exactly one).
+  std::optional<std::int64_t> team_id;
 };
 
 struct RoleRule {
   boost::beast::http::verb method;
   std::string_view path;  // under /admin/api; "{x}" matches one non-empty segment
   Role role;              // the least role that may call it
+  // A member reaches it too, for their own teams only (keys, usage and teams of those).
+  bool team_scoped = false;
 };
 
 // The whole table, for the OpenAPI document and its test.
@@ -43,5 +53,7 @@ std::span<const RoleRule> roleTable();
 // The least role `method path` needs (path under /admin/api, without the query), or nullopt
 // when no endpoint has that method and path.
 std::optional<Role> requiredRole(boost::beast::http::verb method, std::string_view path);
+// Whether a member may call `method path` for their own teams (RoleRule::team_scoped).
+bool teamScoped(boost::beast::http::verb method, std::string_view path);
 
 }  // namespace sluice::admin

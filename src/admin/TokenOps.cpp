@@ -48,7 +48,8 @@ json::object tokenView(const store::AdminToken& t, std::int64_t now_ms) {
                       {"expires_at_ms", optInt(t.expires_at_ms)},
                       {"revoked_at_ms", optInt(t.revoked_at_ms)},
                       {"created_by", t.created_by},
-                      {"created_at_ms", t.created_at_ms}};
+                      {"created_at_ms", t.created_at_ms},
+                      {"team_id", optInt(t.team_id)}};
 }
 
 store::AdminToken newToken(const json::object& body, const std::string& created_by, std::int64_t now_ms,
@@ -61,14 +62,17 @@ store::AdminToken newToken(const json::object& body, const std::string& created_
   if (!name) throw FieldError("name", "name is required: who or what uses the token, e.g. \"ci-deploy\"");
   t.name = textField(*name, "name", 1, 128);
   const auto* role = body.if_contains("role");
-  if (!role) throw FieldError("role", "role is required: admin, operator or viewer");
+  if (!role) throw FieldError("role", "role is required: admin, operator, viewer, or member (with a team)");
   const std::string r = textField(*role, "role", 1, 16);
   const auto parsed = parseRole(r);
-  if (!parsed) throw FieldError("role", fmt::format("role must be admin, operator or viewer; got \"{}\"", r));
-  if (body.contains("team") || *parsed == Role::Member)
-    throw FieldError(body.contains("team") ? "team" : "role",
-                     "team tokens (role member, with a team) need teams, which this version of Sluice does not "
-                     "have yet: use admin, operator or viewer");
+  if (!parsed)
+    throw FieldError("role", fmt::format("role must be admin, operator, viewer or member; got \"{}\"", r));
+  // A member token works for one team (the caller resolves `team`); other roles see every team.
+  const auto* team = body.if_contains("team");
+  if (*parsed == Role::Member && (!team || team->is_null()))
+    throw FieldError("team", "a member token needs a team: \"team\": the team's id or name");
+  if (*parsed != Role::Member && team)
+    throw FieldError("team", fmt::format("only member tokens have a team; a {} token reaches every team", r));
   t.role = roleName(*parsed);
   if (const auto* e = body.if_contains("expires_in"); e && !e->is_null()) t.expires_at_ms = now_ms + expiresInField(*e);
   secret = pipeline::generateSecret(kAdminTokenScheme, kAdminTokenRandomChars);

@@ -103,14 +103,18 @@ net::awaitable<http::Response> AdminGate::handle(const Snapshot& snap, upstream:
   if (path == "/me" && method == bhttp::verb::get) {
     http::Response res{bhttp::status::ok, 11};
     res.set(bhttp::field::content_type, "application/json");
-    res.body() = json::serialize(json::object{{"actor", caller.actor},
-                                              {"role", admin::roleName(caller.role)},
-                                              {"kind", caller.actor == "master key" ? "master_key" : "token"}});
+    json::object me{{"actor", caller.actor},
+                     {"role", admin::roleName(caller.role)},
+                     {"kind", caller.actor == "master key" ? "master_key" : "token"}};
+    if (caller.team_id) me["team_id"] = *caller.team_id;  // a member token's team
+    res.body() = json::serialize(me);
     co_return res;
   }
 
   // May they: the one table. A path it does not know is left to the handlers' 404 / 405.
-  if (const auto need = admin::requiredRole(method, path); need && caller.role < *need) {
+  // A member passes where the table lets them reach their own teams; the handlers narrow it.
+  const bool memberScoped = caller.role == admin::Role::Member && admin::teamScoped(method, path);
+  if (const auto need = admin::requiredRole(method, path); need && caller.role < *need && !memberScoped) {
     co_return refusal(
         403, "forbidden",
         fmt::format("{} /admin/api{} needs the {} role; {} has the {} role", std::string(bhttp::to_string(method)),

@@ -225,7 +225,7 @@ std::shared_ptr<const Snapshot> ControlPlane::makeSnapshot(const std::shared_ptr
   std::shared_ptr<const config::Config> cfg = std::move(merged);
   s->router = std::make_unique<routing::Router>(cfg, health_);
   s->cfg = std::move(cfg);
-  s->keys = std::make_shared<const pipeline::KeyTable>(st.virtual_keys);
+  s->keys = std::make_shared<const pipeline::KeyTable>(st.virtual_keys, st.teams);
   s->prices = std::make_shared<const pipeline::PriceTable>(s->cfg->pricing);
   s->scrubber = pipeline::SecretScrubber::fromConfig(*s->cfg);
   // Rules, detector and webhook come from the config file alone: rebuilt when it changes, not
@@ -299,6 +299,7 @@ bool ControlPlane::refreshFromStore(bool force) {
     st.virtual_keys = cp_store_->listVirtualKeys();
     st.gateway_settings = cp_store_->gatewaySettings();
     st.mcp_servers = cp_store_->listMcpServers();
+    st.teams = cp_store_->listTeams();
     std::lock_guard lk(publish_mu_);
     store_state_ = std::move(st);
     cp_stamp_ = std::move(stamp);
@@ -324,6 +325,19 @@ void ControlPlane::seedSpend() {
     for (const auto& [id, sp] : spend) {
       limiter_.seedSpend("vk:" + std::to_string(id), cluster::SpendSeed{day, month, sp.day_usd, sp.month_usd, sp.total_usd});
     }
+    // A team has spent what its keys have (the keys in it now; store_state_ is written on this
+    // thread only).
+    std::map<std::int64_t, cluster::SpendSeed> teams;
+    for (const auto& k : store_state_.virtual_keys) {
+      if (!k.team_id) continue;
+      const auto it = spend.find(k.id);
+      if (it == spend.end()) continue;
+      auto& t = teams.try_emplace(*k.team_id, cluster::SpendSeed{day, month, 0, 0, 0}).first->second;
+      t.day_usd += it->second.day_usd;
+      t.month_usd += it->second.month_usd;
+      t.total_usd += it->second.total_usd;
+    }
+    for (const auto& [id, seed] : teams) limiter_.seedSpend("team:" + std::to_string(id), seed);
   } catch (const std::exception& e) {
     cp_store_.reset();
     spdlog::warn("store: cannot read key spend: {}", e.what());

@@ -33,6 +33,7 @@ struct StoreState {
   std::vector<store::VirtualKey> virtual_keys;
   std::map<std::string, std::string> gateway_settings;
   std::vector<store::McpServer> mcp_servers;
+  std::vector<store::Team> teams;
 };
 
 class ControlPlane {

@@ -513,8 +513,10 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
                                                                json::serialize(json::value(shown)), vk->prefix));
       rec.status = 403;
     } else {
-      // The key's RPM and concurrency count tool calls, as they count model requests.
+      // The key's RPM and concurrency count tool calls, as they count model requests; so do its
+      // team's (a team refusal gives the key's charge back).
       const bool limited = tool && vk && vk->subject.spec.any();
+      const bool teamLimited = tool && vk && vk->team && vk->team->spec.any();
       cluster::Charge charge{ctx.id, 0, 0};
       bool admitted = true;
       if (limited) {
@@ -523,6 +525,17 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
         if (!admitted) {
           reply = McpReply::error(mcp::kLimited, fmt::format("the API key's {} limit is reached; retry in {} ms",
                                                              cluster::limitKindName(d.hit), d.retry_after_ms));
+          rec.status = 429;
+        }
+      }
+      if (admitted && teamLimited) {
+        cluster::Decision d = co_await limiter_.acquire(*vk->team, charge);
+        admitted = d.allowed;
+        if (!admitted) {
+          if (limited) co_await limiter_.settle(vk->subject, charge, 0, 0);
+          reply = McpReply::error(mcp::kLimited, fmt::format("team {}'s {} limit is reached; retry in {} ms",
+                                                             vk->team_name, cluster::limitKindName(d.hit),
+                                                             d.retry_after_ms));
           rec.status = 429;
         }
       }
@@ -557,6 +570,7 @@ net::awaitable<void> McpEndpoint::handle(const Snapshot& snap, http::Request& re
         }
         reply = replyOfCall(std::move(cr));
         if (limited) co_await limiter_.settle(vk->subject, charge, 0, 0);
+        if (teamLimited) co_await limiter_.settle(*vk->team, charge, 0, 0);
       }
     }
     if (!reply.ok && tool && rec.error.empty()) rec.error = reply.message;

@@ -56,8 +56,10 @@ std::vector<std::string> readAllowedTools(std::string_view settingsJson) {
   return out;
 }
 
-KeyTable::KeyTable(const std::vector<store::VirtualKey>& keys) {
+KeyTable::KeyTable(const std::vector<store::VirtualKey>& keys, const std::vector<store::Team>& teams) {
   by_hash_.reserve(keys.size());
+  std::unordered_map<std::int64_t, const store::Team*> team_by_id;
+  for (const auto& t : teams) team_by_id.emplace(t.id, &t);
   for (const auto& k : keys) {
     auto e = std::make_shared<VirtualKeyEntry>();
     e->id = k.id;
@@ -82,6 +84,19 @@ KeyTable::KeyTable(const std::vector<store::VirtualKey>& keys) {
     s.budget_daily_usd = k.budget_daily_usd;
     s.budget_monthly_usd = k.budget_monthly_usd;
     s.budget_total_usd = k.budget_total_usd;
+    if (k.team_id)
+      if (const auto it = team_by_id.find(*k.team_id); it != team_by_id.end()) {
+        const store::Team& t = *it->second;
+        cluster::Subject ts;
+        ts.id = "team:" + std::to_string(t.id);
+        ts.spec.rpm = t.rpm.value_or(0);
+        ts.spec.tpm = t.tpm.value_or(0);
+        ts.spec.budget_daily_usd = t.budget_daily_usd;
+        ts.spec.budget_monthly_usd = t.budget_monthly_usd;
+        ts.spec.budget_total_usd = t.budget_total_usd;
+        e->team = std::move(ts);
+        e->team_name = t.name;
+      }
     by_hash_.emplace(k.key_hash, std::move(e));
   }
 }

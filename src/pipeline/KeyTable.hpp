@@ -39,6 +39,10 @@ struct VirtualKeyEntry {
   std::optional<std::int64_t> expires_at_ms;  // Unix ms
   bool revoked = false;
   cluster::Subject subject;  // "vk:ID" with the key's limits and budgets
+  // The key's team: "team:ID" with the team's limits and budgets, which bound the sum of its
+  // keys; nullopt for a key without a team.
+  std::optional<cluster::Subject> team;
+  std::string team_name;
   // Protect-stage overrides (unset: the channel's, then the gateway's).
   std::optional<config::ScreenAction> screening;
   std::optional<bool> cache;
@@ -53,7 +57,7 @@ struct VirtualKeyEntry {
 class KeyTable {
  public:
   KeyTable() = default;
-  explicit KeyTable(const std::vector<store::VirtualKey>& keys);
+  explicit KeyTable(const std::vector<store::VirtualKey>& keys, const std::vector<store::Team>& teams = {});
   // By hashVirtualKeySecret() of the secret; nullptr: no such key (revoked and expired keys
   // are found, so the caller can say which).
   const VirtualKeyEntry* find(const std::string& key_hash) const;

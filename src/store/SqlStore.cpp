@@ -100,7 +100,7 @@ std::string insertLogsSql(Dialect dialect, std::size_t rows) {
 
 #define SLUICE_VK_COLUMNS                                                                                          \
   "id, name, key_hash, key_prefix, allowed_models, allowed_channels, rpm, tpm, max_concurrent, budget_daily_usd, " \
-  "budget_monthly_usd, budget_total_usd, expires_at, revoked_at, metadata, created_at, updated_at, settings"
+  "budget_monthly_usd, budget_total_usd, expires_at, revoked_at, metadata, created_at, updated_at, settings, team_id"
 
 VirtualKey readVirtualKey(SqlRows& r) {
   VirtualKey k;
@@ -122,6 +122,7 @@ VirtualKey readVirtualKey(SqlRows& r) {
   k.created_at_ms = r.getInt(15);
   k.updated_at_ms = r.getInt(16);
   k.settings = r.getText(17);
+  k.team_id = r.optInt(18);
   return k;
 }
 
@@ -576,24 +577,39 @@ std::vector<UsageRow> SqlStore::usage(const UsageQuery& q) {
   if (q.virtual_key_id) filters += " AND virtual_key_id = ?";
   if (q.model) filters += " AND model = ?";
   if (q.channel) filters += " AND channel = ?";
+  // A team filter reads the keys' current teams (the rollups keep keys, not teams).
+  if (q.team_filter || !q.team_ids.empty()) {
+    if (q.team_ids.empty()) {
+      filters += " AND 1 = 0";
+    } else {
+      filters += " AND virtual_key_id IN (SELECT id FROM virtual_keys WHERE team_id IN (";
+      for (std::size_t i = 0; i < q.team_ids.size(); ++i) filters += i ? ", ?" : "?";
+      filters += "))";
+    }
+  }
   auto addFilterParams = [&] {
     if (q.virtual_key_id) params.push_back(P::integer(*q.virtual_key_id));
     if (q.model) params.push_back(P::text(*q.model));
     if (q.channel) params.push_back(P::text(*q.channel));
+    for (const auto id : q.team_ids) params.push_back(P::integer(id));
   };
+  // By team: each key's team now, joined on the key column of the rows or of the rollups.
+  const char* teamJoin = " LEFT JOIN virtual_keys tk ON tk.id = ";
   std::string sql;
   if (!use_rollups) {
     dim(q.by_day, "(time_ms / 86400000) * 86400000", "0");
     dim(q.by_virtual_key, "virtual_key_id", "NULL");
     dim(q.by_model, "model", "''");
     dim(q.by_channel, "channel", "''");
+    dim(q.by_team, "tk.team_id", "NULL");
     sql = "SELECT " + select +
           "COUNT(*), COALESCE(SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), 0), "
           "COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
           "COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(cost_usd), 0), "
           "COALESCE(SUM(cache_write_tokens), 0), COALESCE(SUM(reasoning_tokens), 0) "
-          "FROM request_logs WHERE time_ms >= ? AND time_ms < ?" +
-          filters;
+          "FROM request_logs" +
+          (q.by_team ? std::string(teamJoin) + "request_logs.virtual_key_id" : std::string()) +
+          " WHERE time_ms >= ? AND time_ms < ?" + filters;
     params = {P::integer(q.from_ms), P::integer(q.to_ms)};
     addFilterParams();
   } else {
@@ -601,6 +617,7 @@ std::vector<UsageRow> SqlStore::usage(const UsageQuery& q) {
     dim(q.by_virtual_key, "k", "NULL");
     dim(q.by_model, "m", "''");
     dim(q.by_channel, "c", "''");
+    dim(q.by_team, "tk.team_id", "NULL");
     std::string parts;
     auto part = [&](std::int64_t from, std::int64_t to, const std::string& text) {
       if (from >= to) return;
@@ -636,7 +653,7 @@ std::vector<UsageRow> SqlStore::usage(const UsageQuery& q) {
     sql = "SELECT " + select +
           "COALESCE(SUM(n), 0), COALESCE(SUM(e), 0), COALESCE(SUM(i), 0), COALESCE(SUM(o), 0), "
           "COALESCE(SUM(ct), 0), COALESCE(SUM(u), 0), COALESCE(SUM(cw), 0), COALESCE(SUM(rt), 0) FROM (" +
-          parts + ") usage_parts";
+          parts + ") usage_parts" + (q.by_team ? std::string(teamJoin) + "usage_parts.k" : std::string());
   }
   if (!group.empty()) sql += " GROUP BY " + group + " ORDER BY " + group;
 
@@ -648,14 +665,15 @@ std::vector<UsageRow> SqlStore::usage(const UsageQuery& q) {
     u.virtual_key_id = rows->optInt(1);
     u.model = rows->getText(2);
     u.channel = rows->getText(3);
-    u.requests = rows->getInt(4);
-    u.errors = rows->getInt(5);
-    u.input_tokens = rows->getInt(6);
-    u.output_tokens = rows->getInt(7);
-    u.cached_tokens = rows->getInt(8);
-    u.cost_usd = rows->getReal(9);
-    u.cache_write_tokens = rows->getInt(10);
-    u.reasoning_tokens = rows->getInt(11);
+    u.team_id = rows->optInt(4);
+    u.requests = rows->getInt(5);
+    u.errors = rows->getInt(6);
+    u.input_tokens = rows->getInt(7);
+    u.output_tokens = rows->getInt(8);
+    u.cached_tokens = rows->getInt(9);
+    u.cost_usd = rows->getReal(10);
+    u.cache_write_tokens = rows->getInt(11);
+    u.reasoning_tokens = rows->getInt(12);
     out.push_back(std::move(u));
   }
   return out;
@@ -943,7 +961,8 @@ const std::string& SqlStore::insertSqlFor(std::size_t rows) {
 
 namespace {
 
-#define SLUICE_TOKEN_COLUMNS "id, name, role, token_hash, token_prefix, expires_at, revoked_at, created_by, created_at"
+#define SLUICE_TOKEN_COLUMNS \
+  "id, name, role, token_hash, token_prefix, expires_at, revoked_at, created_by, created_at, team_id"
 
 AdminToken readAdminToken(SqlRows& r) {
   AdminToken t;
@@ -956,6 +975,7 @@ AdminToken readAdminToken(SqlRows& r) {
   t.revoked_at_ms = r.optInt(6);
   t.created_by = r.getText(7);
   t.created_at_ms = r.getInt(8);
+  t.team_id = r.optInt(9);
   return t;
 }
 
@@ -998,10 +1018,11 @@ std::int64_t SqlStore::createAdminToken(const AdminToken& t) {
                 P::optInt(t.expires_at_ms),
                 P::optInt(t.revoked_at_ms),
                 P::text(t.created_by),
-                P::integer(nowMs())};
+                P::integer(nowMs()),
+                P::optInt(t.team_id)};
   return insertReturningId(
       "INSERT INTO admin_tokens (name, role, token_hash, token_prefix, expires_at, revoked_at, created_by, "
-      "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      "created_at, team_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
       params);
 }
 
@@ -1120,11 +1141,12 @@ std::int64_t SqlStore::createVirtualKey(const VirtualKey& k) {
                 P::text(k.metadata),
                 P::integer(now),
                 P::integer(now),
-                P::text(k.settings)};
+                P::text(k.settings),
+                P::optInt(k.team_id)};
   return insertReturningId(
       "INSERT INTO virtual_keys (name, key_hash, key_prefix, allowed_models, allowed_channels, rpm, tpm, "
       "max_concurrent, budget_daily_usd, budget_monthly_usd, budget_total_usd, expires_at, revoked_at, metadata, "
-      "created_at, updated_at, settings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "created_at, updated_at, settings, team_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       params);
 }
 
@@ -1160,12 +1182,13 @@ bool SqlStore::updateVirtualKey(const VirtualKey& k) {
                 P::optInt(k.revoked_at_ms),
                 P::text(k.metadata),
                 P::text(k.settings),
+                P::optInt(k.team_id),
                 P::integer(nowMs()),
                 P::integer(k.id)};
   return conn_->execute(
              "UPDATE virtual_keys SET name = ?, key_prefix = ?, allowed_models = ?, allowed_channels = ?, rpm = ?, "
              "tpm = ?, max_concurrent = ?, budget_daily_usd = ?, budget_monthly_usd = ?, budget_total_usd = ?, "
-             "expires_at = ?, revoked_at = ?, metadata = ?, settings = ?, updated_at = ? WHERE id = ?",
+             "expires_at = ?, revoked_at = ?, metadata = ?, settings = ?, team_id = ?, updated_at = ? WHERE id = ?",
              params) > 0;
 }
 
@@ -1177,6 +1200,112 @@ bool SqlStore::revokeVirtualKey(std::int64_t id, std::int64_t at_ms) {
 bool SqlStore::deleteVirtualKey(std::int64_t id) {
   P params[] = {P::integer(id)};
   return conn_->execute("DELETE FROM virtual_keys WHERE id = ?", params) > 0;
+}
+
+// ---- teams ----
+
+#define SLUICE_TEAM_COLUMNS \
+  "id, name, rpm, tpm, budget_daily_usd, budget_monthly_usd, budget_total_usd, created_at, updated_at"
+
+std::vector<Team> SqlStore::readTeams(const std::string& where, std::span<const SqlParam> params) {
+  std::vector<Team> teams;
+  {
+    auto rows = conn_->query("SELECT " SLUICE_TEAM_COLUMNS " FROM teams " + where + " ORDER BY id", params);
+    while (rows->next()) {
+      Team t;
+      t.id = rows->getInt(0);
+      t.name = rows->getText(1);
+      t.rpm = rows->optInt(2);
+      t.tpm = rows->optInt(3);
+      t.budget_daily_usd = rows->optReal(4);
+      t.budget_monthly_usd = rows->optReal(5);
+      t.budget_total_usd = rows->optReal(6);
+      t.created_at_ms = rows->getInt(7);
+      t.updated_at_ms = rows->getInt(8);
+      teams.push_back(std::move(t));
+    }
+  }
+  if (teams.empty()) return teams;
+  std::map<std::int64_t, Team*> byId;
+  for (auto& t : teams) byId[t.id] = &t;
+  // One read of the members for all of them (a team list is short; members a few each).
+  auto rows = conn_->query("SELECT team_id, kind, value FROM team_members ORDER BY team_id, kind, value", {});
+  while (rows->next()) {
+    const auto it = byId.find(rows->getInt(0));
+    if (it != byId.end()) it->second->members.push_back(TeamMember{rows->getText(1), rows->getText(2)});
+  }
+  return teams;
+}
+
+void SqlStore::writeTeamMembers(std::int64_t team_id, const std::vector<TeamMember>& members) {
+  P del[] = {P::integer(team_id)};
+  conn_->execute("DELETE FROM team_members WHERE team_id = ?", del);
+  for (const auto& m : members) {
+    P params[] = {P::integer(team_id), P::text(m.kind), P::text(m.value)};
+    conn_->execute("INSERT INTO team_members (team_id, kind, value) VALUES (?, ?, ?)", params);
+  }
+}
+
+std::int64_t SqlStore::createTeam(const Team& t) {
+  const std::int64_t now = nowMs();
+  P params[] = {P::text(t.name),
+                P::optInt(t.rpm),
+                P::optInt(t.tpm),
+                P::optReal(t.budget_daily_usd),
+                P::optReal(t.budget_monthly_usd),
+                P::optReal(t.budget_total_usd),
+                P::integer(now),
+                P::integer(now)};
+  SqlTransaction tx(*conn_);
+  const std::int64_t id = insertReturningId(
+      "INSERT INTO teams (name, rpm, tpm, budget_daily_usd, budget_monthly_usd, budget_total_usd, created_at, "
+      "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      params);
+  writeTeamMembers(id, t.members);
+  tx.commit();
+  return id;
+}
+
+std::optional<Team> SqlStore::getTeam(std::int64_t id) {
+  P params[] = {P::integer(id)};
+  auto teams = readTeams("WHERE id = ?", params);
+  if (teams.empty()) return std::nullopt;
+  return std::move(teams.front());
+}
+
+std::optional<Team> SqlStore::findTeamByName(const std::string& name) {
+  P params[] = {P::text(name)};
+  auto teams = readTeams("WHERE name = ?", params);
+  if (teams.empty()) return std::nullopt;
+  return std::move(teams.front());
+}
+
+std::vector<Team> SqlStore::listTeams() {
+  return readTeams("", {});
+}
+
+bool SqlStore::updateTeam(const Team& t) {
+  P params[] = {P::text(t.name),
+                P::optInt(t.rpm),
+                P::optInt(t.tpm),
+                P::optReal(t.budget_daily_usd),
+                P::optReal(t.budget_monthly_usd),
+                P::optReal(t.budget_total_usd),
+                P::integer(nowMs()),
+                P::integer(t.id)};
+  SqlTransaction tx(*conn_);
+  if (conn_->execute("UPDATE teams SET name = ?, rpm = ?, tpm = ?, budget_daily_usd = ?, budget_monthly_usd = ?, "
+                     "budget_total_usd = ?, updated_at = ? WHERE id = ?",
+                     params) == 0)
+    return false;
+  writeTeamMembers(t.id, t.members);
+  tx.commit();
+  return true;
+}
+
+bool SqlStore::deleteTeam(std::int64_t id) {
+  P params[] = {P::integer(id)};
+  return conn_->execute("DELETE FROM teams WHERE id = ?", params) > 0;
 }
 
 // ---- channels ----

@@ -52,6 +52,13 @@ class SqlStore final : public Store {
   bool revokeVirtualKey(std::int64_t id, std::int64_t at_ms) override;
   bool deleteVirtualKey(std::int64_t id) override;
 
+  std::int64_t createTeam(const Team& team) override;
+  std::optional<Team> getTeam(std::int64_t id) override;
+  std::optional<Team> findTeamByName(const std::string& name) override;
+  std::vector<Team> listTeams() override;
+  bool updateTeam(const Team& team) override;
+  bool deleteTeam(std::int64_t id) override;
+
   std::int64_t createChannel(const Channel& channel) override;
   std::optional<Channel> getChannel(std::int64_t id) override;
   std::optional<Channel> findChannelByName(const std::string& name) override;
@@ -93,6 +100,8 @@ class SqlStore final : public Store {
     std::int64_t daily;
   };
   RollupCover rollupCover();
+  void writeTeamMembers(std::int64_t team_id, const std::vector<TeamMember>& members);
+  std::vector<Team> readTeams(const std::string& where, std::span<const SqlParam> params);
 
   std::unique_ptr<SqlConnection> conn_;
   std::vector<std::string> insert_sql_;  // by log2(rows)

@@ -77,6 +77,25 @@ bool Store::updateMcpServer(const McpServer&) {
 bool Store::deleteMcpServer(std::int64_t) {
   unsupported("deleteMcpServer");
 }
+std::int64_t Store::createTeam(const Team&) {
+  unsupported("createTeam");
+}
+std::optional<Team> Store::getTeam(std::int64_t) {
+  unsupported("getTeam");
+}
+std::optional<Team> Store::findTeamByName(const std::string&) {
+  unsupported("findTeamByName");
+}
+// A store without teams (a test fake) has none: the gateway reads them on every refresh.
+std::vector<Team> Store::listTeams() {
+  return {};
+}
+bool Store::updateTeam(const Team&) {
+  unsupported("updateTeam");
+}
+bool Store::deleteTeam(std::int64_t) {
+  unsupported("deleteTeam");
+}
 std::int64_t Store::createAdminToken(const AdminToken&) {
   unsupported("createAdminToken");
 }

@@ -99,15 +99,20 @@ struct UsageQuery {
   bool by_virtual_key = false;
   bool by_model = false;
   bool by_channel = false;
+  bool by_team = false;  // the team each key is in now (keys without a team, and the master key: none)
   std::optional<std::int64_t> virtual_key_id;  // filters
   std::optional<std::string> model;
   std::optional<std::string> channel;
+  // Only the requests of keys in one of these teams (a member's view); empty: no such filter.
+  std::vector<std::int64_t> team_ids;
+  bool team_filter = false;  // apply team_ids even when it is empty (a member of no team sees nothing)
 };
 
 // A dimension not grouped by is left empty (day_ms = 0, strings empty, virtual_key_id empty).
 struct UsageRow {
   std::int64_t day_ms = 0;  // start of the UTC day
   std::optional<std::int64_t> virtual_key_id;
+  std::optional<std::int64_t> team_id;  // by_team only; empty: no team
   std::string model;
   std::string channel;
   std::int64_t requests = 0;
@@ -205,8 +210,31 @@ struct VirtualKey {
   // JSON object of the key's overrides of the protect stages: {"screening": "off|log|warn|block",
   // "cache": true|false, "cache_ttl_ms": N}; absent members inherit the channel's and gateway's.
   std::string settings = "{}";
+  std::optional<std::int64_t> team_id;  // the team whose limits and budgets also bound it
   std::int64_t created_at_ms = 0;  // set by the store
   std::int64_t updated_at_ms = 0;  // set by the store
+};
+
+// Who belongs to a team: an OIDC subject ("sub") or an e-mail address (compared without case).
+struct TeamMember {
+  std::string kind;  // "subject" | "email"
+  std::string value;
+  bool operator==(const TeamMember&) const = default;
+};
+
+// A team: limits and budgets that bound the sum of its virtual keys, and the people who manage
+// those keys (role member on the admin API).
+struct Team {
+  std::int64_t id = 0;
+  std::string name;  // unique
+  std::optional<std::int64_t> rpm;
+  std::optional<std::int64_t> tpm;
+  std::optional<double> budget_daily_usd;
+  std::optional<double> budget_monthly_usd;
+  std::optional<double> budget_total_usd;
+  std::vector<TeamMember> members;  // by kind, then value
+  std::int64_t created_at_ms = 0;   // set by the store
+  std::int64_t updated_at_ms = 0;   // set by the store
 };
 
 struct Channel {
@@ -278,6 +306,7 @@ struct AdminToken {
   std::optional<std::int64_t> revoked_at_ms;
   std::string created_by;          // the actor who created it
   std::int64_t created_at_ms = 0;  // set by the store
+  std::optional<std::int64_t> team_id;  // a member token's team (empty when its team was deleted)
 };
 
 // One admin write, as the audit log keeps it (append-only: no update or delete exists).
@@ -410,6 +439,16 @@ class Store {
   virtual bool updateVirtualKey(const VirtualKey& key) = 0;  // all fields but id/key_hash/created_at
   virtual bool revokeVirtualKey(std::int64_t id, std::int64_t at_ms) = 0;
   virtual bool deleteVirtualKey(std::int64_t id) = 0;
+
+  // ---- teams ---- (the defaults throw StoreError(Internal), as getLog's)
+  // create/update write the members too (update replaces them), in one transaction.
+  virtual std::int64_t createTeam(const Team& team);
+  virtual std::optional<Team> getTeam(std::int64_t id);
+  virtual std::optional<Team> findTeamByName(const std::string& name);
+  virtual std::vector<Team> listTeams();  // by id
+  virtual bool updateTeam(const Team& team);  // all fields but id/created_at
+  // Its keys and member tokens are left without a team.
+  virtual bool deleteTeam(std::int64_t id);
 
   // ---- channels ----
   virtual std::int64_t createChannel(const Channel& channel) = 0;

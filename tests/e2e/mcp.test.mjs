@@ -147,6 +147,35 @@ test('a key\'s RPM counts its tool calls', async () => {
   }
 });
 
+test("a team's RPM counts the tool calls of all its keys", async () => {
+  const team = await admin(gw, '/teams', { method: 'POST', body: { name: 'mcp-team', rpm: 3 } });
+  assert.equal(team.status, 201, await team.clone().text());
+  const { id } = await team.json();
+  const a = await createKey(gw, { name: 'team agent a', team_id: id });
+  const b = await createKey(gw, { name: 'team agent b', team_id: id });
+  const clients = [];
+  try {
+    for (const { secret } of [a, b]) {
+      const c = await waitFor(async () => { try { return await connect(secret); } catch { return null; } }, 5000);
+      assert.ok(c, 'the new key connects');
+      clients.push(c);
+    }
+    await clients[0].callTool({ name: 'local__echo', arguments: { message: 'a1' } });
+    await clients[1].callTool({ name: 'local__echo', arguments: { message: 'b1' } });
+    await clients[0].callTool({ name: 'local__echo', arguments: { message: 'a2' } });
+    for (const c of clients) {
+      await assert.rejects(c.callTool({ name: 'local__echo', arguments: { message: 'over' } }), (e) => {
+        assert.ok(e instanceof McpError, String(e));
+        assert.equal(e.code, -32029);
+        assert.match(e.message, /team mcp-team's requests limit is reached/);
+        return true;
+      });
+    }
+  } finally {
+    for (const c of clients) await c.close();
+  }
+});
+
 test('a wrong key is refused with 401 before anything reaches a server', async () => {
   await assert.rejects(connect('sk-slc-not-a-key'), (e) => {
     assert.equal(e.code, 401, String(e));

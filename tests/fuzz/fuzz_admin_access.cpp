@@ -50,7 +50,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     std::string secret;
     const store::AdminToken t = admin::newToken(v.as_object(), "fuzz", 1'700'000'000'000, secret);
-    if (!admin::parseRole(t.role) || t.role == "member") fuzz::fail("a token with a role it may not have", t.role);
+    if (!admin::parseRole(t.role)) fuzz::fail("a token with a role it may not have", t.role);
+    // A member token names its team (resolved by the caller); the other roles never do.
+    const auto* team = v.as_object().if_contains("team");
+    if ((t.role == "member") != (team && !team->is_null())) fuzz::fail("a team on the wrong role", body);
     if (t.name.empty() || t.name.size() > 128) fuzz::fail("a token name out of bounds", t.name);
     if (!secret.starts_with(admin::kAdminTokenScheme) ||
         secret.size() != admin::kAdminTokenScheme.size() + admin::kAdminTokenRandomChars)

@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{bedrock_mock,cloud_credentials,event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,mcp_message,mcp_server_fields,screen_features,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path,admin_access}
+mkdir -p "$C"/{bedrock_mock,cloud_credentials,event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,mcp_message,mcp_server_fields,screen_features,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path,admin_access,team_fields}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -405,6 +405,15 @@ printf '\x03/tokens/7' >$C/admin_access/delete_token
 printf '\x00//keys/' >$C/admin_access/empty_segments
 printf '\x01{"name":"ci-deploy","role":"operator","expires_in":"90d"}' >$C/admin_access/token_body
 printf '\x01{"name":"x","role":"member","team":3,"expires_in":-1}' >$C/admin_access/token_refused
+printf '\x01{"name":"search-bot","role":"member","team":"search"}' >$C/admin_access/member_token
+printf '\x00/teams/search' >$C/admin_access/get_team
+
+# team_fields: [patch bit] + a POST or PATCH /admin/api/teams body
+printf '\x00{"name":"search","rpm":60,"tpm":100000,"budget_daily_usd":5,"budget_total_usd":100,"members":[{"email":"Ada@Example.com"},{"subject":"auth0|42"}]}' >$C/team_fields/create
+printf '\x01{"add_members":[{"email":"bob@example.com"}],"remove_members":[{"subject":"auth0|42"}],"rpm":null}' >$C/team_fields/patch_members
+printf '\x01{"members":[],"name":"renamed.team_2"}' >$C/team_fields/patch_clear
+{ printf '\x00'; printf '%s' '{"name":"12345","members":[{"email":"a@b@c"},{"subject":"x\u0000y"},{"role":"admin"}],"budget_total_usd":-1}'; } >$C/team_fields/hostile
+printf '\x00{"name":"../etc","members":[{"email":"a@b","subject":"s"}],"add_members":[]}' >$C/team_fields/hostile_shapes
 
 
 # Seeds written by hand earlier and kept byte for byte: the edge TLS + admin listener config, a

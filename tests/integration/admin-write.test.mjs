@@ -430,6 +430,7 @@ test('the OpenAPI document parses, is 3.1 and lists every endpoint', async () =>
     '/mcp-servers': ['get', 'post'], '/mcp-servers/{id}': ['get', 'patch', 'delete'],
     '/me': ['get'], '/tokens': ['get', 'post'], '/tokens/{id}': ['get', 'delete'],
     '/tokens/{id}/revoke': ['post'], '/audit': ['get'],
+    '/teams': ['get', 'post'], '/teams/{id}': ['get', 'patch', 'delete'],
   };
   assert.deepEqual(Object.keys(doc.paths).sort(), Object.keys(expected).sort());
   for (const [path, methods] of Object.entries(expected))

@@ -130,6 +130,27 @@ test('the CLI refuses what the API refuses, in the same words', async () => {
   assert.match(nothing.err, /nothing to update/);
 });
 
+test('--team puts a key in a team by name or id, and none takes it out', async () => {
+  const t = await fetch(`${gw.url}/admin/api/teams`, { method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'cli-team' }) });
+  assert.equal(t.status, 201);
+  const team = await t.json();
+  const created = json(withConfig(['create', '--name', 'in-team', '--team', 'cli-team', '--json']));
+  assert.equal(created.key.team_id, team.id);
+  assert.match(withConfig(['show', String(created.key.id)]).out, new RegExp(`team:\\s+${team.id}`));
+  assert.equal(json(withConfig(['update', String(created.key.id), '--team', 'none', '--json'])).team_id, null);
+  assert.equal(json(withConfig(['update', String(created.key.id), '--team', String(team.id), '--json'])).team_id, team.id);
+  const missing = withConfig(['create', '--name', 'x', '--team', 'no-such-team']);
+  assert.equal(missing.code, 1);
+  assert.match(missing.err, /--team: no team named "no-such-team"/);
+  const hostile = withConfig(['create', '--name', 'x', '--team', "x' OR '1'='1"]);
+  assert.equal(hostile.code, 1);
+  assert.match(hostile.err, /--team: no team named/);
+  const byId = withConfig(['create', '--name', 'x', '--team', '999999']);
+  assert.equal(byId.code, 1);
+  assert.match(byId.err, /--team: no team with id 999999/);
+});
+
 test('without -c the default store ./sluice.db is used; a bad config exits 2', () => {
   const cwd = tempDir();
   const made = keys(['create', '--name', 'local', '--json'], { cwd });

@@ -2,7 +2,8 @@ import { useMemo, useState } from 'preact/hooks';
 import { PALETTE, TimeChart, type ChartSeries } from '../chart';
 import { fmtCompact, fmtInt, fmtMs, fmtPct, fmtRate, fmtTick, fmtUsd } from '../format';
 import { loadStats, RANGES, type StatsResult } from '../stats';
-import type { Stats, StatsGroup } from '../types';
+import { api } from '../api';
+import type { Stats, StatsGroup, UsagePage } from '../types';
 import { Card, Empty, ErrorBox, Loading, PageHeader, TableWrap, useAsync, usePoll } from '../ui';
 
 const POLL_MS = 5000;
@@ -58,6 +59,7 @@ export function Dashboard() {
         <p class="note" role="note">This range holds many requests: the percentiles are computed from a sample of them; counts and sums are exact.</p>
       )}
       {stats && <StatsView stats={stats} />}
+      {stats && <TeamBreakdown stats={stats} />}
     </>
   );
 }
@@ -122,6 +124,22 @@ function StatsView({ stats }: { stats: Stats }) {
       </div>
     </>
   );
+}
+
+// The window's requests by team (from the usage endpoint: a key counts for the team it is in now);
+// shown once some key is in a team.
+function TeamBreakdown({ stats }: { stats: Stats }) {
+  const teams = useAsync<StatsGroup[]>(async (signal) => {
+    const page = await api<UsagePage>('/usage', { signal, query: { group_by: 'team', from: String(stats.since_ms), to: String(stats.until_ms) } })
+      .catch(() => ({ data: [], from_ms: 0, to_ms: 0 }));
+    return page.data.filter((r) => r.requests > 0).sort((a, b) => b.requests - a.requests).map((r) => ({
+      id: r.team_id ?? null, name: r.team_id === null || r.team_id === undefined ? '(no team)' : r.team_name ?? `team ${r.team_id}`,
+      requests: r.requests, errors: r.errors, input_tokens: r.input_tokens, output_tokens: r.output_tokens, cost_usd: r.cost_usd,
+      latency_ms: { p50: null, p95: null },
+    }));
+  }, [stats.since_ms, stats.until_ms, stats.totals.requests]);
+  if (!teams.data || !teams.data.some((r) => r.id !== null)) return null;
+  return <div class="breakdowns"><Breakdown id="by-team" title="By team" rows={teams.data} /></div>;
 }
 
 function groupName(r: StatsGroup, isKey?: boolean): string {

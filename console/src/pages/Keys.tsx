@@ -3,7 +3,7 @@ import { atLeast, useMe } from '../role';
 import { api, ApiError } from '../api';
 import { fmtCompact, fmtInt, fmtRelative, fmtTime, fmtUsd, fromLocalInput, splitList, toLocalInput } from '../format';
 import { PROTECT_PARAMS, ProtectFields, protectBody, protectForm, ProtectProps, type ProtectForm } from '../protect';
-import type { Channel, McpServer, UsagePage, VirtualKey } from '../types';
+import type { Channel, McpServer, Team, UsagePage, VirtualKey } from '../types';
 import {
   ActionButton, Badge, CopyButton, describedBy, Empty, ErrorBox, Field, fieldError, InlineError, Loading, PageHeader,
   useAsync,
@@ -13,6 +13,7 @@ interface Data {
   keys: VirtualKey[];
   channels: string[];
   tools: string[];  // the MCP tools the gateway offers now (SERVER__TOOL)
+  teams: Team[];    // those the caller may put keys in (a member: their own)
   usage: Map<number, { requests: number; tokens: number }>;
 }
 
@@ -27,20 +28,27 @@ const BUDGETS = [
   ['budget_total_usd', 'Total budget (USD)', 'total_usd'],
 ] as const;
 
+// Operators manage every key; a member, their teams' keys (the gateway lists only those to them).
+function useCanEdit(): boolean {
+  const me = useMe();
+  return atLeast(me, 'operator') || me.role === 'member';
+}
+
 export function Keys() {
-  const canEdit = atLeast(useMe(), 'operator');
+  const canEdit = useCanEdit();
   const [status, setStatus] = useState('');
   const state = useAsync<Data>(async (signal) => {
-    const [keys, channels, usage, mcp] = await Promise.all([
+    const [keys, channels, usage, mcp, teams] = await Promise.all([
       api<{ data: VirtualKey[] }>('/keys', { signal, query: { status } }),
       api<{ data: Channel[] }>('/channels', { signal }).catch(() => ({ data: [] as Channel[] })),
       api<UsagePage>('/usage', { signal, query: { by: 'key' } }).catch(() => ({ data: [], from_ms: 0, to_ms: 0 })),
       api<{ data: McpServer[] }>('/mcp-servers', { signal }).catch(() => ({ data: [] as McpServer[] })),
+      api<{ data: Team[] }>('/teams', { signal }).catch(() => ({ data: [] as Team[] })),
     ]);
     const u = new Map<number, { requests: number; tokens: number }>();
     for (const r of usage.data) if (r.virtual_key_id) u.set(r.virtual_key_id, { requests: r.requests, tokens: r.input_tokens + r.output_tokens });
     const tools = mcp.data.flatMap((m) => m.tools.map((t) => t.name)).sort();
-    return { keys: keys.data, channels: channels.data.map((c) => c.name), tools, usage: u };
+    return { keys: keys.data, channels: channels.data.map((c) => c.name), tools, usage: u, teams: teams.data };
   }, [status]);
   const [creating, setCreating] = useState(false);
   const [secret, setSecret] = useState<{ name: string; secret: string } | null>(null);
@@ -67,7 +75,7 @@ export function Keys() {
       {secret && <SecretReveal {...secret} onDismiss={() => setSecret(null)} />}
       {creating && (
         <div id="new-key">
-          <KeyForm channels={d?.channels ?? []} tools={d?.tools ?? []}
+          <KeyForm channels={d?.channels ?? []} tools={d?.tools ?? []} teams={d?.teams ?? []}
             onCancel={() => setCreating(false)}
             onSaved={async (r) => {
               setCreating(false);
@@ -81,7 +89,7 @@ export function Keys() {
       {d && d.keys.length === 0 && <Empty>{status ? `No ${status} keys.` : 'No virtual keys yet. Create one for each application.'}</Empty>}
       {d && d.keys.length > 0 && (
         <ul class="stack keylist" aria-label="Virtual keys">
-          {d.keys.map((k) => <KeyCard key={k.id} k={k} channels={d.channels} tools={d.tools} usage={d.usage.get(k.id)} onChange={() => state.reload()} />)}
+          {d.keys.map((k) => <KeyCard key={k.id} k={k} channels={d.channels} tools={d.tools} teams={d.teams} usage={d.usage.get(k.id)} onChange={() => state.reload()} />)}
         </ul>
       )}
     </>
@@ -123,11 +131,12 @@ function Meter({ label, spent, budget }: { label: string; spent: number; budget:
   );
 }
 
-function KeyCard({ k, channels, tools, usage, onChange }: {
-  k: VirtualKey; channels: string[]; tools: string[]; usage?: { requests: number; tokens: number }; onChange: () => Promise<void>;
+function KeyCard({ k, channels, tools, teams, usage, onChange }: {
+  k: VirtualKey; channels: string[]; tools: string[]; teams: Team[]; usage?: { requests: number; tokens: number }; onChange: () => Promise<void>;
 }) {
   const [editing, setEditing] = useState(false);
-  const canEdit = atLeast(useMe(), 'operator');
+  const canEdit = useCanEdit();
+  const team = k.team_id === null || k.team_id === undefined ? null : teams.find((t) => t.id === k.team_id);
   const limits = LIMITS.filter(([f]) => k[f] !== null);
   return (
     <li class="card key" data-testid={`vkey-${k.name}`} aria-labelledby={`vk-${k.id}`}>
@@ -157,10 +166,11 @@ function KeyCard({ k, channels, tools, usage, onChange }: {
         </div>}
       </header>
       {editing ? (
-        <KeyForm k={k} channels={channels} tools={tools} onCancel={() => setEditing(false)} onSaved={async () => { setEditing(false); await onChange(); }} />
+        <KeyForm k={k} channels={channels} tools={tools} teams={teams} onCancel={() => setEditing(false)} onSaved={async () => { setEditing(false); await onChange(); }} />
       ) : (
         <div class="key-body">
           <dl class="props">
+            <div><dt>Team</dt><dd data-testid="key-team">{k.team_id === null || k.team_id === undefined ? 'none' : team?.name ?? `team ${k.team_id}`}</dd></div>
             <div><dt>Models</dt><dd>{k.allowed_models.length ? k.allowed_models.map((m) => <code key={m} class="chip">{m}</code>) : 'every model'}</dd></div>
             <div><dt>Channels</dt><dd>{k.allowed_channels.length ? k.allowed_channels.map((m) => <code key={m} class="chip">{m}</code>) : 'every channel'}</dd></div>
             <div><dt>MCP tools</dt><dd data-testid="key-tools">{(k.allowed_tools ?? []).length ? k.allowed_tools.map((m) => <code key={m} class="chip">{m}</code>) : 'every tool'}</dd></div>
@@ -193,6 +203,7 @@ interface FormState {
   budget_monthly_usd: string;
   budget_total_usd: string;
   expires: string;
+  team: string;  // the team's id; '' for none
   protect: ProtectForm;
 }
 
@@ -206,6 +217,7 @@ function toForm(k?: VirtualKey): FormState {
     rpm: s(k?.rpm), tpm: s(k?.tpm), max_concurrent: s(k?.max_concurrent),
     budget_daily_usd: s(k?.budget_daily_usd), budget_monthly_usd: s(k?.budget_monthly_usd), budget_total_usd: s(k?.budget_total_usd),
     expires: toLocalInput(k?.expires_at_ms),
+    team: k?.team_id === null || k?.team_id === undefined ? '' : String(k.team_id),
     protect: protectForm(k),
   };
 }
@@ -218,10 +230,17 @@ function num(s: string, param: string, integer: boolean): number | null {
   return n;
 }
 
-function KeyForm({ k, channels, tools, onSaved, onCancel }: {
-  k?: VirtualKey; channels: string[]; tools: string[]; onSaved: (created?: { name: string; secret: string }) => Promise<void>; onCancel: () => void;
+function KeyForm({ k, channels, tools, teams, onSaved, onCancel }: {
+  k?: VirtualKey; channels: string[]; tools: string[]; teams: Team[]; onSaved: (created?: { name: string; secret: string }) => Promise<void>; onCancel: () => void;
 }) {
-  const [f, setF] = useState<FormState>(() => toForm(k));
+  const me = useMe();
+  // A member's keys stay in one of their teams: no "no team" choice, and their first team by default.
+  const member = me.role === 'member';
+  const [f, setF] = useState<FormState>(() => {
+    const s = toForm(k);
+    if (!k && member && teams.length > 0) s.team = String(teams[0].id);
+    return s;
+  });
   const [error, setError] = useState<unknown>(undefined);
   const [busy, setBusy] = useState(false);
   const base = k ? `edit-key-${k.id}` : 'new-key';
@@ -244,6 +263,7 @@ function KeyForm({ k, channels, tools, onSaved, onCancel }: {
       const exp = fromLocalInput(f.expires);
       if (f.expires && exp === null) throw new ApiError(0, 'expiry is not a valid date', 'expires_at_ms');
       body.expires_at_ms = exp;
+      body.team_id = f.team ? Number(f.team) : null;
       Object.assign(body, protectBody(f.protect));
       if (k) {
         const before = toForm(k);
@@ -253,6 +273,7 @@ function KeyForm({ k, channels, tools, onSaved, onCancel }: {
         if (f.allowed_tools === before.allowed_tools) delete body.allowed_tools;
         for (const [p] of [...LIMITS, ...BUDGETS]) if (f[p] === before[p]) delete body[p];
         if (f.expires === before.expires) delete body.expires_at_ms;
+        if (f.team === before.team) delete body.team_id;
         for (const p of PROTECT_PARAMS) if (f.protect[p] === before.protect[p]) delete body[p];
         await api(`/keys/${k.id}`, { method: 'PATCH', body });
         await onSaved();
@@ -270,7 +291,7 @@ function KeyForm({ k, channels, tools, onSaved, onCancel }: {
   };
 
   const fe = (p: string) => fieldError(error, p);
-  const known = ['name', 'allowed_models', 'allowed_channels', 'allowed_tools', 'expires_at_ms', 'expires_at', ...PROTECT_PARAMS, ...LIMITS.map(([p]) => p), ...BUDGETS.map(([p]) => p)];
+  const known = ['name', 'team_id', 'allowed_models', 'allowed_channels', 'allowed_tools', 'expires_at_ms', 'expires_at', ...PROTECT_PARAMS, ...LIMITS.map(([p]) => p), ...BUDGETS.map(([p]) => p)];
   const numField = (p: keyof FormState & string, label: string, integer: boolean, hint: string) => (
     <Field key={p} id={`${base}-${p}`} label={label} hint={hint} error={fe(p)}>
       <input id={`${base}-${p}`} name={p} type="number" min={integer ? 1 : 0} step={integer ? 1 : 'any'} value={f[p] as string}
@@ -284,6 +305,14 @@ function KeyForm({ k, channels, tools, onSaved, onCancel }: {
         <Field id={`${base}-name`} label="Name" error={fe('name')} hint="Who uses it: an app, a team">
           <input id={`${base}-name`} name="name" value={f.name} required maxLength={128} onInput={(e) => set('name', e.currentTarget.value)}
             aria-describedby={describedBy(`${base}-name`, 'h', fe('name'))} aria-invalid={!!fe('name')} />
+        </Field>
+        <Field id={`${base}-team`} label="Team" error={fe('team_id')} hint="Its limits and budgets also bound this key">
+          <select id={`${base}-team`} name="team" value={f.team} onChange={(e) => set('team', e.currentTarget.value)}
+            aria-describedby={describedBy(`${base}-team`, 'h', fe('team_id'))} aria-invalid={!!fe('team_id')}>
+            {!member && <option value="">no team</option>}
+            {teams.map((t) => <option key={t.id} value={String(t.id)}>{t.name}</option>)}
+            {f.team && !teams.some((t) => String(t.id) === f.team) && <option value={f.team}>team {f.team}</option>}
+          </select>
         </Field>
         <Field id={`${base}-allowed_models`} label="Allowed models" error={fe('allowed_models')} hint="Names or globs, comma separated; blank: every model">
           <input id={`${base}-allowed_models`} name="allowed_models" value={f.allowed_models} placeholder="gpt-4o*, mock-*"

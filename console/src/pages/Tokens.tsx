@@ -3,13 +3,14 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { fmtRelative, fmtTime } from '../format';
-import type { AdminToken, Role } from '../types';
+import type { AdminToken, Role, Team } from '../types';
 import {
   ActionButton, Badge, CopyButton, describedBy, Empty, ErrorBox, Field, fieldError, InlineError, Loading, PageHeader,
   TableWrap, useAsync,
 } from '../ui';
 
 const ROLES: Array<[Role, string]> = [
+  ['member', "member: one team's keys and usage"],
   ['viewer', 'viewer: dashboards, usage, logs without bodies'],
   ['operator', 'operator: channels, keys, MCP servers, settings, reload'],
   ['admin', 'admin: everything, tokens and the audit log included'],
@@ -18,6 +19,7 @@ const EXPIRY = [['', 'never'], ['30d', 'in 30 days'], ['90d', 'in 90 days'], ['3
 
 export function Tokens() {
   const state = useAsync(async (signal) => (await api<{ data: AdminToken[] }>('/tokens', { signal })).data, []);
+  const teams = useAsync(async (signal) => (await api<{ data: Team[] }>('/teams', { signal }).catch(() => ({ data: [] as Team[] }))).data, []);
   const [creating, setCreating] = useState(false);
   const [secret, setSecret] = useState<{ name: string; secret: string } | null>(null);
   const tokens = state.data;
@@ -46,7 +48,7 @@ export function Tokens() {
       )}
       {creating && (
         <div id="new-token">
-          <TokenForm onCancel={() => setCreating(false)}
+          <TokenForm teams={teams.data ?? []} onCancel={() => setCreating(false)}
             onCreated={async (r) => { setCreating(false); setSecret(r); await state.reload(); }} />
         </div>
       )}
@@ -70,7 +72,10 @@ export function Tokens() {
               {tokens.map((t) => (
                 <tr key={t.id} data-testid={`token-${t.name}`} data-status={t.status}>
                   <th scope="row">{t.name} <code class="muted">{t.token_prefix}…</code></th>
-                  <td data-label="Role"><Badge kind="neutral">{t.role}</Badge></td>
+                  <td data-label="Role">
+                    <Badge kind="neutral">{t.role}</Badge>
+                    {t.role === 'member' && <span class="muted"> {teams.data?.find((x) => x.id === t.team_id)?.name ?? (t.team_id ? `team ${t.team_id}` : 'no team')}</span>}
+                  </td>
                   <td data-label="Status">
                     <Badge kind={t.status === 'active' ? 'ok' : t.status === 'revoked' ? 'bad' : 'warn'}>{t.status}</Badge>
                   </td>
@@ -101,9 +106,10 @@ export function Tokens() {
   );
 }
 
-function TokenForm({ onCreated, onCancel }: {
-  onCreated: (r: { name: string; secret: string }) => Promise<void>; onCancel: () => void;
+function TokenForm({ teams, onCreated, onCancel }: {
+  teams: Team[]; onCreated: (r: { name: string; secret: string }) => Promise<void>; onCancel: () => void;
 }) {
+  const [team, setTeam] = useState('');
   const [name, setName] = useState('');
   const [role, setRole] = useState<Role>('viewer');
   const [expires, setExpires] = useState('90d');
@@ -116,6 +122,7 @@ function TokenForm({ onCreated, onCancel }: {
     try {
       const body: Record<string, unknown> = { name: name.trim(), role };
       if (expires) body.expires_in = expires;
+      if (role === 'member') body.team = team ? Number(team) : (teams[0]?.id ?? null);
       const r = await api<{ token: AdminToken; secret: string }>('/tokens', { method: 'POST', body });
       await onCreated({ name: r.token.name, secret: r.secret });
     } catch (err) {
@@ -138,13 +145,22 @@ function TokenForm({ onCreated, onCancel }: {
             {ROLES.map(([r, label]) => <option key={r} value={r}>{label}</option>)}
           </select>
         </Field>
+        {role === 'member' && (
+          <Field id="token-team" label="Team" error={fe('team') ?? fe('team_id')} hint="The team whose keys and usage it reaches">
+            <select id="token-team" value={team || String(teams[0]?.id ?? '')} onChange={(e) => setTeam(e.currentTarget.value)}
+              aria-describedby={describedBy('token-team', 'h', fe('team') ?? fe('team_id'))}>
+              {teams.length === 0 && <option value="">no teams yet: create one on the Teams page</option>}
+              {teams.map((t) => <option key={t.id} value={String(t.id)}>{t.name}</option>)}
+            </select>
+          </Field>
+        )}
         <Field id="token-expires" label="Expires" error={fe('expires_in')}>
           <select id="token-expires" value={expires} onChange={(e) => setExpires(e.currentTarget.value)}>
             {EXPIRY.map(([v, label]) => <option key={v} value={v}>{label}</option>)}
           </select>
         </Field>
       </div>
-      {error && !fe('name') && !fe('role') && !fe('expires_in') ? <InlineError error={error} /> : null}
+      {error && !fe('name') && !fe('role') && !fe('expires_in') && !fe('team') && !fe('team_id') ? <InlineError error={error} /> : null}
       <div class="form-actions">
         <button type="submit" class="btn btn-primary" disabled={busy} aria-busy={busy}>Create token</button>
         <button type="button" class="btn btn-ghost" onClick={onCancel}>Cancel</button>

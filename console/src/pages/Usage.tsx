@@ -10,6 +10,7 @@ const DIMS = [
   ['model', 'Model'],
   ['channel', 'Channel'],
   ['key', 'Key'],
+  ['team', 'Team'],
 ] as const;
 type Dim = (typeof DIMS)[number][0];
 
@@ -68,6 +69,7 @@ export function Usage() {
   const label = (r: UsageRow, d: Dim) => {
     if (d === 'day') return r.day_ms !== undefined ? fmtDay(r.day_ms) : '—';
     if (d === 'key') return keyName(r.virtual_key_id);
+    if (d === 'team') return r.team_id === null || r.team_id === undefined ? '(no team)' : r.team_name ?? `team ${r.team_id}`;
     return (d === 'model' ? r.model : r.channel) || '(none)';
   };
 
@@ -83,7 +85,7 @@ export function Usage() {
       if ((res.headers.get('content-type') ?? '').includes('json')) {
         // A gateway without CSV export answers JSON: write the same rows as CSV here.
         const page = (await res.json()) as UsagePage;
-        const cols = [...q.by.map((d) => (d === 'day' ? 'day' : d === 'key' ? 'virtual_key_id' : d)),
+        const cols = [...q.by.map((d) => (d === 'day' ? 'day' : d === 'key' ? 'virtual_key_id' : d === 'team' ? 'team_name' : d)),
           'requests', 'errors', 'input_tokens', 'output_tokens', 'cached_tokens', 'cost_usd'];
         const lines = [cols.join(',')];
         for (const r of page.data) {

@@ -6,6 +6,7 @@
 // usage and cost replace the estimate, right before a success's last bytes go out, or when the
 // request completes on every other path.
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "cluster/Limiter.hpp"
@@ -38,7 +39,9 @@ class LimitsStage final : public Stage {
 
   boost::asio::awaitable<Step> onRequest(Exchange& ex) override {
     const auto* vk = ex.caller.vk;
-    if (!vk || !vk->subject.spec.any()) co_return Step::Continue;
+    const bool keyLimits = vk && vk->subject.spec.any();
+    const bool teamLimits = vk && vk->team && vk->team->spec.any();
+    if (!keyLimits && !teamLimits) co_return Step::Continue;
     const auto& facts = ex.route.facts;
     const auto& price = ex.settle.price;
     const std::string& text = ex.req.body();
@@ -46,16 +49,41 @@ class LimitsStage final : public Stage {
         price ? pipeline::PriceTable::cost(*price, static_cast<std::int64_t>(text.size() / 4),
                                            facts.max_tokens > 0 ? facts.max_tokens : kDefaultOutputEstimate, 0)
               : 0.0;
-    Held h{vk->subject, cluster::Charge{ex.ctx.id, ex.route.est_tokens, estCost}, nullptr, nullptr};
-    auto d = co_await ex.settle.limiter().acquire(h.subject, h.charge);
-    ex.answer.rate_headers = rateLimitHeaders(d);
-    if (!d.allowed) {
-      const LimitRefusal why = refusalFor(d, "key " + vk->name, ex.route.est_tokens);
-      http::Response reply = refusalResponse(ex.call.wire, ex.ctx, ex.rec, why, ex.answer.rate_headers);
+    const cluster::Charge charge{ex.ctx.id, ex.route.est_tokens, estCost};
+    // The key's own limits, then its team's (which bound the sum of the team's keys). A request
+    // the team refuses gives the key's charge back (its request stays counted in the key's RPM
+    // window, as a failed attempt's does).
+    std::optional<Held> keyHold;
+    std::optional<LimitRefusal> refused;
+    if (keyLimits) {
+      Held h{vk->subject, charge, nullptr, nullptr};
+      auto d = co_await ex.settle.limiter().acquire(h.subject, h.charge);
+      ex.answer.rate_headers = rateLimitHeaders(d);
+      if (d.allowed)
+        keyHold = std::move(h);
+      else
+        refused = refusalFor(d, "key " + vk->name, ex.route.est_tokens);
+    }
+    if (teamLimits && !refused) {
+      Held h{*vk->team, charge, nullptr, nullptr};
+      auto d = co_await ex.settle.limiter().acquire(h.subject, h.charge);
+      if (!keyLimits || !d.allowed) ex.answer.rate_headers = rateLimitHeaders(d);
+      if (d.allowed) {
+        ex.settle.hold(std::move(h));
+      } else {
+        refused = refusalFor(d, "team " + vk->team_name, ex.route.est_tokens);
+        if (keyHold) {
+          co_await ex.settle.limiter().settle(keyHold->subject, keyHold->charge, 0, 0);
+          keyHold.reset();
+        }
+      }
+    }
+    if (refused) {
+      http::Response reply = refusalResponse(ex.call.wire, ex.ctx, ex.rec, *refused, ex.answer.rate_headers);
       co_await ex.r.send(std::move(reply));
       co_return Step::Answered;
     }
-    ex.settle.hold(std::move(h));
+    if (keyHold) ex.settle.hold(std::move(*keyHold));
     co_return Step::Continue;
   }
 
@@ -134,7 +162,7 @@ class LimitsStageConfig final : public StageConfig {
   // Always started: the settlement at completion also prices the request.
   Stage* start(const Exchange& ex, StageArena& arena) const override {
     const auto* vk = ex.caller.vk;
-    const bool callerLimits = vk && vk->subject.spec.any();
+    const bool callerLimits = vk && (vk->subject.spec.any() || (vk->team && vk->team->spec.any()));
     const auto& cands = ex.route.candidates;
     const bool quotas = std::any_of(cands.begin(), cands.end(), [](const auto* c) { return hasQuota(*c); });
     return arena.make<LimitsStage>(callerLimits, quotas);

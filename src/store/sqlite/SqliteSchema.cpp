@@ -279,6 +279,38 @@ CREATE TABLE audit_log (
 CREATE INDEX audit_log_time ON audit_log (time_ms);
 CREATE INDEX audit_log_actor ON audit_log (actor, id);
 )sql"},
+    // Teams: limits and budgets over the sum of their keys, members by OIDC subject or e-mail.
+    // A team deleted leaves its keys and member tokens without a team (not deleted with it). The
+    // control-plane triggers bring a team's limits to every instance.
+    {11, "teams, team members, team of a virtual key and of an admin token", R"sql(
+CREATE TABLE teams (
+  id                 INTEGER PRIMARY KEY AUTOINCREMENT,
+  name               TEXT    NOT NULL UNIQUE,
+  rpm                INTEGER CHECK (rpm IS NULL OR rpm > 0),
+  tpm                INTEGER CHECK (tpm IS NULL OR tpm > 0),
+  budget_daily_usd   REAL    CHECK (budget_daily_usd IS NULL OR budget_daily_usd >= 0),
+  budget_monthly_usd REAL    CHECK (budget_monthly_usd IS NULL OR budget_monthly_usd >= 0),
+  budget_total_usd   REAL    CHECK (budget_total_usd IS NULL OR budget_total_usd >= 0),
+  created_at         INTEGER NOT NULL,
+  updated_at         INTEGER NOT NULL
+);
+CREATE TABLE team_members (
+  team_id INTEGER NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+  kind    TEXT    NOT NULL CHECK (kind IN ('subject', 'email')),
+  value   TEXT    NOT NULL,
+  PRIMARY KEY (team_id, kind, value)
+);
+CREATE INDEX team_members_value ON team_members (kind, value);
+ALTER TABLE virtual_keys ADD COLUMN team_id INTEGER REFERENCES teams(id) ON DELETE SET NULL;
+CREATE INDEX virtual_keys_team ON virtual_keys (team_id);
+ALTER TABLE admin_tokens ADD COLUMN team_id INTEGER REFERENCES teams(id) ON DELETE SET NULL;
+CREATE TRIGGER teams_cp_insert AFTER INSERT ON teams
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+CREATE TRIGGER teams_cp_update AFTER UPDATE ON teams
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+CREATE TRIGGER teams_cp_delete AFTER DELETE ON teams
+  BEGIN UPDATE control_plane_version SET version = version + 1; END;
+)sql"},
 };
 
 }  // namespace

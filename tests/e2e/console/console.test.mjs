@@ -640,6 +640,104 @@ test('roles: a viewer token made on the Tokens page sees only what it may; the a
   await shoot('audit');
 });
 
+test('teams: made on the Teams page, limits and members edited, a key put in it; a member token sees only its team', async () => {
+  await go('/teams');
+  await page.getByRole('button', { name: 'New team' }).click();
+  let form = page.getByTestId('team-form');
+  await form.getByLabel('Name').fill('e2e-team');
+  await form.getByLabel('Requests per minute').fill('100');
+  await form.getByLabel('Monthly budget (USD)').fill('20');
+  await form.getByLabel('Members by e-mail').fill('Ada@Example.com');
+  await form.getByRole('button', { name: 'Create team' }).click();
+  const row = page.getByTestId('team-e2e-team');
+  await row.getByText('ada@example.com').waitFor();
+  // A bad field is shown beside its input, and nothing is stored.
+  await page.getByRole('button', { name: 'New team' }).click();
+  form = page.getByTestId('team-form');
+  await form.getByLabel('Name').fill('12345');
+  await form.getByRole('button', { name: 'Create team' }).click();
+  await form.getByRole('alert').getByText(/not be all digits/).waitFor();
+  await form.getByRole('button', { name: 'Cancel' }).click();
+  await shoot('teams');
+
+  await row.getByRole('button', { name: 'Edit' }).click();
+  form = page.getByRole('form', { name: 'Edit team e2e-team' });
+  await form.getByLabel('Requests per minute').fill('50');
+  await form.getByLabel('Members by OIDC subject').fill('auth0|7');
+  await form.getByRole('button', { name: 'Save changes' }).click();
+  await page.getByTestId('team-e2e-team').getByTestId('team-limits').getByText('Requests per minute: 50').waitFor();
+  await page.getByTestId('team-e2e-team').getByText('auth0|7').waitFor();
+  const team = await (await fetch(`${gw.url}/admin/api/teams/e2e-team`, { headers: { authorization: `Bearer ${MASTER}` } })).json();
+  assert.equal(team.rpm, 50);
+  assert.equal(team.budget_monthly_usd, 20);
+  assert.deepEqual(team.members, [{ email: 'ada@example.com' }, { subject: 'auth0|7' }]);
+
+  // The key form's team picker puts a key in the team.
+  await go('/keys');
+  const card = page.getByTestId('vkey-e2e-app');
+  await card.getByRole('button', { name: 'Edit' }).click();
+  await card.getByLabel('Team', { exact: true }).selectOption({ label: 'e2e-team' });
+  await card.getByRole('button', { name: 'Save changes' }).click();
+  await card.getByTestId('key-team').getByText('e2e-team').waitFor();
+
+  // Usage grouped by team.
+  await go('/usage');
+  await page.getByTestId('usage-table').waitFor();
+  await page.getByLabel('Day', { exact: true }).uncheck();
+  await page.getByLabel('Team', { exact: true }).check();
+  await page.getByRole('button', { name: 'Show' }).click();
+  await page.getByTestId('usage-table').getByText('e2e-team').first().waitFor();
+
+  // A member token for the team, made on the Tokens page, signed in in a browser of its own.
+  await go('/tokens');
+  await page.getByRole('button', { name: 'New token' }).click();
+  const tform = page.getByTestId('token-form');
+  await tform.getByLabel('Name').fill('console-member');
+  await tform.getByLabel('Role').selectOption('member');
+  await tform.getByLabel('Team').selectOption({ label: 'e2e-team' });
+  await tform.getByRole('button', { name: 'Create token' }).click();
+  const memberSecret = (await page.getByTestId('new-token-secret').textContent()).trim();
+  await page.getByRole('button', { name: 'I have stored it' }).click();
+  const context = await browser.newContext({ viewport: LAPTOP });
+  const member = await context.newPage();
+  member.setDefaultTimeout(UI_MS);
+  member.on('pageerror', (e) => pageErrors.push(String(e)));
+  await member.goto(`${consoleUrl}/`);
+  await member.getByLabel('Master key or admin token').fill(memberSecret);
+  await member.getByRole('button', { name: 'Sign in' }).click();
+  await member.getByTestId('whoami').getByText('token:console-member · member').waitFor();
+  // Their start page is their team's keys, not the gateway-wide dashboard they may not read.
+  await member.getByRole('heading', { name: 'Virtual keys' }).waitFor();
+  await member.getByTestId('vkey-e2e-app').waitFor();
+  const nav = await member.getByRole('navigation', { name: 'Console sections' }).textContent();
+  for (const shown of ['Keys', 'Teams', 'Usage']) assert.ok(nav.includes(shown), `${shown} is offered to a member: ${nav}`);
+  for (const hidden of ['Channels', 'Logs', 'Tokens', 'Audit']) assert.ok(!nav.includes(hidden), `${hidden} is not offered to a member: ${nav}`);
+  await member.goto(`${consoleUrl}/#/keys`);
+  await member.getByTestId('vkey-e2e-app').waitFor();
+  assert.equal(await member.locator('[data-testid^="vkey-"]').count(), 1, 'only the team\'s key is listed');
+  // A member makes keys in their team; the form offers only it.
+  await member.getByRole('button', { name: 'New key' }).click();
+  const kform = member.getByTestId('key-form');
+  assert.deepEqual(await kform.getByLabel('Team', { exact: true }).locator('option').allTextContents(), ['e2e-team']);
+  await kform.getByLabel('Name', { exact: true }).fill('member-made');
+  await kform.getByRole('button', { name: 'Create key' }).click();
+  await member.getByTestId('vkey-member-made').getByTestId('key-team').getByText('e2e-team').waitFor();
+  await member.goto(`${consoleUrl}/#/teams`);
+  await member.getByTestId('team-e2e-team').waitFor();
+  assert.equal(await member.locator('[data-testid="teams-table"] tbody tr').count(), 1, 'only their own team');
+  assert.equal(await member.getByRole('button', { name: 'New team' }).count(), 0);
+  assert.equal(await member.getByRole('button', { name: 'Edit' }).count(), 0);
+  await context.close();
+
+  // Deleting the team leaves its keys without one.
+  await go('/teams');
+  page.once('dialog', (d) => void d.accept());
+  await page.getByRole('button', { name: 'Delete team e2e-team' }).click();
+  await page.getByTestId('team-e2e-team').waitFor({ state: 'detached' });
+  await go('/keys');
+  await page.getByTestId('vkey-e2e-app').getByTestId('key-team').getByText('none').waitFor();
+});
+
 test('the console raised no script errors', () => {
   assert.deepEqual(pageErrors, []);
 });

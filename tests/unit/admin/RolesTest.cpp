@@ -42,6 +42,20 @@ TEST(Roles, ReadsAreForViewersChangesForOperatorsTheAdminPlaneForAdmins) {
   EXPECT_EQ(requiredRole(bhttp::verb::get, "/me"), Role::Member);
 }
 
+TEST(Roles, MembersReachTheirTeamsKeysUsageAndTeamsOnly) {
+  for (const auto& [m, p] : {std::pair{bhttp::verb::get, "/keys"}, {bhttp::verb::post, "/keys"}, {bhttp::verb::get, "/keys/3"},
+                             {bhttp::verb::patch, "/keys/3"}, {bhttp::verb::delete_, "/keys/3"},
+                             {bhttp::verb::post, "/keys/3/revoke"}, {bhttp::verb::get, "/usage"},
+                             {bhttp::verb::get, "/teams"}, {bhttp::verb::get, "/teams/search"}})
+    EXPECT_TRUE(teamScoped(m, p)) << p;
+  for (const auto& [m, p] : {std::pair{bhttp::verb::post, "/teams"}, {bhttp::verb::patch, "/teams/search"},
+                             {bhttp::verb::delete_, "/teams/search"}, {bhttp::verb::get, "/logs"},
+                             {bhttp::verb::get, "/stats"}, {bhttp::verb::post, "/tokens"}, {bhttp::verb::get, "/nope"}})
+    EXPECT_FALSE(teamScoped(m, p)) << p;
+  EXPECT_EQ(requiredRole(bhttp::verb::post, "/teams"), Role::Operator);
+  EXPECT_EQ(requiredRole(bhttp::verb::get, "/teams/3"), Role::Viewer);
+}
+
 TEST(Roles, PathsMatchWholeSegmentsOnly) {
   EXPECT_FALSE(requiredRole(bhttp::verb::get, "/keys/3/extra"));
   EXPECT_FALSE(requiredRole(bhttp::verb::get, "/keysx"));

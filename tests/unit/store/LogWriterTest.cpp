@@ -81,7 +81,9 @@ class LogWriterTest : public ::testing::TestWithParam<Backend> {
     return [url] { return Store::open(url); };
   }
   std::int64_t rows() {
-    return reader_->usage(UsageQuery{0, kT0 * 2, false, false, false, false, {}, {}, {}}).at(0).requests;
+    UsageQuery q;
+    q.to_ms = kT0 * 2;
+    return reader_->usage(q).at(0).requests;
   }
   std::unique_ptr<TestDatabase> db_;
   std::unique_ptr<Store> reader_;

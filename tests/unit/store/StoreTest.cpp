@@ -1104,6 +1104,141 @@ TEST_P(StoreTest, AdminTokensAreFoundByHashRevokedOnceAndNamedUniquely) {
   EXPECT_TRUE(store_->listAdminTokens().empty());
 }
 
+// ---- teams ----
+
+TEST_P(StoreTest, TeamCrudKeepsMembersAndLeavesKeysAndTokensWithoutATeamWhenDeleted) {
+  const auto stamp0 = store_->controlPlaneStamp();
+  Team t;
+  t.name = "search";
+  t.rpm = 60;
+  t.budget_total_usd = 2.5;
+  t.members = {{"email", "ada@example.com"}, {"subject", "auth0|42"}};
+  const std::int64_t id = store_->createTeam(t);
+  EXPECT_NE(store_->controlPlaneStamp(), stamp0);
+  auto got = store_->getTeam(id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->name, "search");
+  EXPECT_EQ(got->rpm, 60);
+  EXPECT_FALSE(got->tpm);
+  EXPECT_DOUBLE_EQ(*got->budget_total_usd, 2.5);
+  ASSERT_EQ(got->members.size(), 2u);
+  EXPECT_EQ(got->members[0], (TeamMember{"email", "ada@example.com"}));
+  EXPECT_EQ(got->members[1], (TeamMember{"subject", "auth0|42"}));
+  EXPECT_GT(got->created_at_ms, 0);
+  EXPECT_EQ(store_->findTeamByName("search")->id, id);
+  EXPECT_FALSE(store_->findTeamByName("nope"));
+  EXPECT_FALSE(store_->getTeam(id + 100));
+  try {
+    store_->createTeam(t);
+    ADD_FAILURE() << "a second team named search was stored";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.code(), StoreErrc::Conflict);
+  }
+
+  // Update replaces the members.
+  got->tpm = 1000;
+  got->rpm.reset();
+  got->members = {{"email", "bob@example.com"}};
+  ASSERT_TRUE(store_->updateTeam(*got));
+  got = store_->getTeam(id);
+  EXPECT_FALSE(got->rpm);
+  EXPECT_EQ(got->tpm, 1000);
+  ASSERT_EQ(got->members.size(), 1u);
+  EXPECT_EQ(got->members[0].value, "bob@example.com");
+  Team ghost = *got;
+  ghost.id = id + 100;
+  EXPECT_FALSE(store_->updateTeam(ghost));
+
+  VirtualKey k;
+  k.name = "in-team";
+  k.key_hash = "hash-team";
+  k.key_prefix = "sk-team";
+  k.team_id = id;
+  const std::int64_t kid = store_->createVirtualKey(k);
+  EXPECT_EQ(store_->getVirtualKey(kid)->team_id, id);
+  AdminToken tok;
+  tok.name = "member";
+  tok.role = "member";
+  tok.token_hash = "th";
+  tok.token_prefix = "sk-sla-x";
+  tok.created_by = "master key";
+  tok.team_id = id;
+  const std::int64_t tid = store_->createAdminToken(tok);
+  EXPECT_EQ(store_->getAdminToken(tid)->team_id, id);
+  // A key may not name a team that does not exist.
+  VirtualKey stray = *store_->getVirtualKey(kid);
+  stray.team_id = id + 100;
+  EXPECT_THROW(store_->updateVirtualKey(stray), StoreError);
+
+  const auto stamp1 = store_->controlPlaneStamp();
+  ASSERT_TRUE(store_->deleteTeam(id));
+  EXPECT_NE(store_->controlPlaneStamp(), stamp1);
+  EXPECT_FALSE(store_->deleteTeam(id));
+  EXPECT_FALSE(store_->getTeam(id));
+  EXPECT_FALSE(store_->getVirtualKey(kid)->team_id);
+  EXPECT_FALSE(store_->getAdminToken(tid)->team_id);
+  EXPECT_EQ(countRows("team_members"), 0);
+  EXPECT_TRUE(store_->listTeams().empty());
+}
+
+TEST_P(StoreTest, UsageGroupsAndFiltersByTheKeysTeamInRowsAndRollups) {
+  Team t;
+  t.name = "a-team";
+  const std::int64_t ta = store_->createTeam(t);
+  t.name = "b-team";
+  const std::int64_t tb = store_->createTeam(t);
+  auto makeKey = [&](const std::string& name, std::optional<std::int64_t> team) {
+    VirtualKey k;
+    k.name = name;
+    k.key_hash = "hash-" + name;
+    k.key_prefix = "sk-" + name;
+    k.team_id = team;
+    return store_->createVirtualKey(k);
+  };
+  const std::int64_t a1 = makeKey("a1", ta), a2 = makeKey("a2", ta), b1 = makeKey("b1", tb), none = makeKey("x", {});
+  auto row = [](std::int64_t t, std::optional<std::int64_t> key, double usd) {
+    LogRecord r = sampleLog(t, "r");
+    r.virtual_key_id = key;
+    r.cost_usd = usd;
+    return r;
+  };
+  // Whole days (read from the rollups) and a ragged edge (read from the rows).
+  std::vector<LogRecord> batch{row(kT0 - 2 * kDay + 10, a1, 1),   row(kT0 - kDay + 10, a2, 2),
+                               row(kT0 - kDay + 20, b1, 4),       row(kT0 - kDay + 30, none, 8),
+                               row(kT0 - kDay + 40, std::nullopt, 16), row(kT0 + 1000, a1, 32)};
+  store_->insertLogs(batch);
+  for (const std::int64_t to : {kT0 + 5000, kT0}) {
+    SCOPED_TRACE(to);
+    UsageQuery q;
+    q.from_ms = kT0 - 2 * kDay;
+    q.to_ms = to;
+    q.by_team = true;
+    std::map<std::optional<std::int64_t>, double> cost;
+    std::map<std::optional<std::int64_t>, std::int64_t> n;
+    for (const auto& u : store_->usage(q)) {
+      cost[u.team_id] += u.cost_usd;
+      n[u.team_id] += u.requests;
+      EXPECT_FALSE(u.virtual_key_id);
+    }
+    const double late = to > kT0 ? 32 : 0;
+    EXPECT_DOUBLE_EQ(cost[ta], 3 + late);
+    EXPECT_EQ(n[ta], late > 0 ? 3 : 2);
+    EXPECT_DOUBLE_EQ(cost[tb], 4);
+    EXPECT_DOUBLE_EQ(cost[std::nullopt], 24);  // a key without a team and the master key
+
+    // A member's filter: only their teams' keys, whatever else the query asks.
+    q.by_team = false;
+    q.by_virtual_key = true;
+    q.team_ids = {tb};
+    auto rows = store_->usage(q);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].virtual_key_id, b1);
+    q.team_ids.clear();
+    q.team_filter = true;  // a member of no team sees nothing
+    EXPECT_TRUE(store_->usage(q).empty());
+  }
+}
+
 TEST_P(StoreTest, AuditRowsAreAppendedFilteredAndPagedNewestFirst) {
   for (int i = 0; i < 7; ++i) {
     AuditEntry e;
