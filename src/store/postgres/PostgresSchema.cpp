@@ -240,6 +240,23 @@ CREATE TABLE audit_log (
 CREATE INDEX audit_log_time ON audit_log (time_ms);
 CREATE INDEX audit_log_actor ON audit_log (actor, id);
 )sql"},
+    // 11 is the teams migration (branch teams); 12 may land before it.
+    {12, "oidc sessions", R"sql(
+CREATE TABLE oidc_sessions (
+  id_hash    TEXT   NOT NULL PRIMARY KEY,
+  kind       TEXT   NOT NULL,
+  subject    TEXT   NOT NULL DEFAULT '',
+  email      TEXT   NOT NULL DEFAULT '',
+  name       TEXT   NOT NULL DEFAULT '',
+  role       TEXT   NOT NULL DEFAULT '',
+  csrf_token TEXT   NOT NULL DEFAULT '',
+  data       TEXT   NOT NULL DEFAULT '{}',
+  created_at BIGINT NOT NULL,
+  seen_at    BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL
+);
+CREATE INDEX oidc_sessions_expires ON oidc_sessions (expires_at);
+)sql"},
 };
 
 }  // namespace
