@@ -27,8 +27,14 @@ const char* roleName(Role role);
 // Who calls the admin API, as the gateway authenticated them.
 struct Caller {
   Role role = Role::Admin;
-  std::string actor = "master key";  // "master key" | "token:NAME"
+  std::string actor = "master key";  // "master key" | "token:NAME" | "oidc:SUBJECT <EMAIL>"
   std::string address;               // the client address
+  // Who it is beyond the role (AdminGate sets kind; the identity comes with an OIDC session):
+  // what team membership (by OIDC subject or e-mail) is looked up by.
+  std::string kind = "master_key";  // "master_key" | "token" | "oidc"
+  std::string subject;              // the IdP's sub (oidc only)
+  std::string email;                // the ID token's email (oidc; may be empty)
+  std::string name;                 // a display name (oidc: name or preferred_username)
 };
 
 struct RoleRule {
