@@ -253,9 +253,13 @@ export interface McpServer {
 // GET /admin/api/me: who is signed in.
 export type Role = 'member' | 'viewer' | 'operator' | 'admin';
 export interface Me {
-  actor: string;  // "master key" | "token:NAME"
+  actor: string;  // "master key" | "token:NAME" | "oidc:SUBJECT <EMAIL>"
   role: Role;
-  kind: 'master_key' | 'token';
+  kind: 'master_key' | 'token' | 'oidc';
+  subject?: string;     // oidc
+  email?: string;       // oidc
+  name?: string;        // oidc
+  csrf_token?: string;  // oidc: sent in x-sluice-csrf on writes
 }
 
 // GET /admin/api/tokens: scoped admin tokens (never their secrets).
