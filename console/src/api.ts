@@ -3,6 +3,25 @@
 
 const STORAGE_KEY = 'sluice.masterKey';
 
+// Single sign-on (auth.oidc): the session is an HttpOnly cookie the browser sends by itself; the
+// console holds only the session's CSRF token (from GET /admin/api/me), sent on every write.
+let ssoCsrf = '';
+
+export function ssoActive(): boolean {
+  return ssoCsrf !== '';
+}
+
+export function signedIn(): boolean {
+  return masterKey() !== '' || ssoActive();
+}
+
+// Called once the cookie session answered /me: the console is signed in through SSO.
+export function adoptSso(csrf: string): void {
+  ssoCsrf = csrf;
+  signOutMessage = '';
+  listeners.forEach((l) => l());
+}
+
 type SessionListener = () => void;
 const listeners = new Set<SessionListener>();
 let signOutMessage = '';
@@ -23,8 +42,24 @@ export function signIn(key: string): void {
 
 export function signOut(message = ''): void {
   sessionStorage.removeItem(STORAGE_KEY);
+  ssoCsrf = '';
   signOutMessage = message;
   listeners.forEach((l) => l());
+}
+
+// Sign-out of an SSO session: the gateway deletes it; then the IdP's own sign-out page, when it
+// has one (RP-initiated logout).
+export async function ssoSignOut(): Promise<void> {
+  const csrf = ssoCsrf;
+  let next = '';
+  try {
+    const res = await fetch('/auth/logout', { method: 'POST', headers: { 'x-sluice-csrf': csrf } });
+    if (res.ok) next = ((await res.json()) as { logout_url?: string }).logout_url ?? '';
+  } catch {
+    // the session ends with the cookie's browser session anyway
+  }
+  signOut();
+  if (next) window.location.assign(next);
 }
 
 // The reason the user was last sent back to the sign-in page (empty after a plain sign-out).
@@ -98,7 +133,9 @@ export function withQuery(path: string, query?: RequestOptions['query']): string
 
 // Sends an authorised request to the gateway; `path` is absolute (/admin/api/..., /v1/...).
 export async function rawRequest(path: string, opts: RequestOptions = {}): Promise<Response> {
-  const headers: Record<string, string> = { authorization: `Bearer ${masterKey()}` };
+  const headers: Record<string, string> = {};
+  if (masterKey()) headers.authorization = `Bearer ${masterKey()}`;
+  else if (ssoCsrf) headers['x-sluice-csrf'] = ssoCsrf;
   let body: string | undefined;
   if (opts.body !== undefined) {
     headers['content-type'] = 'application/json';
@@ -113,7 +150,7 @@ export async function rawRequest(path: string, opts: RequestOptions = {}): Promi
   }
   if (res.status === 401 && path.startsWith('/admin/api/')) {
     const err = await errorFrom(res);
-    signOut(`The gateway refused the master key: ${err.message}. Sign in again.`);
+    signOut(ssoActive() ? `Your session ended: ${err.message}` : `The gateway refused the master key: ${err.message}. Sign in again.`);
     throw err;
   }
   return res;

@@ -1,6 +1,6 @@
 // The shell: sign-in gate, navigation, and the page for the current #/route.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, masterKey, onSessionChange, signOut } from './api';
+import { adoptSso, api, onSessionChange, signedIn as isSignedIn, signOut, ssoActive, ssoSignOut } from './api';
 import { navigate, useRoute } from './router';
 import { SignIn } from './pages/SignIn';
 import { Dashboard } from './pages/Dashboard';
@@ -34,10 +34,19 @@ const NAV: Array<{ path: string; label: string; role: Role }> = [
 ];
 
 export function App() {
-  const [signedIn, setSignedIn] = useState(() => masterKey() !== '');
+  const [signedIn, setSignedIn] = useState(() => isSignedIn());
   const route = useRoute();
 
-  useEffect(() => onSessionChange(() => setSignedIn(masterKey() !== '')), []);
+  useEffect(() => onSessionChange(() => setSignedIn(isSignedIn())), []);
+
+  // A single sign-on session (auth.oidc) is a cookie: /me answers for it without a key.
+  useEffect(() => {
+    if (isSignedIn()) return;
+    fetch('/admin/api/me')
+      .then((r) => (r.ok ? (r.json() as Promise<Me>) : null))
+      .then((m) => { if (m && m.kind === 'oidc' && m.csrf_token) adoptSso(m.csrf_token); })
+      .catch(() => {});
+  }, []);
 
   // Who is signed in (the master key or an admin token, and its role).
   const [me, setMe] = useState<Me | null>(null);
@@ -107,8 +116,13 @@ export function App() {
             ))}
           </ul>
         </nav>
-        {me && <span class="whoami" data-testid="whoami" title="Signed in as">{me.actor} · {me.role}</span>}
-        <button type="button" class="btn btn-small btn-ghost signout" onClick={() => { signOut(); navigate('/'); }}>
+        {me && (
+          <span class="whoami" data-testid="whoami" title={me.kind === 'oidc' ? `Signed in with SSO as ${me.subject}` : 'Signed in as'}>
+            {me.kind === 'oidc' ? (me.name || me.email || me.subject) : me.actor} · {me.role}
+          </span>
+        )}
+        <button type="button" class="btn btn-small btn-ghost signout"
+          onClick={() => { if (ssoActive()) void ssoSignOut(); else signOut(); navigate('/'); }}>
           Sign out
         </button>
       </header>

@@ -256,10 +256,14 @@ export interface McpServer {
 // GET /admin/api/me: who is signed in.
 export type Role = 'member' | 'viewer' | 'operator' | 'admin';
 export interface Me {
-  actor: string;  // "master key" | "token:NAME"
+  actor: string;  // "master key" | "token:NAME" | "oidc:SUBJECT <EMAIL>"
   role: Role;
-  kind: 'master_key' | 'token';
-  team_id?: number;  // a member token's team
+  kind: 'master_key' | 'token' | 'oidc';
+  subject?: string;     // oidc
+  email?: string;       // oidc
+  name?: string;        // oidc
+  csrf_token?: string;  // oidc: sent in x-sluice-csrf on writes
+  team_id?: number;     // a member token's team
 }
 
 // GET /admin/api/teams: limits and budgets over the sum of their keys, and who manages them.

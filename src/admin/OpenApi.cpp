@@ -13,7 +13,7 @@ constexpr std::string_view kDocument = R"json({
     "description": "The control plane of a Sluice gateway: virtual keys, channels and their upstream keys, request logs and usage, upstream-key health, the effective config and reload, scoped admin tokens and the audit log. Every call takes the master key or an admin token (Authorization: Bearer KEY); an admin token reaches what its role allows (x-sluice-role on each operation: member < viewer < operator < admin), and a call beyond it is a 403 naming the role it needs. A member reaches the operations marked x-sluice-team-scoped for their own teams only (a member token's team, or the teams naming their OIDC subject or e-mail): other teams' keys answer 404, as missing ones do. Every write that succeeds is an audit row. Errors are {\"error\":{\"message\",\"type\",\"param\"}}; param names the refused field of a 400, and is null otherwise. Upstream secrets are never returned: responses show them masked."
   },
   "servers": [{"url": "/admin/api"}],
-  "security": [{"masterKey": []}],
+  "security": [{"masterKey": []}, {"consoleSession": []}],
   "tags": [
     {"name": "keys", "description": "Virtual keys: the keys applications use. Stored as SHA-256 hashes; the secret is shown once, when the key is created."},
     {"name": "teams", "description": "Teams: limits and budgets over the sum of their keys, and members (by OIDC subject or e-mail) who manage those keys."},
@@ -544,9 +544,13 @@ constexpr std::string_view kDocument = R"json({
         "responses": {
           "200": {"description": "The caller", "content": {"application/json": {"schema": {
             "type": "object", "required": ["actor", "role", "kind"],
-            "properties": {"actor": {"type": "string", "description": "\"master key\" or \"token:NAME\""},
+            "properties": {"actor": {"type": "string", "description": "\"master key\", \"token:NAME\" or \"oidc:SUBJECT <EMAIL>\""},
                            "role": {"$ref": "#/components/schemas/Role"},
-                           "kind": {"enum": ["master_key", "token"]},
+                           "kind": {"enum": ["master_key", "token", "oidc"]},
+                           "subject": {"type": "string", "description": "oidc: the identity provider's sub"},
+                           "email": {"type": "string", "description": "oidc: the ID token's email"},
+                           "name": {"type": "string", "description": "oidc: the display name"},
+                           "csrf_token": {"type": "string", "description": "oidc: send it in x-sluice-csrf on every write made with the session cookie"},
                            "team_id": {"type": "integer", "description": "a member token's team"}}}}}},
           "401": {"$ref": "#/components/responses/Unauthorized"}
         }
@@ -652,7 +656,8 @@ constexpr std::string_view kDocument = R"json({
   },
   "components": {
     "securitySchemes": {
-      "masterKey": {"type": "http", "scheme": "bearer", "description": "auth.master_key of the config, or an admin token (sk-sla-...) within its role"}
+      "masterKey": {"type": "http", "scheme": "bearer", "description": "auth.master_key of the config, or an admin token (sk-sla-...) within its role"},
+      "consoleSession": {"type": "apiKey", "in": "cookie", "name": "sluice_session", "description": "a console session from single sign-on (auth.oidc, GET /auth/login); writes also need x-sluice-csrf: the csrf_token of GET /me"}
     },
     "parameters": {
       "KeyId": {"name": "id", "in": "path", "required": true, "description": "virtual key id", "schema": {"type": "integer", "minimum": 1}},

@@ -29,13 +29,16 @@ const char* roleName(Role role);
 // Who calls the admin API, as the gateway authenticated them.
 struct Caller {
   Role role = Role::Admin;
-  std::string actor = "master key";  // "master key" | "token:NAME"
+  std::string actor = "master key";  // "master key" | "token:NAME" | "oidc:SUBJECT <EMAIL>"
   std::string address;               // the client address
-  // An OIDC sign-in's identity (empty for the master key and tokens): team membership is by
-  // either, the e-mail compared without case.
-  std::string subject;
-  std::string email;
-  // A member token's team (a member token names exactly one).
+  // Who it is beyond the role (AdminGate sets kind; the identity comes with an OIDC session):
+  // what team membership (by OIDC subject or e-mail) is looked up by.
+  std::string kind = "master_key";  // "master_key" | "token" | "oidc"
+  std::string subject;              // the IdP's sub (oidc only)
+  std::string email;                // the ID token's email (oidc; may be empty)
+  std::string name;                 // a display name (oidc: name or preferred_username)
+  // A member token's team (a member token names exactly one); team membership is otherwise by
+  // the OIDC subject or e-mail above, the e-mail compared without case.
   std::optional<std::int64_t> team_id;
 };
 

@@ -58,7 +58,10 @@ constexpr std::array<std::string_view, 9> kServerKeys = {
     "header_timeout", "keepalive_timeout", "shutdown_grace", "trusted_proxies", "tls"};
 constexpr std::array<std::string_view, 2> kServerTlsKeys = {"cert", "key"};
 constexpr std::array<std::string_view, 1> kAdminKeys = {"listen"};
-constexpr std::array<std::string_view, 1> kAuthKeys = {"master_key"};
+constexpr std::array<std::string_view, 2> kAuthKeys = {"master_key", "oidc"};
+constexpr std::array<std::string_view, 11> kOidcKeys = {
+    "issuer",       "client_id",    "client_secret", "redirect_url", "roles_claim",            "role_map",
+    "scopes",       "session_idle", "session_max",   "timeout",      "post_logout_redirect_url"};
 constexpr std::array<std::string_view, 1> kUrlKeys = {"url"};
 constexpr std::array<std::string_view, 7> kStoreKeys = {
     "url", "request_logs", "log_retention_days", "log_bodies", "log_body_max_bytes", "secret_key", "responses"};
@@ -255,8 +258,11 @@ class Loader {
       if (key == "server") {
         server(v, cfg.server);
       } else if (key == "auth") {
-        walk(v, "auth", kAuthKeys, [&](const std::string&, const YAML::Node& n) {
-          cfg.auth.master_key = str(n, "auth.master_key");
+        walk(v, "auth", kAuthKeys, [&](const std::string& akey, const YAML::Node& n) {
+          if (akey == "master_key")
+            cfg.auth.master_key = str(n, "auth.master_key");
+          else
+            oidc(n, cfg.auth.oidc);
         });
       } else if (key == "store") {
         walk(v, "store", kStoreKeys, [&](const std::string& skey, const YAML::Node& n) {
@@ -596,6 +602,84 @@ class Loader {
     });
     if (!g.url.empty() && !failureSet)
       fail(node, "guardrail: say what happens when the webhook fails or times out: on_failure: fail_open or fail_closed");
+  }
+
+  // An OpenID Provider's URL: https, or http on a loopback host (a test IdP); kept as written
+  // (a trailing slash is part of an issuer: it is compared byte for byte with the tokens' iss).
+  std::string idpUrl(const YAML::Node& n, const std::string& path) {
+    std::string url = scalar(n, path, "a URL");
+    const auto parsed = boost::urls::parse_uri(url);
+    std::string why;
+    if (!parsed || !parsed->has_authority() || parsed->encoded_host().empty()) {
+      why = "not an absolute URL with a host";
+    } else if (parsed->has_fragment()) {
+      why = "a fragment (#...) is not allowed";
+    } else if (parsed->scheme_id() == boost::urls::scheme::http) {
+      const std::string host(parsed->encoded_host());
+      if (host != "localhost" && !host.starts_with("127.") && host != "[::1]")
+        why = "the scheme must be https (http only for a loopback host)";
+    } else if (parsed->scheme_id() != boost::urls::scheme::https) {
+      why = "the scheme must be https";
+    }
+    if (!why.empty()) fail(n, path + ": " + why + ", got " + quote(url));
+    return url;
+  }
+
+  void oidc(const YAML::Node& node, OidcConfig& o) {
+    walk(node, "auth.oidc", kOidcKeys, [&](const std::string& key, const YAML::Node& v) {
+      const std::string path = "auth.oidc." + key;
+      if (key == "issuer") {
+        o.issuer = idpUrl(v, path);
+        if (o.issuer.find('?') != std::string::npos) fail(v, path + ": an issuer has no query");
+      } else if (key == "client_id") {
+        o.client_id = str(v, path);
+      } else if (key == "client_secret") {
+        o.client_secret = str(v, path);
+      } else if (key == "redirect_url") {
+        o.redirect_url = idpUrl(v, path);
+      } else if (key == "post_logout_redirect_url") {
+        o.post_logout_redirect_url = idpUrl(v, path);
+      } else if (key == "roles_claim") {
+        o.roles_claim = str(v, path);
+        if (o.roles_claim.empty()) fail(v, path + ": name the claim that holds the caller's groups or roles");
+      } else if (key == "role_map") {
+        if (!v.IsMap()) fail(v, path + ": expected a mapping of group names to roles, got " + describeNode(v));
+        for (const auto& kv : v) {
+          if (!kv.first.IsScalar()) fail(kv.first, path + ": group names must be plain strings");
+          const std::string role = str(kv.second, path + "." + kv.first.Scalar());
+          if (role != "admin" && role != "operator" && role != "viewer" && role != "member")
+            fail(kv.second, path + "." + kv.first.Scalar() + ": expected admin, operator, viewer or member, got " +
+                                quote(role));
+          o.role_map.emplace_back(kv.first.Scalar(), role);
+        }
+      } else if (key == "scopes") {
+        if (!v.IsSequence()) fail(v, path + ": expected a list of scopes, got " + describeNode(v));
+        o.scopes.clear();
+        for (const auto& s : v) {
+          std::string scope = str(s, path);
+          if (scope.empty() || scope.find_first_of(" \"\\") != std::string::npos || hasControlChar(scope))
+            fail(s, path + ": " + quote(scope) + " is not a scope");
+          o.scopes.push_back(std::move(scope));
+        }
+        if (std::find(o.scopes.begin(), o.scopes.end(), "openid") == o.scopes.end())
+          fail(v, path + ": must include openid");
+      } else if (key == "session_idle") {
+        o.session_idle = duration(v, path, false);
+      } else if (key == "session_max") {
+        o.session_max = duration(v, path, false);
+      } else if (key == "timeout") {
+        o.timeout = duration(v, path, false);
+      }
+    });
+    if (o.issuer.empty()) {
+      if (!o.client_id.empty() || !o.redirect_url.empty()) fail(node, "auth.oidc: issuer is required");
+      return;
+    }
+    if (o.client_id.empty()) fail(node, "auth.oidc: client_id is required");
+    if (o.redirect_url.empty())
+      fail(node, "auth.oidc: redirect_url is required (https://YOUR-GATEWAY/auth/callback, as registered at the IdP)");
+    if (o.role_map.empty())
+      fail(node, "auth.oidc: role_map is required: which groups get which role, e.g. {platform-admins: admin, \"*\": member}");
   }
 
   void telemetry(const YAML::Node& node, TelemetryConfig& t) {
@@ -1363,6 +1447,24 @@ std::string describeConfig(const Config& c) {
   }
   e << YAML::Key << "auth" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "master_key" << YAML::Value << YAML::DoubleQuoted << maskSecret(c.auth.master_key);
+  if (const auto& o = c.auth.oidc; o.enabled()) {
+    e << YAML::Key << "oidc" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "issuer" << YAML::Value << YAML::DoubleQuoted << o.issuer;
+    e << YAML::Key << "client_id" << YAML::Value << YAML::DoubleQuoted << o.client_id;
+    e << YAML::Key << "client_secret" << YAML::Value << YAML::DoubleQuoted << maskSecret(o.client_secret);
+    e << YAML::Key << "redirect_url" << YAML::Value << YAML::DoubleQuoted << o.redirect_url;
+    e << YAML::Key << "roles_claim" << YAML::Value << YAML::DoubleQuoted << o.roles_claim;
+    e << YAML::Key << "role_map" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& [group, role] : o.role_map) e << YAML::Key << group << YAML::Value << role;
+    e << YAML::EndMap;
+    e << YAML::Key << "scopes" << YAML::Value << YAML::Flow << o.scopes;
+    e << YAML::Key << "session_idle" << YAML::Value << formatDuration(o.session_idle);
+    e << YAML::Key << "session_max" << YAML::Value << formatDuration(o.session_max);
+    e << YAML::Key << "timeout" << YAML::Value << formatDuration(o.timeout);
+    if (!o.post_logout_redirect_url.empty())
+      e << YAML::Key << "post_logout_redirect_url" << YAML::Value << YAML::DoubleQuoted << o.post_logout_redirect_url;
+    e << YAML::EndMap;
+  }
   e << YAML::EndMap;
   e << YAML::Key << "store" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "url" << YAML::Value << YAML::DoubleQuoted << maskUrl(c.store.url);

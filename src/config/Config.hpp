@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "http/ClientAddress.hpp"
@@ -46,8 +47,27 @@ struct AdminConfig {
   std::string listen;
 };
 
+// auth.oidc: console sign-in through an OpenID Provider (authorization code flow with PKCE).
+// Empty issuer: off. role_map keeps the file's order; the highest role any group maps to wins,
+// "*" is the default for a caller none matches (absent: such a caller is refused).
+struct OidcConfig {
+  std::string issuer;  // https://idp.example.com/realms/acme (http only on loopback, for tests)
+  std::string client_id;
+  std::string client_secret;
+  std::string redirect_url;  // https://gateway.example.com/auth/callback
+  std::string roles_claim = "groups";
+  std::vector<std::pair<std::string, std::string>> role_map;  // group -> admin|operator|viewer|member
+  std::vector<std::string> scopes{"openid", "email", "profile"};
+  Millis session_idle{std::chrono::hours(1)};   // a session unused this long ends
+  Millis session_max{std::chrono::hours(12)};   // and any session ends this long after sign-in
+  Millis timeout{std::chrono::seconds(5)};      // each call to the IdP (discovery, JWKS, token)
+  std::string post_logout_redirect_url;         // sent to end_session_endpoint on sign-out
+  bool enabled() const { return !issuer.empty(); }
+};
+
 struct AuthConfig {
   std::string master_key;
+  OidcConfig oidc;
 };
 
 // store.responses: the Responses API answers the gateway keeps (store absent or true on a

@@ -11,6 +11,7 @@
 #include "admin/AdminApi.hpp"
 #include "admin/Roles.hpp"
 #include "admin/TokenOps.hpp"
+#include "auth/OidcService.hpp"
 #include "config/Config.hpp"
 #include "core/Clock.hpp"
 #include "core/JsonText.hpp"
@@ -87,6 +88,7 @@ net::awaitable<http::Response> AdminGate::handle(const Snapshot& snap, upstream:
   const auto& master = snap.cfg->auth.master_key;
   admin::Caller caller;
   caller.address = remote;
+  std::string csrf;  // a console session's CSRF token (OIDC); bearer keys need none
   if (!key.empty() && !master.empty() && constantTimeEquals(key, master)) {
     caller.role = admin::Role::Admin;
     caller.actor = "master key";
@@ -94,19 +96,38 @@ net::awaitable<http::Response> AdminGate::handle(const Snapshot& snap, upstream:
     admin::AdminApi::TokenCheck check = co_await api_.authenticateToken(key, remote);
     if (!check.caller) co_return refusal(401, "invalid_api_key", check.why);
     caller = std::move(*check.caller);
+    caller.kind = "token";
   } else {
-    co_return refusal(401, "invalid_api_key",
-                      "the admin API takes the master key or an admin token: 'Authorization: Bearer KEY'");
+    // A console session (auth.oidc), when no key came: the cookie alone does not make a write;
+    // the page's CSRF token must come with it, so another site cannot make the browser write here.
+    auth::OidcService::SessionCheck session;
+    if (key.empty() && oidc_) session = co_await oidc_->authenticate(*snap.cfg, req, remote);
+    if (!session.present)
+      co_return refusal(401, "invalid_api_key",
+                        "the admin API takes the master key or an admin token: 'Authorization: Bearer KEY'");
+    if (!session.caller) co_return refusal(401, "session_expired", session.why);
+    if (!isRead(req.method()) && !auth::OidcService::csrfAllows(req, session.csrf_token))
+      co_return refusal(403, "csrf",
+                        fmt::format("a write with the console session cookie needs the session's CSRF token in the "
+                                    "{} header (from GET /admin/api/me), from the console's own origin",
+                                    auth::kCsrfHeader));
+    caller = std::move(*session.caller);
+    csrf = std::move(session.csrf_token);
   }
 
   const bhttp::verb method = req.method();
   if (path == "/me" && method == bhttp::verb::get) {
     http::Response res{bhttp::status::ok, 11};
     res.set(bhttp::field::content_type, "application/json");
-    json::object me{{"actor", caller.actor},
-                     {"role", admin::roleName(caller.role)},
-                     {"kind", caller.actor == "master key" ? "master_key" : "token"}};
+    json::object me{{"actor", caller.actor}, {"role", admin::roleName(caller.role)}, {"kind", caller.kind}};
+    if (caller.kind == "oidc") {
+      me["subject"] = caller.subject;
+      me["email"] = caller.email;
+      me["name"] = caller.name;
+      me["csrf_token"] = csrf;
+    }
     if (caller.team_id) me["team_id"] = *caller.team_id;  // a member token's team
+    res.set(bhttp::field::cache_control, "no-store");
     res.body() = json::serialize(me);
     co_return res;
   }

@@ -15,6 +15,9 @@
 namespace sluice::admin {
 class AdminApi;
 }
+namespace sluice::auth {
+class OidcService;
+}
 
 namespace sluice::gateway {
 
@@ -23,7 +26,9 @@ struct Snapshot;
 
 class AdminGate {
  public:
-  AdminGate(admin::AdminApi& api, LiveAdmin& live) : api_(api), live_(live) {}
+  // `oidc` (may be null) authenticates console sessions (auth.oidc) when no key is presented.
+  AdminGate(admin::AdminApi& api, LiveAdmin& live, auth::OidcService* oidc = nullptr)
+      : api_(api), live_(live), oidc_(oidc) {}
 
   // The answer to METHOD /admin/api{path}; `remote` is the client's address.
   boost::asio::awaitable<http::Response> handle(const Snapshot& snap, upstream::Pool& pool, const http::Request& req,
@@ -33,6 +38,7 @@ class AdminGate {
  private:
   admin::AdminApi& api_;
   LiveAdmin& live_;
+  auth::OidcService* oidc_;
 };
 
 }  // namespace sluice::gateway

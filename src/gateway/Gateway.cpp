@@ -40,6 +40,7 @@
 #include "gateway/ControlPlane.hpp"
 #include "gateway/EmbeddedConfig.hpp"
 #include "gateway/GatewayMetrics.hpp"
+#include "auth/OidcService.hpp"
 #include "gateway/AdminGate.hpp"
 #include "gateway/LiveAdmin.hpp"
 #include "gateway/McpEndpoint.hpp"
@@ -139,7 +140,8 @@ class Gateway {
     admin_->setConfigSource([this] { return control_->fileConfig(); });
     admin_->onChange([this] { control_->refreshNowAndWait(); });
     admin_->setMcpSource([this] { return mcp_ ? mcp_->states() : std::vector<mcp::ServerState>{}; });
-    admin_gate_ = std::make_unique<AdminGate>(*admin_, *live_);
+    oidc_ = std::make_unique<auth::OidcService>(cfg->store.url);
+    admin_gate_ = std::make_unique<AdminGate>(*admin_, *live_, oidc_.get());
     auto first = control_->initial();
     warmClientTls(*first);
     configureTracing(first->cfg->telemetry);
@@ -562,6 +564,13 @@ class Gateway {
     const bool onAdmin = split_admin_ && r.listener() == kAdminListener;
     const bool adminPlane = !split_admin_ || onAdmin;
     const bool adminApi = path.starts_with("/admin/api/");
+    // The console's single sign-on (auth.oidc): the IdP redirects, the session cookie.
+    if (adminPlane && path.starts_with("/auth/")) {
+      http::Response res = co_await oidc_->handle(*snap.cfg, ws.pool, req, path, ctx.query);
+      res.set("x-request-id", ctx.id);
+      co_await r.send(std::move(res));
+      co_return true;
+    }
     if (adminPlane && !adminApi && (method == bhttp::verb::head || method == bhttp::verb::get)) {
       if (std::optional<http::Response> page = console::serve(req, path)) {
         co_await r.send(std::move(*page));
@@ -677,7 +686,8 @@ class Gateway {
   std::unique_ptr<ControlPlane> control_;  // after limiter_: uses it
 
   std::unique_ptr<LiveAdmin> live_;  // after control_ and cache_: acts on them
-  std::unique_ptr<AdminGate> admin_gate_;  // after admin_ and live_: sends calls to them
+  std::unique_ptr<auth::OidcService> oidc_;  // console sign-in through auth.oidc; sessions in the store
+  std::unique_ptr<AdminGate> admin_gate_;  // after admin_, live_ and oidc_: sends calls to them
   store::StoreProbe store_probe_;    // sluice_store_up, from a thread of its own
   // Stored responses (store.responses), on a thread of its own; the store URL is fixed at start.
   std::unique_ptr<ResponseStoreService> responses_;

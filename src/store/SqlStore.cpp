@@ -1468,4 +1468,54 @@ bool SqlStore::deleteMcpServer(std::int64_t id) {
   return conn_->execute("DELETE FROM mcp_servers WHERE id = ?", params) > 0;
 }
 
+// ---- OIDC sign-ins ----
+
+#define SLUICE_OIDC_COLUMNS \
+  "id_hash, kind, subject, email, name, role, csrf_token, data, created_at, seen_at, expires_at"
+
+void SqlStore::putOidcSession(const OidcSession& o) {
+  P params[] = {P::text(o.id_hash), P::text(o.kind),    P::text(o.subject),          P::text(o.email),
+                P::text(o.name),    P::text(o.role),    P::text(o.csrf_token),       P::text(o.data),
+                P::integer(o.created_at_ms ? o.created_at_ms : nowMs()), P::integer(o.seen_at_ms),
+                P::integer(o.expires_at_ms)};
+  conn_->execute("INSERT INTO oidc_sessions (" SLUICE_OIDC_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 params);
+}
+
+std::optional<OidcSession> SqlStore::findOidcSession(const std::string& id_hash) {
+  P params[] = {P::text(id_hash)};
+  return first<OidcSession>(
+      conn_->query("SELECT " SLUICE_OIDC_COLUMNS " FROM oidc_sessions WHERE id_hash = ?", params), [](SqlRows& r) {
+        OidcSession o;
+        o.id_hash = r.getText(0);
+        o.kind = r.getText(1);
+        o.subject = r.getText(2);
+        o.email = r.getText(3);
+        o.name = r.getText(4);
+        o.role = r.getText(5);
+        o.csrf_token = r.getText(6);
+        o.data = r.getText(7);
+        o.created_at_ms = r.getInt(8);
+        o.seen_at_ms = r.getInt(9);
+        o.expires_at_ms = r.getInt(10);
+        return o;
+      });
+}
+
+bool SqlStore::touchOidcSession(const std::string& id_hash, std::int64_t seen_at_ms) {
+  P params[] = {P::integer(seen_at_ms), P::text(id_hash)};
+  return conn_->execute("UPDATE oidc_sessions SET seen_at = ? WHERE id_hash = ?", params) > 0;
+}
+
+bool SqlStore::deleteOidcSession(const std::string& id_hash) {
+  P params[] = {P::text(id_hash)};
+  return conn_->execute("DELETE FROM oidc_sessions WHERE id_hash = ?", params) > 0;
+}
+
+std::int64_t SqlStore::deleteExpiredOidcSessions(std::int64_t now_ms, std::int64_t idle_ms) {
+  P params[] = {P::integer(now_ms), P::integer(now_ms - idle_ms)};
+  return conn_->execute("DELETE FROM oidc_sessions WHERE expires_at <= ? OR (kind = 'session' AND seen_at <= ?)",
+                        params);
+}
+
 }  // namespace sluice::store

@@ -42,6 +42,11 @@ class SqlStore final : public Store {
   bool deleteAdminToken(std::int64_t id) override;
   std::int64_t appendAudit(const AuditEntry& entry) override;
   AuditPage listAudit(const AuditQuery& query) override;
+  void putOidcSession(const OidcSession& session) override;
+  std::optional<OidcSession> findOidcSession(const std::string& id_hash) override;
+  bool touchOidcSession(const std::string& id_hash, std::int64_t seen_at_ms) override;
+  bool deleteOidcSession(const std::string& id_hash) override;
+  std::int64_t deleteExpiredOidcSessions(std::int64_t now_ms, std::int64_t idle_ms) override;
   void deleteGatewaySetting(const std::string& name) override;
 
   std::int64_t createVirtualKey(const VirtualKey& key) override;

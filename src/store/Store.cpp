@@ -120,6 +120,21 @@ std::int64_t Store::appendAudit(const AuditEntry&) {
 AuditPage Store::listAudit(const AuditQuery&) {
   unsupported("listAudit");
 }
+void Store::putOidcSession(const OidcSession&) {
+  unsupported("putOidcSession");
+}
+std::optional<OidcSession> Store::findOidcSession(const std::string&) {
+  unsupported("findOidcSession");
+}
+bool Store::touchOidcSession(const std::string&, std::int64_t) {
+  unsupported("touchOidcSession");
+}
+bool Store::deleteOidcSession(const std::string&) {
+  unsupported("deleteOidcSession");
+}
+std::int64_t Store::deleteExpiredOidcSessions(std::int64_t, std::int64_t) {
+  unsupported("deleteExpiredOidcSessions");
+}
 
 std::unique_ptr<Store> Store::open(const std::string& url) {
   return std::make_unique<SqlStore>(openSqlConnection(url));

@@ -325,6 +325,25 @@ struct AuditEntry {
   std::string after = "null";   // JSON: the object after it (secrets masked), or null
 };
 
+// A console sign-in through OIDC (auth.oidc), kept in the store so every instance behind a load
+// balancer knows it. Keyed by the SHA-256 of the random id the browser holds in a cookie: a row
+// read from the database does not let anyone in. kind "login" is a sign-in under way (its state,
+// nonce and PKCE verifier in `data`, JSON, single use, minutes long); kind "session" is a
+// signed-in person.
+struct OidcSession {
+  std::string id_hash;  // SHA-256 hex of the cookie's value
+  std::string kind;     // "login" | "session"
+  std::string subject;  // the IdP's sub
+  std::string email;
+  std::string name;
+  std::string role;        // admin | operator | viewer | member, from role_map at sign-in
+  std::string csrf_token;  // sent back by the console in x-sluice-csrf on every write
+  std::string data = "{}";
+  std::int64_t created_at_ms = 0;
+  std::int64_t seen_at_ms = 0;     // the last request (idle timeout)
+  std::int64_t expires_at_ms = 0;  // absolute end
+};
+
 // Newest first; each filter optional; [from_ms, to_ms).
 struct AuditQuery {
   std::optional<std::int64_t> from_ms;
@@ -426,6 +445,14 @@ class Store {
   virtual bool deleteAdminToken(std::int64_t id);
   virtual std::int64_t appendAudit(const AuditEntry& entry);  // the new row's id
   virtual AuditPage listAudit(const AuditQuery& query);
+
+  // ---- OIDC sign-ins ---- (the defaults throw StoreError(Internal), as getLog's)
+  virtual void putOidcSession(const OidcSession& session);  // inserts; the id_hash is new
+  virtual std::optional<OidcSession> findOidcSession(const std::string& id_hash);
+  virtual bool touchOidcSession(const std::string& id_hash, std::int64_t seen_at_ms);  // false: no such row
+  virtual bool deleteOidcSession(const std::string& id_hash);                          // false: no such row
+  // Deletes rows whose absolute end or idle end (seen_at + idle_ms) is before now_ms; returns how many.
+  virtual std::int64_t deleteExpiredOidcSessions(std::int64_t now_ms, std::int64_t idle_ms);
 
   // An opaque value that changes whenever a virtual key, channel or upstream key is created,
   // changed, revoked or deleted (by any instance): cheap enough to poll every second.

@@ -34,10 +34,15 @@ boost::asio::awaitable<PostResult> post(Pool& pool, const PostTarget& target, st
   };
   std::string head;
   head.reserve(256);
-  head.append("POST ").append(target.path).append(" HTTP/1.1\r\nHost: ").append(target.endpoint.host_header);
-  head.append("\r\nContent-Type: ").append(type).append("\r\nAccept: ").append(target.accept).append("\r\n");
+  head.append(target.get ? "GET " : "POST ").append(target.path).append(" HTTP/1.1\r\nHost: ");
+  head.append(target.endpoint.host_header);
+  if (!target.get) head.append("\r\nContent-Type: ").append(type);
+  head.append("\r\nAccept: ").append(target.accept).append("\r\n");
   head.append(target.extra_headers);
-  head.append("Content-Length: ").append(std::to_string(payload.size())).append("\r\n\r\n");
+  if (target.get)
+    head.append("\r\n");
+  else
+    head.append("Content-Length: ").append(std::to_string(payload.size())).append("\r\n\r\n");
 
   for (int fresh = 0; fresh < 2; ++fresh) {
     auto [cec, conn] = co_await pool.acquire(target.endpoint, left(), fresh == 0);

@@ -23,6 +23,7 @@ struct PostTarget {
   std::chrono::milliseconds timeout{2000};
   std::string accept = "application/json";
   bool keep_headers = false;  // PostResult::headers filled (an MCP server's session id)
+  bool get = false;           // a GET (no body): an OpenID Provider's discovery document, its JWKS
 };
 // Throws std::invalid_argument (saying `what`) when the URL is not http(s).
 PostTarget makePostTarget(const std::string& url, const std::map<std::string, std::string>& headers,

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { ApiError, errorText, lastSignOutMessage, signIn } from '../api';
 
 // Checks the key against the admin API before keeping it (in sessionStorage only).
@@ -7,6 +7,14 @@ export function SignIn() {
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
   const notice = lastSignOutMessage();
+  // Single sign-on, when the gateway has auth.oidc (GET /auth/info needs no credential).
+  const [sso, setSso] = useState('');
+  useEffect(() => {
+    fetch('/auth/info')
+      .then((r) => (r.ok ? (r.json() as Promise<{ oidc?: boolean; login_url?: string }>) : null))
+      .then((i) => { if (i?.oidc && i.login_url) setSso(i.login_url); })
+      .catch(() => {});
+  }, []);
 
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -69,6 +77,11 @@ export function SignIn() {
         <button type="submit" class="btn btn-primary" disabled={busy} aria-busy={busy}>
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
+        {sso && (
+          <p class="signin-sso">
+            <a class="btn" href={sso} data-testid="sso-signin">Sign in with SSO</a>
+          </p>
+        )}
       </form>
     </main>
   );

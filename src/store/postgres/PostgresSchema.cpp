@@ -265,6 +265,24 @@ ALTER TABLE admin_tokens ADD COLUMN team_id BIGINT REFERENCES teams(id) ON DELET
 CREATE TRIGGER teams_cp AFTER INSERT OR UPDATE OR DELETE ON teams
   FOR EACH ROW EXECUTE FUNCTION sluice_bump_control_plane_version();
 )sql"},
+    // OIDC sign-ins: one row per console session (and per sign-in under way), keyed by the
+    // SHA-256 of its cookie, so that instances behind one load balancer share them.
+    {12, "oidc sessions", R"sql(
+CREATE TABLE oidc_sessions (
+  id_hash    TEXT   NOT NULL PRIMARY KEY,
+  kind       TEXT   NOT NULL,
+  subject    TEXT   NOT NULL DEFAULT '',
+  email      TEXT   NOT NULL DEFAULT '',
+  name       TEXT   NOT NULL DEFAULT '',
+  role       TEXT   NOT NULL DEFAULT '',
+  csrf_token TEXT   NOT NULL DEFAULT '',
+  data       TEXT   NOT NULL DEFAULT '{}',
+  created_at BIGINT NOT NULL,
+  seen_at    BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL
+);
+CREATE INDEX oidc_sessions_expires ON oidc_sessions (expires_at);
+)sql"},
 };
 
 }  // namespace

@@ -311,6 +311,24 @@ CREATE TRIGGER teams_cp_update AFTER UPDATE ON teams
 CREATE TRIGGER teams_cp_delete AFTER DELETE ON teams
   BEGIN UPDATE control_plane_version SET version = version + 1; END;
 )sql"},
+    // OIDC sign-ins: one row per console session (and per sign-in under way), keyed by the
+    // SHA-256 of its cookie, so that instances behind one load balancer share them.
+    {12, "oidc sessions", R"sql(
+CREATE TABLE oidc_sessions (
+  id_hash    TEXT   NOT NULL PRIMARY KEY,
+  kind       TEXT   NOT NULL,
+  subject    TEXT   NOT NULL DEFAULT '',
+  email      TEXT   NOT NULL DEFAULT '',
+  name       TEXT   NOT NULL DEFAULT '',
+  role       TEXT   NOT NULL DEFAULT '',
+  csrf_token TEXT   NOT NULL DEFAULT '',
+  data       TEXT   NOT NULL DEFAULT '{}',
+  created_at BIGINT NOT NULL,
+  seen_at    BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL
+);
+CREATE INDEX oidc_sessions_expires ON oidc_sessions (expires_at);
+)sql"},
 };
 
 }  // namespace
