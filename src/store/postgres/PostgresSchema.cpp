@@ -240,6 +240,11 @@ CREATE TABLE audit_log (
 CREATE INDEX audit_log_time ON audit_log (time_ms);
 CREATE INDEX audit_log_actor ON audit_log (actor, id);
 )sql"},
+    // 15 (11-14 are taken by work merged alongside): the screening stage's per-part verdicts of a
+    // request, the access line's "screening" array, '' when nothing was screened.
+    {15, "request log screening verdicts", R"sql(
+ALTER TABLE request_logs ADD COLUMN screening TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 }  // namespace
