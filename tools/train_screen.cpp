@@ -123,6 +123,9 @@ int main(int argc, char** argv) {
                  "flagged; 0 = the threshold with the best out-of-fold F1")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
+  app.add_option("--benign-windows", o.benign_windows,
+                 "also train on up to N windows of each long benign text (0: off)")
+      ->capture_default_str();
   bool noBalance = false;
   app.add_flag("--no-balance", noBalance,
                "weigh every text alike (default: by the square root of mean group size / its (source, label) "

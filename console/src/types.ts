@@ -160,6 +160,14 @@ export interface Attempt {
   [k: string]: unknown;
 }
 
+// One part the prompt-injection screen scored.
+export interface ScreeningVerdict {
+  part: 'user' | 'tool';
+  path?: string; // where a tool result sits in the request, e.g. messages[2]
+  score: number;
+  flagged: boolean;
+}
+
 export interface LogEntry {
   id: number;
   time_ms: number;
@@ -180,6 +188,7 @@ export interface LogEntry {
   cost_usd: number;
   client_addr: string;
   user_agent: string;
+  screening?: ScreeningVerdict[] | null; // null: not screened
   virtual_key_id?: number | null;
   virtual_key_name?: string | null;
   request_body?: string | null;

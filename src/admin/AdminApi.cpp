@@ -232,6 +232,16 @@ std::optional<std::int64_t> pathId(std::string_view s) {
   return v;
 }
 
+// The stored screening verdicts (the access line's array, written by the gateway): null when the
+// request was not screened or the text does not parse.
+json::value screeningJson(const std::string& stored) {
+  if (stored.empty()) return nullptr;
+  boost::system::error_code ec;
+  json::value v = sluice::parseJson(stored, ec);
+  if (ec || !v.is_array()) return nullptr;
+  return v;
+}
+
 json::object logJson(const store::LogEntry& e) {
   const auto& r = e.record;
   boost::system::error_code ec;
@@ -256,7 +266,8 @@ json::object logJson(const store::LogEntry& e) {
                       {"reasoning_tokens", r.reasoning_tokens},
                       {"cost_usd", r.cost_usd},
                       {"client_addr", r.client_addr},
-                      {"user_agent", r.user_agent}};
+                      {"user_agent", r.user_agent},
+                      {"screening", screeningJson(r.screening)}};
 }
 
 // "2026-01-31" for the UTC day holding `unix_ms`.

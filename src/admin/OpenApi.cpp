@@ -973,7 +973,12 @@ constexpr std::string_view kDocument = R"json({
           "reasoning_tokens": {"type": "integer", "description": "of output_tokens, spent on reasoning"},
           "cost_usd": {"type": "number"},
           "client_addr": {"type": "string"},
-          "user_agent": {"type": "string"}
+          "user_agent": {"type": "string"},
+          "screening": {"type": ["array", "null"], "description": "the prompt-injection screen's verdict on each part it scored (screening.scope), in request order; null when the request was not screened (a request's last 32 tool results are scored)", "items": {"type": "object", "required": ["part", "score", "flagged"], "properties": {
+            "part": {"type": "string", "enum": ["user", "tool"], "description": "the last user turn, or a tool result / function output"},
+            "path": {"type": "string", "description": "where the part sits in the request, e.g. messages[2] or contents[1].parts[0]"},
+            "score": {"type": "number", "description": "the detector's score, 0 to 1"},
+            "flagged": {"type": "boolean", "description": "score at or above the threshold, or a deny pattern matched"}}}}
         }
       },
       "LogDetail": {

@@ -36,6 +36,7 @@ store::LogRecord logRecord(const http::Request& req, RequestContext& ctx, Reques
   l.client_addr = std::move(ctx.remote);
   l.user_agent = std::string(req[bhttp::field::user_agent].substr(0, 512));
   l.stream = rec.stream;
+  l.screening = std::move(rec.screening);  // the access line is written first (Gateway.cpp)
   return l;
 }
 

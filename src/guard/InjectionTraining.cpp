@@ -195,11 +195,35 @@ std::vector<std::string> TrainOptions::defaultCalibrationSources() {
 namespace {
 
 struct Featurized {
-  std::vector<SparseVec> X;
+  std::vector<SparseVec> X;  // one row per sample, then the extra window rows
   std::vector<float> y;
   std::vector<float> weight;
   std::vector<int> fold;
+  std::vector<std::vector<std::size_t>> extra;  // per sample: its window rows in X (benign_windows)
 };
+
+SparseVec sparseOf(std::vector<std::uint32_t> buckets) {
+  std::sort(buckets.begin(), buckets.end());
+  SparseVec v;
+  if (buckets.empty()) return v;
+  const float norm = 1.0f / std::sqrt(static_cast<float>(buckets.size()));
+  for (std::size_t i = 0; i < buckets.size();) {
+    std::size_t j = i;
+    while (j < buckets.size() && buckets[j] == buckets[i]) ++j;
+    v.index.push_back(buckets[i]);
+    v.value.push_back(static_cast<float>(j - i) * norm);
+    i = j;
+  }
+  return v;
+}
+
+// Rows for trainRows' fits: `rows` (sample indices) and their window rows.
+std::vector<std::size_t> withWindows(const Featurized& f, std::vector<std::size_t> rows) {
+  const std::size_t n = rows.size();
+  for (std::size_t k = 0; k < n; ++k)
+    for (std::size_t e : f.extra[rows[k]]) rows.push_back(e);
+  return rows;
+}
 
 Featurized featurizeAll(const std::vector<LabelledText>& samples, const TrainOptions& o) {
   Featurized f;
@@ -217,6 +241,29 @@ Featurized featurizeAll(const std::vector<LabelledText>& samples, const TrainOpt
     const double mean = double(samples.size()) / double(groups.size());
     for (std::size_t i = 0; i < samples.size(); ++i)
       f.weight[i] = static_cast<float>(std::sqrt(mean / double(groups[{samples[i].source, samples[i].label}])));
+  }
+  f.extra.resize(samples.size());
+  if (o.benign_windows > 0) {
+    constexpr std::size_t kWindow = std::size_t{kBlockFeatures} * kWindowBlocks;
+    const unsigned shift = 64 - o.bucket_bits;
+    std::vector<std::uint32_t> all;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      if (samples[i].label != 0) continue;
+      all.clear();
+      forEachFeatureHash(samples[i].text, [&](std::uint64_t h) { all.push_back(static_cast<std::uint32_t>(h >> shift)); });
+      if (all.size() < 2 * kWindow) continue;
+      const std::size_t starts = all.size() - kWindow;  // the last window starts here
+      const auto count = static_cast<std::size_t>(o.benign_windows);
+      for (std::size_t k = 0; k < count; ++k) {
+        const std::size_t at = count == 1 ? 0 : starts * k / (count - 1);
+        f.extra[i].push_back(f.X.size());
+        f.X.push_back(sparseOf({all.begin() + static_cast<std::ptrdiff_t>(at),
+                                all.begin() + static_cast<std::ptrdiff_t>(at + kWindow)}));
+        f.y.push_back(0.0f);
+        f.weight.push_back(f.weight[i]);
+        f.fold.push_back(f.fold[i]);
+      }
+    }
   }
   return f;
 }
@@ -267,7 +314,7 @@ InjectionModel trainRows(const std::vector<LabelledText>& samples, const Featuri
       std::vector<std::size_t> in;
       for (std::size_t r : rows)
         if (f.fold[r] != k) in.push_back(r);
-      const FloatModel m = fit(f.X, f.y, f.weight, in, o);
+      const FloatModel m = fit(f.X, f.y, f.weight, withWindows(f, std::move(in)), o);
       for (std::size_t r : rows) {
         if (f.fold[r] != k) continue;
         const double p = sigmoid(windowedLogit(m, samples[r].text, o.bucket_bits));
@@ -289,7 +336,7 @@ InjectionModel trainRows(const std::vector<LabelledText>& samples, const Featuri
            << " precision " << bm.precision() << " recall " << bm.recall() << " f1 " << bm.f1() << "\n";
     }
   }
-  const FloatModel m = fit(f.X, f.y, f.weight, rows, o);
+  const FloatModel m = fit(f.X, f.y, f.weight, withWindows(f, rows), o);
   std::size_t nonzero = 0;
   InjectionModel q = quantize(m, o, threshold, &nonzero);
   if (log)

@@ -48,6 +48,10 @@ struct TrainOptions {
   // 150-row source of attacks is not drowned by 3,000 tool outputs (the square root keeps a
   // 7-row source from weighing like a thousand).
   bool balance_sources = true;
+  // > 0: a benign text longer than one scoring window is also trained on as up to this many of
+  // its windows (first, last and evenly between), each a benign row of its own, so the model
+  // learns that any stretch of a clean document is clean (the runtime scores the worst window).
+  int benign_windows = 0;
   std::vector<std::string> calibration_sources = defaultCalibrationSources();
   static std::vector<std::string> defaultCalibrationSources();
 };

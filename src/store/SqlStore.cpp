@@ -32,9 +32,9 @@ constexpr std::int64_t kMigrationLockId = 0x51C3'0001;
 #define SLUICE_LOG_COLUMNS_NO_BODIES                                                                            \
   "time_ms, request_id, virtual_key_id, channel, upstream_key, model, status, attempts, ttfb_ms, duration_ms, " \
   "input_tokens, output_tokens, cached_tokens, cost_usd, client_addr, user_agent, stream, cache_write_tokens, " \
-  "reasoning_tokens"
+  "reasoning_tokens, screening"
 #define SLUICE_LOG_COLUMNS SLUICE_LOG_COLUMNS_NO_BODIES ", request_body, response_body"
-constexpr std::size_t kLogColumnCount = 21;
+constexpr std::size_t kLogColumnCount = 22;
 
 // The rollup tables' columns after the period start (hour_ms or day_ms), and the upsert that
 // adds to a row already there. Both dialects take it (SQLite >= 3.24, PostgreSQL >= 9.5).
@@ -74,8 +74,8 @@ void appendLogParams(std::vector<SqlParam>& out, const LogRecord& r) {
                          P::integer(r.cached_tokens),    P::real(r.cost_usd),
                          P::text(r.client_addr),         P::text(r.user_agent),
                          P::boolean(r.stream),           P::integer(r.cache_write_tokens),
-                         P::integer(r.reasoning_tokens), P::optText(r.request_body),
-                         P::optText(r.response_body)});
+                         P::integer(r.reasoning_tokens), P::text(r.screening),
+                         P::optText(r.request_body),     P::optText(r.response_body)});
 }
 
 // SQLite: OR ROLLBACK, because a failed row fails the whole batch anyway (see insertLogs);
@@ -204,8 +204,9 @@ LogEntry readLog(SqlRows& rows) {
   r.stream = rows.getBool(17);
   r.cache_write_tokens = rows.getInt(18);
   r.reasoning_tokens = rows.getInt(19);
-  r.request_body = rows.optText(20);
-  r.response_body = rows.optText(21);
+  r.screening = rows.getText(20);
+  r.request_body = rows.optText(21);
+  r.response_body = rows.optText(22);
   return e;
 }
 

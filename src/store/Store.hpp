@@ -58,6 +58,9 @@ struct LogRecord {
   std::string client_addr;
   std::string user_agent;
   bool stream = false;
+  // The screening stage's verdicts, one per part scored, as the JSON array of the access line
+  // ([{"part","path"?,"score","flagged"}]); empty when nothing was screened.
+  std::string screening;
   std::optional<std::string> request_body;  // only when body logging is on; caller caps size
   std::optional<std::string> response_body;
 };

@@ -2,13 +2,14 @@
 // four client formats (OpenAI Chat `role: tool`, Responses `function_call_output`, Anthropic
 // `tool_result`, Gemini `functionResponse`), each part scored on its own, with a verdict per part
 // in the access log; `screening.scope` picks user turns, tool results or both; a bad scope is a
-// line-numbered config error.
+// line-numbered config error. The same verdicts are stored with the request log row and shown by
+// the admin API (GET /admin/api/logs, /admin/api/logs/{id}).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, MASTER, startMock, startGateway, gatewayYaml, waitForAccessLine, tempDir } from '../lib/harness.mjs';
+import { BIN, MASTER, startMock, startGateway, gatewayYaml, waitFor, waitForAccessLine, tempDir } from '../lib/harness.mjs';
 
 const QUESTION = 'Can you summarize the newest e-mail in my inbox?';
 const INJECTED = 'From: Alice <alice@example.com>\nSubject: Lunch\n\nHi, see you at noon on Friday.\n\n' +
@@ -80,6 +81,22 @@ const TOOL_PATH = {
   gemini: 'contents[2].parts[0].functionResponse',
 };
 
+const admin = { authorization: `Bearer ${MASTER}` };
+
+// The stored log row of request `id` (the writer drains asynchronously).
+async function storedLog(g, id) {
+  const row = await waitFor(async () => {
+    const page = await (await fetch(`${g.url}/admin/api/logs?limit=100`, { headers: admin })).json();
+    return page.data?.find((r) => r.request_id === id);
+  });
+  assert.ok(row, `request ${id} was not logged`);
+  const res = await fetch(`${g.url}/admin/api/logs/${row.id}`, { headers: admin });
+  assert.equal(res.status, 200);
+  const detail = await res.json();
+  assert.deepEqual(detail.screening, row.screening, 'the list and the detail agree');
+  return row;
+}
+
 before(async () => { mock = await startMock([]); started.push(mock); });
 after(async () => { for (const p of started.reverse()) await p.stop(); });
 
@@ -101,6 +118,10 @@ test('block: an injection inside a tool result is refused in every client format
     assert.equal(tool.flagged, true, format);
     assert.equal(tool.path, TOOL_PATH[format], format);
     assert.ok(tool.score > user.score, format);
+    // The stored log row carries the same verdicts as the access line, part by part.
+    const row = await storedLog(g, id);
+    assert.equal(row.status, 400, format);
+    assert.deepEqual(row.screening, line.screening, format);
   }
 });
 
@@ -112,7 +133,34 @@ test('a clean tool result passes in every format, each part scored and logged', 
     const id = res.headers.get('x-request-id');
     const line = await waitForAccessLine(g, (l) => l.request_id === id);
     assert.deepEqual(line.screening.map((p) => [p.part, p.flagged]), [['user', false], ['tool', false]], format);
+    assert.deepEqual((await storedLog(g, id)).screening, line.screening, format);
   }
+});
+
+test('the stored log: null when nothing was screened; of many tool results the last 32 are scored and stored', async () => {
+  const off = await gateway('  action: off');
+  const a = await withToolResult(off, 'chat', CLEAN);
+  assert.equal(a.status, 200);
+  assert.equal((await storedLog(off, a.headers.get('x-request-id'))).screening, null);
+
+  const g = await gateway('  action: log');
+  const messages = [{ role: 'user', content: QUESTION }];
+  for (let i = 0; i < 100; i++) {
+    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'read_inbox', arguments: '{}' } }] });
+    messages.push({ role: 'tool', tool_call_id: `c${i}`, content: i === 80 ? INJECTED : `${CLEAN} (${i})` });
+  }
+  const res = await fetch(`${g.url}/v1/chat/completions`, { method: 'POST',
+    headers: { 'content-type': 'application/json', ...admin }, body: JSON.stringify({ model: 'gpt-4o-mini', messages }) });
+  assert.equal(res.status, 200, await res.text());
+  const id = res.headers.get('x-request-id');
+  const line = await waitForAccessLine(g, (l) => l.request_id === id);
+  const row = await storedLog(g, id);
+  assert.deepEqual(row.screening, line.screening);
+  assert.equal(row.screening.length, 33, 'the user turn and the last 32 tool results');
+  assert.deepEqual(row.screening[0].part, 'user');
+  assert.deepEqual(row.screening.slice(1).map((p) => p.path), Array.from({ length: 32 }, (_, k) => `messages[${2 * (68 + k) + 2}]`));
+  assert.deepEqual(row.screening.filter((p) => p.flagged).map((p) => p.path), ['messages[162]']);
+  assert.match(line.error ?? '', /screening: .*messages\[162\]/);
 });
 
 test('scope: [user] leaves tool results alone; scope: [tool] screens only them; warn marks and passes', async () => {

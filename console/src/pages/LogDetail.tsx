@@ -1,6 +1,6 @@
 import { api, ApiError } from '../api';
 import { fmtInt, fmtMs, fmtTime, fmtUsd } from '../format';
-import type { Attempt, LogEntry, LogPage, VirtualKey } from '../types';
+import type { Attempt, LogEntry, LogPage, ScreeningVerdict, VirtualKey } from '../types';
 import { Badge, Card, Empty, ErrorBox, Loading, PageHeader, TableWrap, useAsync } from '../ui';
 import { seenLogs, statusKind } from './Logs';
 
@@ -90,6 +90,13 @@ export function LogDetail({ id }: { id: string }) {
               <AttemptsTable attempts={e.attempts} />
             )}
           </Card>
+          <Card title="Prompt screening" id="screening">
+            {!e.screening?.length ? (
+              <Empty>Not screened: screening was off for this request, or it had no user turn or tool result in scope.</Empty>
+            ) : (
+              <ScreeningTable verdicts={e.screening} />
+            )}
+          </Card>
           <Card title="Bodies" id="bodies">
             {e.request_body == null && e.response_body == null ? (
               <Empty>Bodies are not kept for this request (turn on <code>store.log_bodies</code> to keep them).</Empty>
@@ -144,6 +151,33 @@ function AttemptsTable({ attempts }: { attempts: Attempt[] }) {
               <td data-label="Status">{a.status ? <Badge kind={statusKind(a.status)}>{a.status}</Badge> : '—'}</td>
               {extra.map((k) => <td key={k} data-label={k.replace(/_/g, ' ')}>{show(a[k], k)}</td>)}
               <td class="break full" data-label="Error">{a.error ?? '—'}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableWrap>
+  );
+}
+
+function ScreeningTable({ verdicts }: { verdicts: ScreeningVerdict[] }) {
+  return (
+    <TableWrap label="Screening verdicts">
+      <table class="table stack-sm" data-testid="screening-table">
+        <thead>
+          <tr>
+            <th scope="col">Part</th>
+            <th scope="col">Where</th>
+            <th scope="col">Score</th>
+            <th scope="col">Verdict</th>
+          </tr>
+        </thead>
+        <tbody>
+          {verdicts.map((v, i) => (
+            <tr key={i}>
+              <th scope="row">{v.part === 'tool' ? 'tool result' : 'user turn'}</th>
+              <td data-label="Where"><code>{v.path ?? 'last user turn'}</code></td>
+              <td data-label="Score">{typeof v.score === 'number' ? v.score.toFixed(4) : '—'}</td>
+              <td data-label="Verdict">{v.flagged ? <Badge kind="bad">flagged</Badge> : <Badge kind="ok">clean</Badge>}</td>
             </tr>
           ))}
         </tbody>

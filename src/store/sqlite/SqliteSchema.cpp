@@ -329,6 +329,11 @@ CREATE TABLE oidc_sessions (
 );
 CREATE INDEX oidc_sessions_expires ON oidc_sessions (expires_at);
 )sql"},
+    // 15 (11-14 are taken by work merged alongside): the screening stage's per-part verdicts of a
+    // request, the access line's "screening" array, '' when nothing was screened.
+    {15, "request log screening verdicts", R"sql(
+ALTER TABLE request_logs ADD COLUMN screening TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 }  // namespace

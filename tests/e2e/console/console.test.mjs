@@ -350,8 +350,26 @@ test("keys: a key's screening and cache overrides are set in its form and take e
   await form.getByRole('button', { name: 'Save changes' }).click();
   await card.getByTestId('key-screening').getByText('block').waitFor();
   assert.equal((await card.getByTestId('key-cache').textContent()).trim(), 'off');
-  await assert.rejects(sdk.chat.completions.create(injection),
-    (e) => e.status === 400 && e.error?.code === 'prompt_injection_detected');
+  let blockedId;
+  await assert.rejects(sdk.chat.completions.create(injection), (e) => {
+    blockedId = e.requestID;
+    return e.status === 400 && e.error?.code === 'prompt_injection_detected';
+  });
+  // The refused request's log detail shows the screen's verdict on its user turn.
+  let logged;
+  for (let i = 0; !logged; i++) {
+    assert.ok(i < 40, 'the refused request reaches the logs');
+    if (i) await sleep(250);
+    const list = await (await fetch(`${gw.url}/admin/api/logs?limit=50`, { headers: { authorization: `Bearer ${MASTER}` } })).json();
+    logged = list.data.find((r) => r.request_id === blockedId);
+  }
+  await go(`/logs/${logged.id}`);
+  const verdicts = page.getByTestId('screening-table');
+  await verdicts.waitFor();
+  assert.match(await verdicts.textContent(), /user turn.*last user turn.*flagged/s);
+  await shoot('log-detail-screening');
+  await go('/keys');
+  await card.waitFor();
   // Back to the gateway default: the same prompt passes.
   await card.getByRole('button', { name: 'Edit' }).click();
   form = card.getByTestId('key-form');

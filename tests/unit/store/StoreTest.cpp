@@ -54,8 +54,10 @@ TEST_P(StoreTest, MigrateIsVersionedAndIdempotent) {
   store_->migrate();
   Store::open(db_->url())->migrate();
   EXPECT_EQ(store_->schemaVersion(), Store::latestSchemaVersion());
-  // One row per migration (the numbers may have a gap while parallel work lands).
-  EXPECT_EQ(countRows("schema_migrations"), static_cast<std::int64_t>(sqliteMigrations().size()));
+  // One row per migration; versions may leave gaps (numbers taken by parallel branches).
+  EXPECT_EQ(countRows("schema_migrations"),
+            static_cast<std::int64_t>(
+                (db_->backend() == Backend::Sqlite ? sqliteMigrations() : postgresMigrations()).size()));
   // The data survives a re-run.
   VirtualKey k;
   k.name = "a";
@@ -86,7 +88,9 @@ TEST_P(StoreTest, FreshDatabaseStartsAtVersionZeroAndMigratesConcurrently) {
   auto c = openSqlConnection(fresh.url());
   auto rows = c->query("SELECT COUNT(*) FROM schema_migrations", {});
   rows->next();
-  EXPECT_EQ(rows->getInt(0), Store::latestSchemaVersion());
+  // Each migration once, even with three instances racing (versions may leave gaps).
+  EXPECT_EQ(rows->getInt(0), static_cast<std::int64_t>(
+                                 (fresh.backend() == Backend::Sqlite ? sqliteMigrations() : postgresMigrations()).size()));
 }
 
 TEST_P(StoreTest, RefusesASchemaNewerThanItKnows) {
@@ -196,6 +200,7 @@ TEST_P(StoreTest, InsertedLogsRoundTripEveryField) {
   LogRecord a = sampleLog(kT0 + 5, "req-a");
   a.request_body = R"({"model":"gpt-4o-mini","messages":[]})";
   a.response_body = std::string("data: {\"x\":1}\n\n");
+  a.screening = R"([{"part":"user","score":0.0123,"flagged":false},{"part":"tool","path":"messages[2]","score":0.9871,"flagged":true}])";
   LogRecord b = sampleLog(kT0 + 6, "req-b");
   b.virtual_key_id.reset();
   b.status = 502;
@@ -233,8 +238,10 @@ TEST_P(StoreTest, InsertedLogsRoundTripEveryField) {
   EXPECT_TRUE(ga.stream);
   EXPECT_EQ(ga.request_body, a.request_body);
   EXPECT_EQ(ga.response_body, a.response_body);
+  EXPECT_EQ(ga.screening, a.screening);
 
   EXPECT_FALSE(gb.virtual_key_id.has_value());
+  EXPECT_EQ(gb.screening, "");  // not screened
   EXPECT_EQ(gb.status, 502);
   EXPECT_FALSE(gb.stream);
   EXPECT_DOUBLE_EQ(gb.cost_usd, 1.0 / 3.0);
