@@ -77,6 +77,24 @@ bool Store::updateMcpServer(const McpServer&) {
 bool Store::deleteMcpServer(std::int64_t) {
   unsupported("deleteMcpServer");
 }
+std::optional<SubscriptionRow> Store::getSubscription(const std::string&) {
+  unsupported("getSubscription");
+}
+SubscriptionRow Store::seedSubscription(const std::string&, const std::string&, std::int64_t) {
+  unsupported("seedSubscription");
+}
+bool Store::leaseSubscription(const std::string&, std::int64_t, const std::string&, std::int64_t, std::int64_t) {
+  unsupported("leaseSubscription");
+}
+bool Store::commitSubscription(const std::string&, std::int64_t, const std::string&, const std::string&, std::int64_t) {
+  unsupported("commitSubscription");
+}
+void Store::releaseSubscription(const std::string&, const std::string&) {
+  unsupported("releaseSubscription");
+}
+void Store::failSubscription(const std::string&, const std::string&, const std::string&, std::int64_t) {
+  unsupported("failSubscription");
+}
 std::int64_t Store::createAdminToken(const AdminToken&) {
   unsupported("createAdminToken");
 }

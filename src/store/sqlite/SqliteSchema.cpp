@@ -279,6 +279,21 @@ CREATE TABLE audit_log (
 CREATE INDEX audit_log_time ON audit_log (time_ms);
 CREATE INDEX audit_log_actor ON audit_log (actor, id);
 )sql"},
+    // Subscription accounts (channel `subscription`): the live OAuth credential of each key,
+    // sealed as upstream keys are. Refresh tokens rotate and are single-use: the newest is kept
+    // here for every instance, and a refresh holds the row's lease (a compare-and-swap on
+    // version and lease_until), so a token is never spent twice.
+    {13, "subscription credentials", R"sql(
+CREATE TABLE subscription_credentials (
+  ref                  TEXT    PRIMARY KEY,
+  credential_encrypted BLOB    NOT NULL,
+  version              INTEGER NOT NULL DEFAULT 1,
+  lease_owner          TEXT    NOT NULL DEFAULT '',
+  lease_until          INTEGER NOT NULL DEFAULT 0,
+  error                TEXT    NOT NULL DEFAULT '',
+  updated_at           INTEGER NOT NULL
+);
+)sql"},
 };
 
 }  // namespace
