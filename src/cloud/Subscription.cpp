@@ -21,9 +21,9 @@ constexpr std::int64_t kCredMaxMs = std::int64_t{1} << 52;  // far beyond any re
 // A value that may go into a header as it is: printable ASCII, no space, bounded.
 bool credHeaderSafe(std::string_view s) {
   return !s.empty() && s.size() <= 16384 && std::all_of(s.begin(), s.end(), [](char c) {
-           auto u = static_cast<unsigned char>(c);
-           return u > 0x20 && u < 0x7f;
-         });
+    auto u = static_cast<unsigned char>(c);
+    return u > 0x20 && u < 0x7f;
+  });
 }
 
 const json::string* credString(const json::object& o, std::string_view key) {
@@ -88,7 +88,8 @@ bool checkTokens(SubscriptionCredential& c, std::string* why) {
     if (why) *why = w;
     return false;
   };
-  if (c.access_token.empty() && c.refresh_token.empty()) return fail("it holds neither an access token nor a refresh token");
+  if (c.access_token.empty() && c.refresh_token.empty())
+    return fail("it holds neither an access token nor a refresh token");
   if (!c.access_token.empty() && !credHeaderSafe(c.access_token))
     return fail("its access token holds characters a header cannot carry (spaces, control characters or non-ASCII)");
   if (!c.refresh_token.empty() && !credHeaderSafe(c.refresh_token))
@@ -119,7 +120,8 @@ std::optional<SubscriptionKind> parseSubscriptionKind(std::string_view name) {
 }
 
 std::string_view defaultTokenUrl(SubscriptionKind k) {
-  return k == SubscriptionKind::Claude ? "https://console.anthropic.com/v1/oauth/token" : "https://auth.openai.com/oauth/token";
+  return k == SubscriptionKind::Claude ? "https://console.anthropic.com/v1/oauth/token"
+                                       : "https://auth.openai.com/oauth/token";
 }
 
 std::string_view defaultSubscriptionBaseUrl(SubscriptionKind k) {
@@ -217,8 +219,10 @@ RefreshOutcome parseRefreshAnswer(SubscriptionKind k, int status, std::string_vi
     if (const json::string* e = credString(*o, "error")) {
       error = std::string(*e);
     } else if (const json::object* eo = credObject(*o, "error")) {  // {"error":{"type"/"code","message"}}
-      if (const json::string* t = credString(*eo, "code")) error = std::string(*t);
-      else if (const json::string* t2 = credString(*eo, "type")) error = std::string(*t2);
+      if (const json::string* t = credString(*eo, "code"))
+        error = std::string(*t);
+      else if (const json::string* t2 = credString(*eo, "type"))
+        error = std::string(*t2);
       if (const json::string* m = credString(*eo, "message")) description = std::string(*m);
     }
     if (const json::string* d = credString(*o, "error_description")) description = std::string(*d);
@@ -258,7 +262,8 @@ RefreshOutcome parseRefreshAnswer(SubscriptionKind k, int status, std::string_vi
     c.refresh_token = std::string(*r);
   }
   std::int64_t expires_at = 0;
-  if (auto in = credInt(*o, "expires_in"); in && *in > 0) expires_at = now_ms + std::min<std::int64_t>(*in, 1 << 30) * 1000;
+  if (auto in = credInt(*o, "expires_in"); in && *in > 0)
+    expires_at = now_ms + std::min<std::int64_t>(*in, 1 << 30) * 1000;
   if (expires_at == 0) expires_at = jwtExpiryMs(c.access_token);
   if (expires_at == 0 && k == SubscriptionKind::ChatGPT) expires_at = now_ms + 3600 * 1000;  // refreshed hourly then
   if (expires_at <= now_ms) {
@@ -313,7 +318,8 @@ UsageWindows readUsageWindows(SubscriptionKind k, const std::vector<std::pair<st
       resetAt(overall_reset);
       if (w.reset_at_ms == 0) {  // no overall reset: the latest reset of a window used up
         for (const auto& [name, value] : headers) {
-          if (name.size() <= kPrefix.size() || !sluice::iequals(std::string_view(name).substr(0, kPrefix.size()), kPrefix))
+          if (name.size() <= kPrefix.size() ||
+              !sluice::iequals(std::string_view(name).substr(0, kPrefix.size()), kPrefix))
             continue;
           const std::string_view rest = std::string_view(name).substr(kPrefix.size());
           double d = 0;
@@ -333,16 +339,21 @@ UsageWindows readUsageWindows(SubscriptionKind k, const std::vector<std::pair<st
       const std::string_view rest = std::string_view(name).substr(prefix.size());
       double d = 0;
       if (!number(value, d)) continue;
-      if (sluice::iequals(rest, "used-percent")) used = d;
-      else if (sluice::iequals(rest, "reset-after-seconds")) after = d;
-      else if (sluice::iequals(rest, "reset-at") && d < 1e11) at = d;
+      if (sluice::iequals(rest, "used-percent"))
+        used = d;
+      else if (sluice::iequals(rest, "reset-after-seconds"))
+        after = d;
+      else if (sluice::iequals(rest, "reset-at") && d < 1e11)
+        at = d;
     }
     if (used < 0) continue;
     w.used_fraction = std::max(w.used_fraction, used / 100.0);
     if (used >= 100.0) {
       w.exhausted = true;
-      if (after >= 0 && after < 1e7) resetAt(now_ms + static_cast<std::int64_t>(after * 1000));
-      else if (at > 0) resetAt(static_cast<std::int64_t>(at) * 1000);
+      if (after >= 0 && after < 1e7)
+        resetAt(now_ms + static_cast<std::int64_t>(after * 1000));
+      else if (at > 0)
+        resetAt(static_cast<std::int64_t>(at) * 1000);
     }
   }
   return w;

@@ -53,8 +53,8 @@ std::string refreshRequestBody(SubscriptionKind k, std::string_view refresh_toke
 
 struct RefreshOutcome {
   std::optional<SubscriptionCredential> credential;  // set: the new credential
-  bool invalid_grant = false;  // the refresh token was refused: revoked or already used
-  std::string why;             // when not refreshed (never quotes a token)
+  bool invalid_grant = false;                        // the refresh token was refused: revoked or already used
+  std::string why;                                   // when not refreshed (never quotes a token)
 };
 // The token endpoint's answer (`status`, `body`) to a refresh of `old`, received at `now_ms`.
 // A refresh answer without a refresh_token keeps the old one (ChatGPT may omit it).
@@ -66,9 +66,9 @@ std::string signInAgainReason(SubscriptionKind k, std::string_view detail);
 
 // A usage window as a response's headers report it.
 struct UsageWindows {
-  bool exhausted = false;         // a window is used up (status rejected, or 100% used)
-  std::int64_t reset_at_ms = 0;   // Unix ms when the exhausted window resets (0: unknown)
-  double used_fraction = -1;      // the highest utilization reported, 0..1; < 0: none reported
+  bool exhausted = false;        // a window is used up (status rejected, or 100% used)
+  std::int64_t reset_at_ms = 0;  // Unix ms when the exhausted window resets (0: unknown)
+  double used_fraction = -1;     // the highest utilization reported, 0..1; < 0: none reported
 };
 // Anthropic: anthropic-ratelimit-unified-{status,reset,5h-utilization,7d-utilization,...};
 // ChatGPT: x-codex-{primary,secondary}-{used-percent,reset-after-seconds,reset-at}.

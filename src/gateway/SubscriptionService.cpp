@@ -73,8 +73,9 @@ SubscriptionService::Claim SubscriptionService::claim(const std::string& ref, co
     std::optional<cloud::SubscriptionCredential> cred;
     if (plain) cred = cloud::parseCredential(cloud::SubscriptionKind::Claude, *plain, &why);  // the stored form
     if (!cred) {
-      c.error = plain ? "the stored subscription credential is unreadable: " + why
-                      : "the stored subscription credential cannot be decrypted with store.secret_key (was it changed?)";
+      c.error = plain
+                    ? "the stored subscription credential is unreadable: " + why
+                    : "the stored subscription credential cannot be decrypted with store.secret_key (was it changed?)";
       return c;
     }
     c.cred = std::move(*cred);
@@ -145,7 +146,8 @@ net::awaitable<SubscriptionAccess> SubscriptionService::access(const routing::Ch
         // Another worker or instance is refreshing: while the current token works it is used;
         // once it lapsed, wait for the new one.
         if (cloud::stillValid(c.cred, now)) co_return ok(c.cred);
-        if (now >= give_up) co_return failed("the subscription's access token expired and its refresh did not finish in time", false);
+        if (now >= give_up)
+          co_return failed("the subscription's access token expired and its refresh did not finish in time", false);
         {
           net::steady_timer t(co_await net::this_coro::executor, std::chrono::milliseconds(100));
           co_await t.async_wait(net::use_awaitable);
@@ -205,9 +207,10 @@ net::awaitable<SubscriptionAccess> SubscriptionService::access(const routing::Ch
     const bool stored = co_await net::co_spawn(pool_, std::move(finish), net::use_awaitable);
     if (fresh) {
       if (!stored)
-        spdlog::error("subscription key {} of channel {}: the refreshed credential could not be stored; its new refresh "
-                      "token lives in this process only",
-                      key.id, ch.cfg.name);
+        spdlog::error(
+            "subscription key {} of channel {}: the refreshed credential could not be stored; its new refresh "
+            "token lives in this process only",
+            key.id, ch.cfg.name);
       std::lock_guard lock(mu_);
       cache_[ref] = Cached{*fresh, {}};
       spdlog::info("subscription key {} of channel {}: access token refreshed", key.id, ch.cfg.name);

@@ -41,8 +41,8 @@ namespace sluice::gateway {
 struct SubscriptionAccess {
   std::string access_token;  // empty: no credential (see error)
   std::string account_id;
-  std::string error;         // why there is none; never quotes a token
-  bool disable = false;      // the refresh token was refused: the key is off until signed in again
+  std::string error;     // why there is none; never quotes a token
+  bool disable = false;  // the refresh token was refused: the key is off until signed in again
 };
 
 class SubscriptionService {

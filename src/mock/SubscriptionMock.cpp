@@ -118,7 +118,8 @@ http::Response SubscriptionMock::refresh(const http::Request& req, bool claude) 
   const auto kind = claude ? cloud::SubscriptionKind::Claude : cloud::SubscriptionKind::ChatGPT;
   auto body = bodyObject(req);
   auto bad = [&](std::string_view what) {
-    return claude ? jsonAnswer(400, json::serialize(json::object{{"error", "invalid_request"}, {"error_description", what}}))
+    return claude ? jsonAnswer(400,
+                               json::serialize(json::object{{"error", "invalid_request"}, {"error_description", what}}))
                   : openaiError(400, "invalid_request_error", "invalid_request", what);
   };
   if (!body) return bad("the body is not a JSON object");
@@ -133,9 +134,10 @@ http::Response SubscriptionMock::refresh(const http::Request& req, bool claude) 
     if (spent_.contains(token)) ++reused_;
     const bool reuse = spent_.contains(token);
     if (claude)
-      return jsonAnswer(400, json::serialize(json::object{
-                                 {"error", "invalid_grant"},
-                                 {"error_description", reuse ? "Refresh token has already been used" : "Refresh token revoked"}}));
+      return jsonAnswer(
+          400, json::serialize(json::object{
+                   {"error", "invalid_grant"},
+                   {"error_description", reuse ? "Refresh token has already been used" : "Refresh token revoked"}}));
     return openaiError(401, "invalid_request_error", reuse ? "refresh_token_reused" : "refresh_token_invalidated",
                        reuse ? "Your refresh token has already been used to generate a new access token. Please try "
                                "signing in again."
@@ -145,13 +147,17 @@ http::Response SubscriptionMock::refresh(const http::Request& req, bool claude) 
   ++refreshes_;
   ++serial_;
   const std::int64_t exp = nowS() + ttl_s_;
-  const std::string refresh = fmt::format("{}{}-{}", claude ? "sk-ant-ort01-mock-" : "rt-mock-", serial_, randomId("", 12));
+  const std::string refresh =
+      fmt::format("{}{}-{}", claude ? "sk-ant-ort01-mock-" : "rt-mock-", serial_, randomId("", 12));
   std::string access;
   json::object out;
   if (claude) {
     access = fmt::format("sk-ant-oat01-mock-{}-{}", serial_, randomId("", 12));
-    out = {{"token_type", "Bearer"}, {"access_token", access}, {"expires_in", ttl_s_},
-           {"refresh_token", refresh}, {"scope", "user:inference user:profile"}};
+    out = {{"token_type", "Bearer"},
+           {"access_token", access},
+           {"expires_in", ttl_s_},
+           {"refresh_token", refresh},
+           {"scope", "user:inference user:profile"}};
   } else {
     // ChatGPT's access token is a JWT; its lifetime is only in its exp claim.
     const std::string claims = json::serialize(json::object{{"exp", exp}, {"iat", nowS()}, {"n", serial_}});
@@ -194,7 +200,8 @@ SubscriptionMock::Verdict SubscriptionMock::check(const http::Request& req, bool
   if (auto it = issued_access_.find(bearer); it != issued_access_.end() && it->second <= now) {
     ++expired_;
     v.refusal = claude ? anthropicError(401, "authentication_error", "OAuth token has expired.")
-                       : openaiError(401, "invalid_request_error", "token_expired", "Provided authentication token is expired.");
+                       : openaiError(401, "invalid_request_error", "token_expired",
+                                     "Provided authentication token is expired.");
     return v;
   }
   // Usage windows: an account told to be used up reports 100% until its reset.

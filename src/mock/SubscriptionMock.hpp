@@ -49,8 +49,8 @@ class SubscriptionMock {
   std::mutex mu_;
   std::int64_t ttl_s_ = 3600;
   std::uint64_t serial_ = 0;
-  std::set<std::string> spent_;    // refresh tokens already exchanged
-  std::set<std::string> revoked_;  // refresh tokens revoked by a control
+  std::set<std::string> spent_;                        // refresh tokens already exchanged
+  std::set<std::string> revoked_;                      // refresh tokens revoked by a control
   std::map<std::string, std::int64_t> issued_access_;  // access token -> expiry (Unix s)
   std::map<std::string, std::int64_t> exhausted_;      // access token or account id -> reset (Unix s)
   std::uint64_t refreshes_ = 0, refused_ = 0, reused_ = 0, oauth_requests_ = 0, expired_ = 0, limited_ = 0;

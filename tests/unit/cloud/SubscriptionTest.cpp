@@ -25,10 +25,11 @@ std::string jwtWithExp(std::int64_t exp_s) {
 
 TEST(Subscription, ReadsClaudeCodesCredentialFile) {
   std::string why;
-  auto c = parseCredential(SubscriptionKind::Claude,
-                           R"({"claudeAiOauth":{"accessToken":"sk-ant-oat01-AAA","refreshToken":"sk-ant-ort01-BBB",)"
-                           R"("expiresAt":1750000600000,"scopes":["user:inference","user:profile"],"subscriptionType":"max"}})",
-                           &why);
+  auto c = parseCredential(
+      SubscriptionKind::Claude,
+      R"({"claudeAiOauth":{"accessToken":"sk-ant-oat01-AAA","refreshToken":"sk-ant-ort01-BBB",)"
+      R"("expiresAt":1750000600000,"scopes":["user:inference","user:profile"],"subscriptionType":"max"}})",
+      &why);
   ASSERT_TRUE(c) << why;
   EXPECT_EQ(c->access_token, "sk-ant-oat01-AAA");
   EXPECT_EQ(c->refresh_token, "sk-ant-ort01-BBB");
@@ -39,10 +40,11 @@ TEST(Subscription, ReadsClaudeCodesCredentialFile) {
 TEST(Subscription, ReadsCodexsAuthFileWithTheExpiryFromItsAccessToken) {
   std::string why;
   const std::string access = jwtWithExp(1750003600);
-  auto c = parseCredential(SubscriptionKind::ChatGPT,
-                           R"({"OPENAI_API_KEY":null,"tokens":{"id_token":"eyJ.a.b","access_token":")" + access +
-                               R"(","refresh_token":"rt-1","account_id":"acct-42"},"last_refresh":"2025-06-15T00:00:00Z"})",
-                           &why);
+  auto c =
+      parseCredential(SubscriptionKind::ChatGPT,
+                      R"({"OPENAI_API_KEY":null,"tokens":{"id_token":"eyJ.a.b","access_token":")" + access +
+                          R"(","refresh_token":"rt-1","account_id":"acct-42"},"last_refresh":"2025-06-15T00:00:00Z"})",
+                      &why);
   ASSERT_TRUE(c) << why;
   EXPECT_EQ(c->access_token, access);
   EXPECT_EQ(c->refresh_token, "rt-1");
@@ -76,7 +78,7 @@ TEST(Subscription, RefusesWhatCannotWorkWithoutQuotingATokenAttackTable) {
       {SubscriptionKind::ChatGPT, R"({"tokens":{"access_token":"a","refresh_token":"r","account_id":"x\ny"}})",
        "account id"},
       {SubscriptionKind::ChatGPT, R"({"tokens":"SECRET"})", "Codex"},
-      {SubscriptionKind::Claude, std::string(300, '[') , "JSON object"},
+      {SubscriptionKind::Claude, std::string(300, '['), "JSON object"},
   };
   for (const auto& c : cases) {
     std::string why;
@@ -125,9 +127,9 @@ TEST(Subscription, RefreshRequestsAreWhatTheCLIsSend) {
 
 TEST(Subscription, ARefreshAnswerRotatesThePair) {
   SubscriptionCredential old{"old-at", "old-rt", "acct", kNow, 0};
-  auto r = parseRefreshAnswer(SubscriptionKind::Claude, 200,
-                              R"({"token_type":"Bearer","access_token":"new-at","expires_in":28800,"refresh_token":"new-rt"})",
-                              old, kNow);
+  auto r = parseRefreshAnswer(
+      SubscriptionKind::Claude, 200,
+      R"({"token_type":"Bearer","access_token":"new-at","expires_in":28800,"refresh_token":"new-rt"})", old, kNow);
   ASSERT_TRUE(r.credential) << r.why;
   EXPECT_EQ(r.credential->access_token, "new-at");
   EXPECT_EQ(r.credential->refresh_token, "new-rt");
@@ -145,8 +147,8 @@ TEST(Subscription, ARefreshAnswerRotatesThePair) {
 TEST(Subscription, ARefusedRefreshTokenIsAnInvalidGrantThatSaysSignInAgain) {
   SubscriptionCredential old{"old-at", "old-rt", "", kNow, 0};
   auto r = parseRefreshAnswer(SubscriptionKind::Claude, 400,
-                              R"({"error":"invalid_grant","error_description":"Refresh token has already been used"})", old,
-                              kNow);
+                              R"({"error":"invalid_grant","error_description":"Refresh token has already been used"})",
+                              old, kNow);
   EXPECT_TRUE(r.invalid_grant);
   EXPECT_FALSE(r.credential);
   EXPECT_NE(r.why.find("already been used"), std::string::npos);
