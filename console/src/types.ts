@@ -78,6 +78,8 @@ export interface Channel {
   model_map?: Record<string, string> | null;
   api_version?: string | null;
   region?: string | null;  // bedrock
+  subscription?: 'claude' | 'chatgpt' | null;  // keys are the CLI's OAuth credential file
+  token_url?: string | null;
   rpm?: number | null;
   tpm?: number | null;
   max_concurrent?: number | null;

@@ -978,7 +978,8 @@ http::Response AdminApi::State::createUpstreamKey(Call& c) {
   if (!secret) throw FieldError("secret", "secret is required: the provider's API key to add to this channel");
   store::UpstreamKey key;
   key.channel_id = ch.id;
-  key.secret_encrypted = box.seal(upstreamSecretField(*secret));
+  const std::string sub = channelSubscription(ch);
+  key.secret_encrypted = box.seal(sub.empty() ? upstreamSecretField(*secret) : subscriptionSecretField(*secret, sub));
   if (const auto* label = body.if_contains("label")) key.label = upstreamLabelField(*label);
   const auto id = db().createUpstreamKey(key);
   changed();
@@ -995,7 +996,8 @@ http::Response AdminApi::State::updateUpstreamKey(Call& c) {
                        "updated_at_ms"});
   if (const auto* label = body.if_contains("label")) key.label = upstreamLabelField(*label);
   if (const auto* secret = body.if_contains("secret")) {
-    const std::string plain = upstreamSecretField(*secret);
+    const std::string sub = channelSubscription(ch);
+    const std::string plain = sub.empty() ? upstreamSecretField(*secret) : subscriptionSecretField(*secret, sub);
     key.secret_encrypted = requireSecretBox().seal(plain);
   }
   if (!body.empty()) {

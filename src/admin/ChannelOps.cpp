@@ -9,6 +9,7 @@
 #include <cctype>
 
 #include "admin/Fields.hpp"
+#include "cloud/Subscription.hpp"
 #include "config/Scalars.hpp"
 #include "core/JsonText.hpp"
 #include "core/SecretBox.hpp"
@@ -127,7 +128,7 @@ void applyChannelFields(store::Channel& ch, const json::object& body, bool creat
   rejectUnknownFields(body,
                       {"name", "type", "base_url", "models", "priority", "weight", "headers", "enabled", "model_map",
                        "api_version", "rpm", "tpm", "max_concurrent", "key_rpm", "key_tpm", "screening", "cache",
-                       "cache_ttl_ms", "region"},
+                       "cache_ttl_ms", "region", "subscription", "token_url"},
                       {"id", "source", "keys", "created_at_ms", "updated_at_ms"});
   if (creating) {
     for (const char* required : {"name", "type", "base_url", "models"}) {
@@ -177,6 +178,32 @@ void applyChannelFields(store::Channel& ch, const json::object& body, bool creat
       throw FieldError("region", "region must be an AWS region such as us-east-1; got " + describeJson(*v));
     set("region", v->is_null() ? json::value() : *v);
   }
+  if (const auto* v = body.if_contains("subscription")) {
+    const auto kind = v->is_string() ? cloud::parseSubscriptionKind(v->get_string()) : std::nullopt;
+    if (!v->is_null() && !kind)
+      throw FieldError("subscription", "subscription must be \"claude\" or \"chatgpt\" (or null); got " + describeJson(*v));
+    set("subscription", v->is_null() ? json::value() : *v);
+  }
+  if (const auto* v = body.if_contains("token_url")) {
+    if (!v->is_null()) {
+      try {
+        set("token_url", json::value(baseUrlField(*v)));
+      } catch (const FieldError& e) {
+        throw FieldError("token_url", std::string("token_url: ") + e.what());
+      }
+    } else {
+      set("token_url", json::value());
+    }
+  }
+  if (const auto* sub = settings.if_contains("subscription"); sub && sub->is_string()) {
+    const auto kind = cloud::parseSubscriptionKind(sub->get_string());
+    const auto want = kind == cloud::SubscriptionKind::Claude ? config::ChannelType::Anthropic : config::ChannelType::OpenAI;
+    if (ch.type != config::channelTypeName(want))
+      throw FieldError("subscription", fmt::format("a {} subscription is a channel of type {}", sub->get_string().c_str(),
+                                                   config::channelTypeName(want)));
+  } else if (settings.contains("token_url")) {
+    throw FieldError("token_url", "only a subscription channel takes a token_url");
+  }
   for (const char* limit : {"rpm", "tpm", "max_concurrent", "key_rpm", "key_tpm"}) {
     if (const auto* v = body.if_contains(limit)) {
       const auto n = limitField(*v, limit);
@@ -210,6 +237,8 @@ json::object channelJson(const store::Channel& ch, json::array keys) {
       {"model_map", setting("model_map", json::object{})},
       {"api_version", setting("api_version", "")},
       {"region", setting("region", "")},
+      {"subscription", setting("subscription", nullptr)},
+      {"token_url", setting("token_url", nullptr)},
       {"rpm", setting("rpm", nullptr)},
       {"tpm", setting("tpm", nullptr)},
       {"max_concurrent", setting("max_concurrent", nullptr)},
@@ -247,6 +276,8 @@ json::object configChannelJson(const config::ChannelConfig& ch) {
       {"model_map", std::move(model_map)},
       {"api_version", ch.api_version},
       {"region", ch.region},
+      {"subscription", ch.subscription.empty() ? json::value(nullptr) : json::value(ch.subscription)},
+      {"token_url", ch.token_url.empty() ? json::value(nullptr) : json::value(ch.token_url)},
       {"rpm", limit(ch.rpm)},
       {"tpm", limit(ch.tpm)},
       {"max_concurrent", limit(ch.max_concurrent)},
@@ -272,6 +303,32 @@ std::string upstreamSecretField(const json::value& v) {
     why = "it contains a control character (stray newline?)";
   if (!why.empty()) throw FieldError("secret", "secret must be the provider's API key as a string; " + why);
   return std::string(v.get_string());
+}
+
+std::string subscriptionSecretField(const json::value& v, std::string_view kind_name) {
+  const auto kind = cloud::parseSubscriptionKind(kind_name).value_or(cloud::SubscriptionKind::Claude);
+  // The credential file's JSON, as an object or as its text. The message never quotes it.
+  std::string text;
+  if (v.is_object())
+    text = json::serialize(v);
+  else if (v.is_string() && v.get_string().size() <= 4 * kMaxUpstreamSecret)
+    text = std::string(v.get_string());
+  else
+    throw FieldError("secret", fmt::format("secret must be the {} credential file's JSON (an object or its text); got {}",
+                                           kind_name, v.is_string() ? "a string too long" : describeJson(v)));
+  std::string why;
+  auto cred = cloud::parseCredential(kind, text, &why);
+  if (!cred) throw FieldError("secret", fmt::format("secret is not a {} credential: {}", kind_name, why));
+  std::string stored = cloud::serializeCredential(*cred);
+  if (stored.size() > kMaxUpstreamSecret)
+    throw FieldError("secret", fmt::format("secret is longer than {} characters", kMaxUpstreamSecret));
+  return stored;
+}
+
+std::string channelSubscription(const store::Channel& ch) {
+  const json::object settings = parsedObject(ch.settings);
+  const auto* v = settings.if_contains("subscription");
+  return v && v->is_string() ? std::string(v->get_string()) : std::string();
 }
 
 std::string upstreamLabelField(const json::value& v) {

@@ -32,6 +32,12 @@ boost::json::object configChannelJson(const config::ChannelConfig& channel);
 // The secret of an upstream key: non-empty, no control characters.
 std::string upstreamSecretField(const boost::json::value& v);
 std::string upstreamLabelField(const boost::json::value& v);
+// The secret of a key of a subscription channel (`kind` "claude" or "chatgpt"): the CLI's
+// credential file as a JSON object or its text, checked and kept in the stored form
+// (cloud::serializeCredential). Throws FieldError saying what is wrong, never quoting it.
+std::string subscriptionSecretField(const boost::json::value& v, std::string_view kind);
+// A store channel's subscription kind ("" when it is not a subscription channel).
+std::string channelSubscription(const store::Channel& channel);
 
 // `masked` is maskSecret of the decrypted secret, or null when it cannot be decrypted (no
 // store.secret_key, or one other than the key was sealed with): `box` may be null.

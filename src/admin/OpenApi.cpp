@@ -820,6 +820,8 @@ constexpr std::string_view kDocument = R"json({
           "model_map": {"type": "object", "additionalProperties": {"type": "string"}},
           "api_version": {"type": "string"},
           "region": {"type": "string", "description": "bedrock: the AWS region requests are signed for"},
+          "subscription": {"type": ["string", "null"], "enum": ["claude", "chatgpt", null], "description": "a subscription channel: its keys are the OAuth credential files Claude Code or Codex sign in with"},
+          "token_url": {"type": ["string", "null"], "description": "a subscription channel: where its tokens are refreshed"},
           "rpm": {"type": ["integer", "null"]},
           "tpm": {"type": ["integer", "null"]},
           "max_concurrent": {"type": ["integer", "null"]},
@@ -849,6 +851,8 @@ constexpr std::string_view kDocument = R"json({
           "model_map": {"type": ["object", "null"], "additionalProperties": {"type": "string", "minLength": 1}, "description": "client model name to upstream model name"},
           "api_version": {"type": ["string", "null"], "description": "azure api-version"},
           "region": {"type": ["string", "null"], "description": "bedrock: the AWS region (default: from a bedrock-runtime.REGION.amazonaws.com base_url)"},
+          "subscription": {"type": ["string", "null"], "enum": ["claude", "chatgpt", null], "description": "claude (an anthropic channel) or chatgpt (an openai channel): its keys are the CLI's credential file (~/.claude/.credentials.json, ~/.codex/auth.json); each provider's terms govern such use"},
+          "token_url": {"type": ["string", "null"], "description": "a subscription channel: the OAuth token endpoint (default: the provider's)"},
           "rpm": {"type": ["integer", "null"], "minimum": 1},
           "tpm": {"type": ["integer", "null"], "minimum": 1},
           "max_concurrent": {"type": ["integer", "null"], "minimum": 1},
@@ -921,7 +925,7 @@ constexpr std::string_view kDocument = R"json({
       "UpstreamKeyUpdate": {
         "type": "object", "additionalProperties": false,
         "properties": {
-          "secret": {"type": "string", "minLength": 1, "description": "the provider's API key; write-only"},
+          "secret": {"type": ["string", "object"], "minLength": 1, "description": "the provider's API key; write-only. A subscription channel's key is the CLI's credential file, as a JSON object or its text (sealed, masked as {credential})"},
           "label": {"type": "string", "maxLength": 128}
         }
       },
@@ -938,7 +942,9 @@ constexpr std::string_view kDocument = R"json({
           "state": {"type": "string", "enum": ["active", "cooling", "disabled"]},
           "manual": {"type": "boolean", "description": "disabled by hand: probes leave it disabled"},
           "cooldown_until_ms": {"type": ["integer", "null"]},
-          "reason": {"type": "string"},
+          "reason": {"type": "string", "description": "why it is cooling or disabled; a subscription key whose refresh token was refused says to sign in again"},
+          "subscription": {"type": ["string", "null"], "description": "claude or chatgpt for a subscription channel's key"},
+          "usage": {"type": ["number", "null"], "description": "a subscription key: the most used usage window as its rate-limit headers last reported it, 0 to 1"},
           "successes": {"type": "integer"},
           "failures": {"type": "integer"},
           "ttfb_ewma_ms": {"type": ["number", "null"], "description": "moving average of the key's time to first byte (null until measured); routing.balance: latency ranks by it"},

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
+#include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include <boost/url/parse.hpp>
@@ -29,6 +31,7 @@
 #include <utility>
 
 #include "cloud/SigV4.hpp"
+#include "cloud/Subscription.hpp"
 #include "cluster/RedisUrl.hpp"
 #include "config/Scalars.hpp"
 #include "http/ServerTls.hpp"
@@ -73,10 +76,10 @@ constexpr std::array<std::string_view, 14> kRoutingKeys = {
 constexpr std::array<std::string_view, 4> kErrorRuleKeys = {"status", "body", "action", "for"};
 constexpr std::array<std::string_view, 5> kPriceKeys = {"input", "output", "cached_input", "cache_write", "reasoning"};
 constexpr std::array<std::string_view, 4> kTimeoutKeys = {"connect", "first_byte", "idle", "total"};
-constexpr std::array<std::string_view, 19> kChannelKeys = {
+constexpr std::array<std::string_view, 21> kChannelKeys = {
     "name",      "type",    "base_url",  "keys",     "models",         "priority", "weight",
     "headers",   "model_map", "api_version", "rpm",  "tpm",            "max_concurrent", "key_rpm",
-    "key_tpm",   "cache",   "cache_ttl", "screening", "region"};
+    "key_tpm",   "cache",   "cache_ttl", "screening", "region", "subscription", "token_url"};
 
 struct ChannelTypeEntry {
   ChannelType type;
@@ -318,10 +321,26 @@ class Loader {
     if (!redactKeySet) {
       if (const char* env = std::getenv("SLUICE_REDACT_KEY")) cfg.redaction.key = env;
     }
+    for (const auto& ch : cfg.channels) {
+      // The live credential (its refresh token rotates) is kept in the store, sealed.
+      if (!ch.subscription.empty() && cfg.store.secret_key.empty())
+        fail(lineMark(ch.line),
+             "channel " + quote(ch.name) +
+                 ": a subscription channel keeps its refreshed credentials sealed in the store: set store.secret_key "
+                 "(or SLUICE_SECRET_KEY)");
+      if (!ch.subscription.empty() && cfg.store.url.empty())
+        fail(lineMark(ch.line),
+             "channel " + quote(ch.name) + ": a subscription channel needs store.url (its live credential is kept there)");
+    }
     return cfg;
   }
 
  private:
+  static YAML::Mark lineMark(int line) {
+    YAML::Mark m;
+    m.line = std::max(0, line - 1);
+    return m;
+  }
   static YAML::Mark endMark(const std::string& text) {
     YAML::Mark m;
     m.pos = static_cast<int>(text.size());
@@ -1081,6 +1100,45 @@ class Loader {
     }
   }
 
+  // A subscription channel: an anthropic (claude) or openai (chatgpt) channel whose keys are the
+  // CLI's credential files, pasted as JSON or named by path (read now; "~/" is $HOME). A key that
+  // is not one is named by its position, never quoted: it holds a secret.
+  void subscriptionChannel(const YAML::Node& item, const std::string& path, ChannelConfig& ch, bool has_base_url) {
+    if (ch.subscription.empty()) fail(item, path + ".token_url: only a subscription channel takes a token_url");
+    const auto kind = *cloud::parseSubscriptionKind(ch.subscription);
+    const ChannelType want = kind == cloud::SubscriptionKind::Claude ? ChannelType::Anthropic : ChannelType::OpenAI;
+    if (ch.type != want)
+      fail(item, fmt::format("{}.subscription: a {} subscription is a channel of type {}", path, ch.subscription,
+                             kind == cloud::SubscriptionKind::Claude ? "anthropic" : "openai"));
+    if (!ch.region.empty()) fail(item, path + ".region: only a bedrock channel takes a region");
+    if (!has_base_url) ch.base_url = std::string(cloud::defaultSubscriptionBaseUrl(kind));
+    if (ch.token_url.empty()) ch.token_url = std::string(cloud::defaultTokenUrl(kind));
+    const YAML::Node keys = item["keys"];
+    for (std::size_t i = 0; i < ch.keys.size(); ++i) {
+      std::string& k = ch.keys[i];
+      if (k.front() != '{') {
+        std::string file = k;
+        if (file.starts_with("~/")) {
+          const char* home = std::getenv("HOME");
+          file = std::string(home ? home : "") + file.substr(1);
+        }
+        std::ifstream in(file, std::ios::binary);
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (!in.is_open() || in.bad())
+          fail(keys ? keys : item, fmt::format("{}.keys[{}]: cannot read the credential file {} (a key of a "
+                                               "subscription channel is the file's JSON or its path)",
+                                               path, i, quote(file)));
+        k = std::move(text);
+      }
+      std::string why;
+      auto cred = cloud::parseCredential(kind, k, &why);
+      if (!cred)
+        fail(keys ? keys : item, fmt::format("{}.keys[{}]: not a {} credential: {} (the key is not shown: it holds a secret)",
+                                             path, i, ch.subscription, why));
+      k = cloud::serializeCredential(*cred);  // one spelling per credential, whatever the file's layout
+    }
+  }
+
   void channels(const YAML::Node& node, std::vector<ChannelConfig>& out) {
     if (node.IsNull()) return;
     if (!node.IsSequence()) fail(node, "channels: expected a list of channels, got " + describeNode(node));
@@ -1146,6 +1204,12 @@ class Loader {
           ch.region = str(v, kpath);
           if (!validAwsRegion(ch.region))
             fail(v, kpath + ": " + quote(ch.region) + " is not an AWS region (lowercase letters, digits and '-', e.g. us-east-1)");
+        } else if (key == "subscription") {
+          ch.subscription = str(v, kpath);
+          if (!cloud::parseSubscriptionKind(ch.subscription))
+            fail(v, kpath + ": " + quote(ch.subscription) + " is not a subscription kind; valid: claude, chatgpt");
+        } else if (key == "token_url") {
+          ch.token_url = baseUrl(v, kpath);
         } else if (key == "api_version") {
           ch.api_version = str(v, kpath);
           if (ch.api_version.empty() || hasControlChar(ch.api_version)) fail(v, kpath + ": expected a version string");
@@ -1167,7 +1231,9 @@ class Loader {
       for (const char* required : {"name", "type", "models"}) {
         if (!present.contains(required)) fail(item, path + ": missing required key \"" + required + "\"");
       }
-      if (ch.type == ChannelType::Bedrock) {
+      if (!ch.subscription.empty() || present.contains("token_url")) {
+        subscriptionChannel(item, path, ch, present.contains("base_url"));
+      } else if (ch.type == ChannelType::Bedrock) {
         bedrockChannel(item, path, ch, present.contains("base_url"));
       } else {
         if (!present.contains("base_url")) fail(item, path + ": missing required key \"base_url\"");
@@ -1404,6 +1470,7 @@ std::string regionFromBedrockHost(std::string_view base_url) {
 std::string maskSecret(std::string_view secret) {
   if (secret.empty()) return {};
   if (secret.size() < 8) return "***";
+  if (secret.front() == '{') return "{credential}";  // a subscription's credential JSON: nothing of it shown
   return std::string(secret.substr(0, 3)) + "\u2026" + std::string(secret.substr(secret.size() - 2));
 }
 
@@ -1536,6 +1603,8 @@ std::string describeConfig(const Config& c) {
     e << YAML::Key << "type" << YAML::Value << channelTypeName(ch.type);
     e << YAML::Key << "base_url" << YAML::Value << ch.base_url;
     if (!ch.region.empty()) e << YAML::Key << "region" << YAML::Value << ch.region;
+    if (!ch.subscription.empty()) e << YAML::Key << "subscription" << YAML::Value << ch.subscription;
+    if (!ch.token_url.empty()) e << YAML::Key << "token_url" << YAML::Value << ch.token_url;
     e << YAML::Key << "keys" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const auto& k : ch.keys) e << YAML::DoubleQuoted << maskSecret(k);
     e << YAML::EndSeq;

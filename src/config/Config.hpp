@@ -278,6 +278,11 @@ struct ChannelConfig {
   // bedrock: the AWS region requests are signed for (SigV4's scope); base_url defaults to
   // https://bedrock-runtime.{region}.amazonaws.com. Keys are ACCESS_KEY_ID:SECRET[:SESSION_TOKEN].
   std::string region;
+  // Subscription accounts: "claude" (an anthropic channel) or "chatgpt" (an openai channel): its
+  // keys are the OAuth credential files Claude Code and Codex sign in with (pasted JSON or a file
+  // path, read when the config loads), refreshed at token_url (the provider's by default).
+  std::string subscription;
+  std::string token_url;
   // Provider quotas (0 = none): requests and tokens per minute and requests in flight for the
   // whole channel, and requests and tokens per minute for each of its keys. A channel or key at
   // its limit is skipped; when every candidate is, the client gets 429 with Retry-After.

@@ -37,6 +37,10 @@ std::vector<std::unique_ptr<const StageConfig>> buildStages(const Snapshot& snap
   s.push_back(makeGuardrailStage(snap));
   // The cache, keyed on the redacted body: a hit answers here, a miss records the answer.
   s.push_back(makeCacheStage(snap));
+  // A subscription channel's OAuth access token, per attempt (refreshed first when it nears
+  // expiry): after the stages that rewrite the body, before signing (they never meet: a
+  // subscription channel is anthropic or openai, never bedrock).
+  s.push_back(makeSubscriptionStage(snap));
   // AWS SigV4 for bedrock channels, per attempt. Last before the relay, because a signature
   // covers the body as sent: every stage that may rewrite the body (redaction above, a stage's
   // onAttempt, which runs in this order) has done so, and the relay sends what was signed. Per

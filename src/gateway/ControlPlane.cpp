@@ -14,6 +14,7 @@
 
 #include "core/Clock.hpp"
 #include "core/JsonText.hpp"
+#include "cloud/Subscription.hpp"
 #include "core/SecretBox.hpp"
 #include "pipeline/KeyTable.hpp"
 #include "pipeline/Pricing.hpp"
@@ -66,6 +67,9 @@ bool channelFromStore(const store::Channel& c, const std::vector<store::Upstream
     out.model_map = jsonStringMap(o.if_contains("model_map"));
     if (const auto* v = o.if_contains("api_version"); v && v->is_string()) out.api_version = std::string(v->as_string());
     if (const auto* v = o.if_contains("region"); v && v->is_string()) out.region = std::string(v->as_string());
+    if (const auto* v = o.if_contains("subscription"); v && v->is_string() && cloud::parseSubscriptionKind(v->as_string()))
+      out.subscription = std::string(v->as_string());
+    if (const auto* v = o.if_contains("token_url"); v && v->is_string()) out.token_url = std::string(v->as_string());
     out.rpm = jsonInt(o, "rpm");
     out.tpm = jsonInt(o, "tpm");
     out.max_concurrent = jsonInt(o, "max_concurrent");
@@ -84,6 +88,15 @@ bool channelFromStore(const store::Channel& c, const std::vector<store::Upstream
       return false;
     }
   }
+  if (!out.subscription.empty()) {
+    const auto kind = *cloud::parseSubscriptionKind(out.subscription);
+    const auto want = kind == cloud::SubscriptionKind::Claude ? config::ChannelType::Anthropic : config::ChannelType::OpenAI;
+    if (out.type != want) {
+      why = fmt::format("a {} subscription is a channel of type {}", out.subscription, config::channelTypeName(want));
+      return false;
+    }
+    if (out.token_url.empty()) out.token_url = std::string(cloud::defaultTokenUrl(kind));
+  }
   for (const auto& k : keys) {
     if (k.channel_id != c.id) continue;
     std::optional<std::string> secret = box ? box->open(k.secret_encrypted) : std::nullopt;
@@ -94,6 +107,11 @@ bool channelFromStore(const store::Channel& c, const std::vector<store::Upstream
     }
     if (out.type == config::ChannelType::Bedrock && !cloud::parseAwsKey(*secret)) {
       why = fmt::format("upstream key {} is not ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN] (not shown: a secret)", k.id);
+      continue;
+    }
+    if (!out.subscription.empty() &&
+        !cloud::parseCredential(*cloud::parseSubscriptionKind(out.subscription), *secret, nullptr)) {
+      why = fmt::format("upstream key {} is not a {} credential (not shown: a secret)", k.id, out.subscription);
       continue;
     }
     out.keys.push_back(std::move(*secret));

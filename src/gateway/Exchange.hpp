@@ -49,6 +49,7 @@ class ObjectRoutes;
 struct Snapshot;
 struct ParsedBody;
 class ResponseStoreService;
+class SubscriptionService;
 
 // Who is calling: the master key (vk == nullptr) or a virtual key of the snapshot's table.
 struct Caller {
@@ -142,6 +143,7 @@ struct Services {
   telemetry::Tracer* tracer = nullptr;        // null: no tracing (tests)
   ResponseStoreService* responses = nullptr;  // null: no stored responses (tests)
   ObjectRoutes* objects = nullptr;            // null: files and batches route without memory (tests)
+  SubscriptionService* subscriptions = nullptr;  // null: subscription channels cannot serve (tests)
 };
 
 // What the route stage decided: the model, the channels that may serve it, and the facts of the

@@ -49,6 +49,7 @@
 #include "gateway/Proxy.hpp"
 #include "gateway/RequestLog.hpp"
 #include "gateway/ResponseStoreService.hpp"
+#include "gateway/SubscriptionService.hpp"
 #include "gateway/ResponsesSocket.hpp"
 #include "http/Server.hpp"
 #include "http/ServerTls.hpp"
@@ -132,7 +133,8 @@ class Gateway {
         cache_(makeCache(*cfg)),
         control_(std::make_unique<ControlPlane>(cfg, limiter_, healthRegistry())),
         store_probe_(cfg->store.url),
-        responses_(std::make_unique<ResponseStoreService>(cfg->store.url)) {
+        responses_(std::make_unique<ResponseStoreService>(cfg->store.url)),
+        subscriptions_(std::make_unique<SubscriptionService>(cfg->store.url, cfg->store.secret_key)) {
     if (cfg->store.responses.enabled) responses_->startSweeping();
     live_ = std::make_unique<LiveAdmin>(
         LiveAdmin::Host{*control_, control_ioc_, [this](const char* why) { return reload(why); }, path_, cache_.get()});
@@ -297,6 +299,9 @@ class Gateway {
       snap = ws.snap;
       const auto now = routing::nowMs();
       for (const auto& ch : snap->router->channels()) {
+        // A subscription key rests until its usage window resets, or stays off until its owner
+        // signs in again: no probe brings it back early (nor may carry its credential file).
+        if (!ch->cfg.subscription.empty()) continue;
         for (const auto& k : ch->keys) {
           auto& h = *k.health;
           bool down = (h.disabled.load() && !h.manual.load()) || h.cooldown_until_ms.load() > now;
@@ -622,7 +627,7 @@ class Gateway {
   // The request path, stage by stage (gateway/Chain.cpp).
   net::awaitable<void> proxyApi(const Snapshot& snap, WorkerState& ws, http::Request& req, http::Responder& r,
                                 const RequestContext& ctx, ClientCall& call, RequestRecord& rec) {
-    Services svc{ws.pool, limiter_, cache_.get(), &tracer_, responses_.get(), &objects_};
+    Services svc{ws.pool, limiter_, cache_.get(), &tracer_, responses_.get(), &objects_, subscriptions_.get()};
     Exchange ex(snap, svc, req, r, ctx, call, rec);
     co_await runChain(ex);
   }
@@ -691,6 +696,7 @@ class Gateway {
   store::StoreProbe store_probe_;    // sluice_store_up, from a thread of its own
   // Stored responses (store.responses), on a thread of its own; the store URL is fixed at start.
   std::unique_ptr<ResponseStoreService> responses_;
+  std::unique_ptr<SubscriptionService> subscriptions_;  // subscription channels' live credentials
   // The MCP servers (their own thread) and /mcp; after limiter_ and tls_, which they use.
   std::unique_ptr<mcp::McpHub> mcp_;
   std::unique_ptr<McpEndpoint> mcp_endpoint_;

@@ -62,6 +62,9 @@ json::object keyStatus(const routing::Channel& ch, const routing::UpstreamKey& k
                       {"manual", k.health->manual.load()},
                       {"cooldown_until_ms", std::move(cooldown)},
                       {"reason", k.health->why()},
+                      {"subscription", ch.cfg.subscription.empty() ? json::value(nullptr) : json::value(ch.cfg.subscription)},
+                      {"usage", k.health->usage_permille.load() < 0 ? json::value(nullptr)
+                                                                    : json::value(k.health->usage_permille.load() / 1000.0)},
                       {"successes", k.health->successes.load()},
                       {"failures", k.health->failures.load()},
                       {"ttfb_ewma_ms", ewmaTtfb(k.health->latency)},

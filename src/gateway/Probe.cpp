@@ -84,6 +84,7 @@ std::string probeHead(const routing::Channel& ch, const routing::UpstreamKey& ke
       if (!key.secret.empty()) auth = "Authorization: Bearer " + key.secret + "\r\n";
       break;
   }
+  if (!ch.cfg.subscription.empty()) auth.clear();  // its key is a credential file, never a header
   std::string h = "GET " + path + " HTTP/1.1\r\nHost: " + ch.endpoint.host_header + "\r\n" + auth;
   for (const auto& [k, v] : ch.cfg.headers) h.append(k).append(": ").append(v).append("\r\n");
   h.append("Accept: application/json\r\n\r\n");

@@ -18,6 +18,7 @@
 #include "cache/Recorder.hpp"
 #include "cache/Replay.hpp"
 #include "config/Scalars.hpp"
+#include "cloud/Subscription.hpp"
 #include "core/Clock.hpp"
 #include "core/JsonText.hpp"
 #include "gateway/BodyFacts.hpp"
@@ -209,6 +210,30 @@ bool wellFormedFieldLines(std::string_view lines) {
   return true;
 }
 
+void Relay::noteUsageWindows(const routing::Pick& p, const bhttp::fields& head, Attempt& a) const {
+  const auto kind = cloud::parseSubscriptionKind(p.channel->cfg.subscription);
+  if (!kind) return;
+  std::vector<std::pair<std::string, std::string>> fields;
+  for (const auto& f : head) {
+    const std::string_view n = f.name_string();
+    auto hasPrefix = [n](std::string_view pre) { return n.size() > pre.size() && sluice::iequals(n.substr(0, pre.size()), pre); };
+    if (hasPrefix("x-codex-") || hasPrefix("anthropic-ratelimit-unified-"))
+      fields.emplace_back(std::string(n), std::string(f.value()));
+  }
+  if (fields.empty()) return;
+  const std::int64_t now = unixNowMs();
+  const cloud::UsageWindows w = cloud::readUsageWindows(*kind, fields, now);
+  auto& h = *p.key->health;
+  if (w.used_fraction >= 0) h.usage_permille.store(static_cast<int>(std::min(w.used_fraction, 10.0) * 1000));
+  if (!w.exhausted) return;
+  // Used up: the account rests until its window resets (an hour when the provider does not say).
+  const std::int64_t rest = w.reset_at_ms > now ? w.reset_at_ms - now : 3'600'000;
+  if (a.status == 429) a.retry_after_ms = std::max(a.retry_after_ms, rest);
+  else
+    h.coolDown(routing::nowMs() + rest, fmt::format("the subscription's usage window is used up; it resets in {} s",
+                                                    (rest + 999) / 1000));
+}
+
 bool Relay::translating(const routing::Pick& p) const {
   if (continuing()) return true;  // a continuation is a request of the gateway's making
   if (upWire(p) != call.wire) return true;
@@ -307,6 +332,10 @@ std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view se
     if (trace && (sluice::iequals(name, "traceparent") || sluice::iequals(name, "tracestate"))) continue;
     // AWS reads x-amz-* as part of the request's authentication: only the signing stage's go.
     if (up == Wire::Bedrock && name.size() >= 6 && sluice::iequals(name.substr(0, 6), "x-amz-")) continue;
+    // A subscription: the stage sends anthropic-beta (the client's flags and OAuth's) and the
+    // account id; a client never names another account.
+    if (!ch.cfg.subscription.empty() && (sluice::iequals(name, "anthropic-beta") || sluice::iequals(name, "chatgpt-account-id")))
+      continue;
     bool overridden = false;
     for (const auto& [k, v] : ch.cfg.headers) overridden = overridden || sluice::iequals(k, name);
     if (overridden) continue;
@@ -325,7 +354,9 @@ std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view se
   const bool bodiless = call.passthrough && sendBody.empty() && req.method() != bhttp::verb::post;
   if (!haveType && !bodiless) h.append("Content-Type: application/json\r\n");
   if (trace) trace->appendUpstreamHeaders(h);
-  if (!p.key->secret.empty() && up != Wire::Bedrock) {  // Bedrock: the signing stage's lines
+  // Bedrock: the signing stage's lines; a subscription: the subscription stage's bearer token
+  // (the key is the credential file, never sent).
+  if (!p.key->secret.empty() && up != Wire::Bedrock && ch.cfg.subscription.empty()) {
     switch (up) {
       case Wire::OpenAI:
         h.append(azure ? "api-key: " : "Authorization: Bearer ");
@@ -447,6 +478,14 @@ boost::asio::awaitable<void> Relay::open(const routing::Pick& p, const UpstreamA
     o.done = true;
     co_return;
   }
+  // Nor is a request to a subscription channel without the subscription's bearer token.
+  if (!p.channel->cfg.subscription.empty() &&
+      (!stages || stages->header_lines.find("Authorization: Bearer ") == std::string::npos)) {
+    a.outcome = Outcome::ChannelFailure;
+    a.why = "the request to a subscription channel carried no access token";
+    o.done = true;
+    co_return;
+  }
   const std::string upHead = buildUpstreamHead(p, sendBody, stages ? std::string_view(stages->header_lines) : "");
 
   // A pooled connection the provider closed while idle shows up as a failed write or an
@@ -520,6 +559,7 @@ boost::asio::awaitable<void> Relay::open(const routing::Pick& p, const UpstreamA
   auto& head = o.parser->get();
   a.status = static_cast<int>(head.result_int());
   a.first_byte_ms = msSince(a.started);
+  if (!p.channel->cfg.subscription.empty()) noteUsageWindows(p, head, a);
   if (a.status >= 400) co_return;  // finish() reads why
   const std::string_view type = head[bhttp::field::content_type];
   o.sse = (stream || call.passthrough) && (type.find("text/event-stream") != std::string_view::npos ||
@@ -705,7 +745,7 @@ boost::asio::awaitable<Attempt> Relay::upstreamError(const routing::Pick& p, int
   if (v.cooldown_ms > 0)
     a.retry_after_ms = v.cooldown_ms;
   else if (a.outcome == Outcome::KeyCooldown || a.status == 429)
-    a.retry_after_ms = providerRetryMs(head);
+    a.retry_after_ms = std::max(providerRetryMs(head), a.retry_after_ms);  // a subscription's window reset too
   if (a.outcome == Outcome::ClientError && continuing()) {
     // A continuation refused: the client's stream is under way, so another channel is asked.
     a.outcome = Outcome::ChannelFailure;

@@ -156,6 +156,9 @@ struct Relay {
   // Same format: relayed as it is. Responses requests go natively only to `openai` channels;
   // other OpenAI-format upstreams (vLLM, Ollama, DeepSeek...) get them as chat completions.
   bool translating(const routing::Pick& p) const;
+  // A subscription channel's answer: its usage windows (rate-limit headers) noted on the key; a
+  // window used up rests the key until it resets (a 429: through the attempt's retry_after_ms).
+  void noteUsageWindows(const routing::Pick& p, const boost::beast::http::fields& head, Attempt& a) const;
   providers::Format upstreamFormat(const routing::Pick& p) const;
   providers::TranslateContext translateContext(const routing::Pick& p) const;
   // The head of p's answer as the stages see it, with their say in it (wayback::headers).

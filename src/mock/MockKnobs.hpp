@@ -6,6 +6,8 @@
 #include "mock/MockServer.hpp"
 
 #include <optional>
+#include <utility>
+#include <vector>
 #include <string>
 
 namespace sluice::mock {
@@ -34,6 +36,8 @@ struct MockKnobs {
   double slow_rate = 0.0;                 // the first byte waits slow_ms (not ttfb_ms) this often
   int slow_ms = 0;
   ExtraUsage usage;  // cache and reasoning counts the answer reports
+  // Headers a successful answer carries (a subscription endpoint's usage windows).
+  std::vector<std::pair<std::string, std::string>> extra_headers;
 
   static MockKnobs fromOptions(const MockOptions& o);
 };

@@ -333,6 +333,7 @@ net::awaitable<void> writeStream(http::Responder& r, const SseScript& s, const M
   fields.append("\r\nCache-Control: no-cache\r\nx-request-id: ");
   fields.append(request_id).append("\r\n");
   if (request_id_header) fields.append("request-id: ").append(request_id).append("\r\n");
+  for (const auto& [n, v] : k.extra_headers) fields.append(n).append(": ").append(v).append("\r\n");
   if (!co_await r.beginStream(200, "OK", fields)) co_return;
   if (k.reset_after == 0) {  // the header, then the connection breaks: not one body byte
     co_await r.flushHeader();
@@ -418,6 +419,7 @@ net::awaitable<void> writeAnswer(http::Responder& r, std::string body, std::size
   if (!reset) {
     http::Response res = makeResponse(200, std::move(body), content_type, request_id);
     if (request_id_header) res.set("request-id", request_id);
+    for (const auto& [n, v] : k.extra_headers) res.set(n, v);
     co_await r.send(std::move(res));
     co_return;
   }
@@ -450,7 +452,27 @@ net::awaitable<void> MockService::handle(http::Request& req, http::Responder& r)
     rt.family = Family::Anthropic;
   }
 
+  if (SubscriptionMock::handles(path)) {
+    co_await r.send(subscriptions_.serve(req, path));
+    co_return;
+  }
+  // ChatGPT's Codex endpoint speaks the Responses API to an OAuth bearer token.
+  const bool codex = path == "/backend-api/codex/responses";
+  if (codex) rt = Route{kResponses, bhttp::verb::post, {}};
+  // An Anthropic request with a bearer token (no x-api-key) is a Claude subscription's.
+  const bool claudeOAuth = rt.endpoint == kAnthropicMessages && req.find("x-api-key") == req.end() &&
+                           req.find(bhttp::field::authorization) != req.end();
+
   if (!internal(rt.endpoint)) stats_.record(MockStats::sample(req));
+  std::vector<std::pair<std::string, std::string>> usage;
+  if ((codex || claudeOAuth) && req.method() == rt.method) {
+    auto verdict = subscriptions_.check(req, claudeOAuth);
+    if (verdict.refusal) {
+      co_await r.send(std::move(*verdict.refusal));
+      co_return;
+    }
+    usage = std::move(verdict.headers);
+  }
 
   if (rt.endpoint == kNone && rt.family == Family::OpenAI && ResourcesMock::handles(path)) {
     co_await resources_.serve(req, r, path, options_.chunks);
@@ -489,11 +511,12 @@ net::awaitable<void> MockService::handle(http::Request& req, http::Responder& r)
     default:
       break;
   }
-  co_await serve(rt.endpoint, static_cast<int>(rt.family), rt.model_id, req, r);
+  co_await serve(rt.endpoint, static_cast<int>(rt.family), rt.model_id, req, r, usage);
 }
 
 net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string_view model_id, http::Request& req,
-                                        http::Responder& r) {
+                                        http::Responder& r,
+                                        const std::vector<std::pair<std::string, std::string>>& extra_headers) {
   const Family family = static_cast<Family>(family_id);
   const bool anth = family == Family::Anthropic;
   const std::string request_id = randomId("req_", anth ? 24 : 32);
@@ -506,6 +529,7 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
     }
   }
   MockKnobs k = MockKnobs::fromOptions(options_);
+  k.extra_headers = extra_headers;
   if (auto bad = applyKnobHeaders(req, k)) {
     ApiError e = badRequest(family, "Invalid mock knob: " + *bad + ".");
     e.code = "invalid_mock_header";

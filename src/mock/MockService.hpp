@@ -10,6 +10,7 @@
 #include "mock/MockStats.hpp"
 #include "mock/ResourcesMock.hpp"
 #include "mock/SseScript.hpp"
+#include "mock/SubscriptionMock.hpp"
 
 #include <string>
 #include <string_view>
@@ -29,12 +30,13 @@ class MockService {
  private:
   // One answer of any wire format: knobs, latency, injected failures, then the endpoint.
   net::awaitable<void> serve(int endpoint, int family, std::string_view model_id, http::Request& req,
-                             http::Responder& r);
+                             http::Responder& r, const std::vector<std::pair<std::string, std::string>>& extra_headers);
 
   MockOptions options_;
   std::vector<cloud::AwsCredentials> aws_keys_;  // Bedrock: whose signatures verify
   MockStats stats_;
   ResourcesMock resources_;  // images, audio, moderations, files, batches
+  SubscriptionMock subscriptions_;  // OAuth refresh endpoints and the subscription endpoints' checks
 };
 
 }  // namespace sluice::mock

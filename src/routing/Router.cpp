@@ -100,6 +100,7 @@ std::string keyRef(std::string_view channel, std::string_view secret) {
 std::string maskSecret(std::string_view secret) {
   if (secret.empty()) return "(none)";
   if (secret.size() < 12) return "***";
+  if (secret.front() == '{') return "{credential}";  // a subscription's credential JSON: nothing of it shown
   return std::string(secret.substr(0, 3)) + "..." + std::string(secret.substr(secret.size() - 4));
 }
 
@@ -114,6 +115,8 @@ bool Channel::discovers() const {
   // Bedrock lists its models on another service (bedrock, not bedrock-runtime) with other rights:
   // its channels name their models.
   if (cfg.type == config::ChannelType::Bedrock) return false;
+  // A subscription's endpoints list no models to its OAuth token: its channels name them.
+  if (!cfg.subscription.empty()) return false;
   return std::any_of(cfg.models.begin(), cfg.models.end(), [](const std::string& m) { return isGlob(m); });
 }
 
@@ -414,6 +417,13 @@ void Router::report(const Pick& p, Outcome o, int status, std::int64_t retry_aft
     }
     case Outcome::KeyDisable:
       key.failures.fetch_add(1, std::memory_order_relaxed);
+      // A subscription's access token refused: no probe brings such a key back, so it rests a
+      // minute instead (a refresh token that is refused too disables it for good, saying why).
+      if (!p.channel->cfg.subscription.empty()) {
+        key.coolDown(now + 60'000, "upstream answered " + std::to_string(status) + ": " + why);
+        if (p.probe) ch.probing.store(false);
+        break;
+      }
       key.disable("upstream answered " + std::to_string(status) + ": " + why);
       if (p.probe) ch.probing.store(false);
       break;
@@ -459,10 +469,18 @@ Pick Attempts::next(std::int64_t& retry_after_ms) {
           retry_after_ms = until - now;
         continue;
       }
-      if (!byLatency) return &k;
+      // A pool of subscription accounts: of the first two usable, the one whose usage window has
+      // more left (as its rate-limit headers last said) goes first.
+      const bool byUsage = !ch->cfg.subscription.empty();
+      if (!byLatency && !byUsage) return &k;
       if (!best) {
         best = &k;
         continue;
+      }
+      if (byUsage) {
+        const int mine = std::max(0, k.health->usage_permille.load(std::memory_order_relaxed));
+        const int theirs = std::max(0, best->health->usage_permille.load(std::memory_order_relaxed));
+        if (mine != theirs) return mine < theirs ? &k : best;
       }
       return k.health->latency.cost() < best->health->latency.cost() ? &k : best;
     }

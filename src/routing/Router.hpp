@@ -51,6 +51,9 @@ struct KeyHealth {
   std::atomic<std::int64_t> cooldown_until_ms{0};
   std::atomic<bool> disabled{false};
   std::atomic<bool> manual{false};  // disabled by hand (admin API), not by an upstream answer
+  // A subscription account's usage as its rate-limit headers last reported it (the most used
+  // window, in thousandths); -1: none reported. Keys of a pool with less used go first.
+  std::atomic<int> usage_permille{-1};
   std::atomic<std::uint64_t> successes{0};
   std::atomic<std::uint64_t> failures{0};
   Ewma latency;

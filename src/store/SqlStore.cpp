@@ -341,6 +341,78 @@ void SqlStore::migrate() {
   tx.commit();
 }
 
+// ---- subscription credentials ----
+
+namespace {
+constexpr const char* kSubscriptionColumns =
+    "ref, credential_encrypted, version, lease_owner, lease_until, error, updated_at";
+
+SubscriptionRow subscriptionRow(SqlRows& r) {
+  SubscriptionRow s;
+  s.ref = r.getText(0);
+  s.credential_encrypted = r.getBlob(1);
+  s.version = r.getInt(2);
+  s.lease_owner = r.getText(3);
+  s.lease_until_ms = r.getInt(4);
+  s.error = r.getText(5);
+  s.updated_at_ms = r.getInt(6);
+  return s;
+}
+}  // namespace
+
+std::optional<SubscriptionRow> SqlStore::getSubscription(const std::string& ref) {
+  P params[] = {P::text(ref)};
+  auto rows = conn_->query(std::string("SELECT ") + kSubscriptionColumns + " FROM subscription_credentials WHERE ref = ?",
+                           params);
+  if (!rows->next()) return std::nullopt;
+  return subscriptionRow(*rows);
+}
+
+SubscriptionRow SqlStore::seedSubscription(const std::string& ref, const std::string& credential_encrypted,
+                                           std::int64_t now_ms) {
+  P params[] = {P::text(ref), P::blob(credential_encrypted), P::integer(now_ms)};
+  conn_->execute(
+      "INSERT INTO subscription_credentials (ref, credential_encrypted, version, lease_owner, lease_until, error, "
+      "updated_at) VALUES (?, ?, 1, '', 0, '', ?) ON CONFLICT (ref) DO NOTHING",
+      params);
+  auto row = getSubscription(ref);
+  if (!row) throw StoreError(StoreErrc::Internal, "a subscription credential row vanished after its insert");
+  return *row;
+}
+
+bool SqlStore::leaseSubscription(const std::string& ref, std::int64_t version, const std::string& owner,
+                                 std::int64_t now_ms, std::int64_t until_ms) {
+  P params[] = {P::text(owner), P::integer(until_ms), P::text(ref), P::integer(version), P::integer(now_ms)};
+  return conn_->execute(
+             "UPDATE subscription_credentials SET lease_owner = ?, lease_until = ? WHERE ref = ? AND version = ? AND "
+             "error = '' AND lease_until <= ?",
+             params) == 1;
+}
+
+bool SqlStore::commitSubscription(const std::string& ref, std::int64_t version, const std::string& owner,
+                                  const std::string& credential_encrypted, std::int64_t now_ms) {
+  P params[] = {P::blob(credential_encrypted), P::integer(now_ms), P::text(ref), P::integer(version), P::text(owner)};
+  return conn_->execute(
+             "UPDATE subscription_credentials SET credential_encrypted = ?, version = version + 1, lease_owner = '', "
+             "lease_until = 0, updated_at = ? WHERE ref = ? AND version = ? AND lease_owner = ?",
+             params) == 1;
+}
+
+void SqlStore::releaseSubscription(const std::string& ref, const std::string& owner) {
+  P params[] = {P::text(ref), P::text(owner)};
+  conn_->execute(
+      "UPDATE subscription_credentials SET lease_owner = '', lease_until = 0 WHERE ref = ? AND lease_owner = ?", params);
+}
+
+void SqlStore::failSubscription(const std::string& ref, const std::string& owner, const std::string& error,
+                                std::int64_t now_ms) {
+  P params[] = {P::text(error), P::integer(now_ms), P::text(ref), P::text(owner)};
+  conn_->execute(
+      "UPDATE subscription_credentials SET error = ?, lease_owner = '', lease_until = 0, updated_at = ? WHERE ref = ? "
+      "AND lease_owner = ?",
+      params);
+}
+
 // ---- request logs ----
 
 void SqlStore::insertLogs(std::span<const LogRecord> records) {

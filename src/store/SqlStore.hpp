@@ -34,6 +34,16 @@ class SqlStore final : public Store {
   std::int64_t deleteExpiredResponses(std::int64_t now_ms, std::int64_t max_rows) override;
   std::map<std::string, std::string> gatewaySettings() override;
   void putGatewaySetting(const std::string& name, const std::string& value) override;
+  std::optional<SubscriptionRow> getSubscription(const std::string& ref) override;
+  SubscriptionRow seedSubscription(const std::string& ref, const std::string& credential_encrypted,
+                                   std::int64_t now_ms) override;
+  bool leaseSubscription(const std::string& ref, std::int64_t version, const std::string& owner, std::int64_t now_ms,
+                         std::int64_t until_ms) override;
+  bool commitSubscription(const std::string& ref, std::int64_t version, const std::string& owner,
+                          const std::string& credential_encrypted, std::int64_t now_ms) override;
+  void releaseSubscription(const std::string& ref, const std::string& owner) override;
+  void failSubscription(const std::string& ref, const std::string& owner, const std::string& error,
+                        std::int64_t now_ms) override;
   std::int64_t createAdminToken(const AdminToken& token) override;
   std::optional<AdminToken> getAdminToken(std::int64_t id) override;
   std::optional<AdminToken> findAdminTokenByHash(const std::string& token_hash) override;

@@ -96,6 +96,24 @@ bool Store::updateTeam(const Team&) {
 bool Store::deleteTeam(std::int64_t) {
   unsupported("deleteTeam");
 }
+std::optional<SubscriptionRow> Store::getSubscription(const std::string&) {
+  unsupported("getSubscription");
+}
+SubscriptionRow Store::seedSubscription(const std::string&, const std::string&, std::int64_t) {
+  unsupported("seedSubscription");
+}
+bool Store::leaseSubscription(const std::string&, std::int64_t, const std::string&, std::int64_t, std::int64_t) {
+  unsupported("leaseSubscription");
+}
+bool Store::commitSubscription(const std::string&, std::int64_t, const std::string&, const std::string&, std::int64_t) {
+  unsupported("commitSubscription");
+}
+void Store::releaseSubscription(const std::string&, const std::string&) {
+  unsupported("releaseSubscription");
+}
+void Store::failSubscription(const std::string&, const std::string&, const std::string&, std::int64_t) {
+  unsupported("failSubscription");
+}
 std::int64_t Store::createAdminToken(const AdminToken&) {
   unsupported("createAdminToken");
 }

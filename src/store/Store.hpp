@@ -284,6 +284,20 @@ struct McpServer {
   std::int64_t updated_at_ms = 0;  // set by the store
 };
 
+// A subscription account's live credential (cloud/Subscription), one row per channel key, keyed
+// by the key's ref. Refresh tokens are single-use and rotate, so the newest credential lives here
+// where every instance reads it, and a refresh is done under a lease taken with a compare-and-swap
+// on this row: one refresher at a time across workers and instances, the others re-read.
+struct SubscriptionRow {
+  std::string ref;
+  std::string credential_encrypted;  // sealed stored-form JSON (the caller encrypts)
+  std::int64_t version = 0;          // +1 at every refresh
+  std::string lease_owner;           // who is refreshing; "" when nobody
+  std::int64_t lease_until_ms = 0;   // the lease lapses then
+  std::string error;                 // non-empty: the refresh token was refused; the key stays off
+  std::int64_t updated_at_ms = 0;
+};
+
 // A Responses API answer the gateway keeps (store.responses), so that GET, DELETE,
 // input_items and previous_response_id work on any channel. Owned by the virtual key that made
 // it (owner_key_id 0: the master key); every read and delete names the owner, so a key never
@@ -438,6 +452,25 @@ class Store {
   // Deletes rows that expired before now_ms, in chunks (each its own transaction), stopping
   // after max_rows or so; returns how many (fewer than max_rows: none are left).
   virtual std::int64_t deleteExpiredResponses(std::int64_t now_ms, std::int64_t max_rows);
+
+  // ---- subscription credentials ---- (the defaults throw StoreError(Internal), as getLog's)
+  virtual std::optional<SubscriptionRow> getSubscription(const std::string& ref);
+  // Inserts the row at version 1 unless one exists for `ref`; returns the row stored either way.
+  virtual SubscriptionRow seedSubscription(const std::string& ref, const std::string& credential_encrypted,
+                                           std::int64_t now_ms);
+  // Takes the refresh lease until `until_ms`: true when the row is still at `version`, has no
+  // error and no lease that is live at `now_ms`.
+  virtual bool leaseSubscription(const std::string& ref, std::int64_t version, const std::string& owner,
+                                 std::int64_t now_ms, std::int64_t until_ms);
+  // Stores the refreshed credential (version + 1, lease cleared): true when `owner` still held the
+  // lease on `version`.
+  virtual bool commitSubscription(const std::string& ref, std::int64_t version, const std::string& owner,
+                                  const std::string& credential_encrypted, std::int64_t now_ms);
+  // Gives `owner`'s lease back without a change.
+  virtual void releaseSubscription(const std::string& ref, const std::string& owner);
+  // The refresh token was refused: records `error` (the lease cleared); the key stays off.
+  virtual void failSubscription(const std::string& ref, const std::string& owner, const std::string& error,
+                                std::int64_t now_ms);
 
   // ---- admin tokens and the audit log ---- (the defaults throw StoreError(Internal), as getLog's)
   virtual std::int64_t createAdminToken(const AdminToken& token);

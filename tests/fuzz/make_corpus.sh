@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{bedrock_mock,cloud_credentials,event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,mcp_message,mcp_server_fields,screen_features,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path,admin_access,team_fields}
+mkdir -p "$C"/{subscription_credentials,bedrock_mock,cloud_credentials,event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,mcp_message,mcp_server_fields,screen_features,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path,admin_access,team_fields}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -379,6 +379,21 @@ printf '%s' '{"access_token":"ya29.a0Af","expires_in":3599,"token_type":"Bearer"
 printf '%s' '{"token_type":"Bearer","expires_in":"3599","ext_expires_in":"3599","access_token":"eyJ0eXAi"}' >$C/cloud_credentials/entra_token
 printf '%s' '{"error":"invalid_grant","error_description":"Invalid JWT Signature."}' >$C/cloud_credentials/error
 printf '%s' '{"type":"service_account","client_email":"a@b.iam.gserviceaccount.com","private_key":"-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n","token_uri":"https://oauth2.googleapis.com/token"}' >$C/cloud_credentials/key_file
+
+# subscription_credentials: [kind: 00 claude, 01 chatgpt] [status] then a credential file, a
+# refresh answer or usage-window headers
+printf '\x00\x00%s' '{"claudeAiOauth":{"accessToken":"sk-ant-oat01-abc","refreshToken":"sk-ant-ort01-def","expiresAt":1700000600000,"scopes":["user:inference"],"subscriptionType":"max"}}' >$C/subscription_credentials/claude_file
+printf '\x01\x00%s' '{"OPENAI_API_KEY":null,"tokens":{"id_token":"eyJ.x.y","access_token":"eyJhbGciOiJSUzI1NiJ9.eyJleHAiOjE3MDAwMDM2MDB9.sig","refresh_token":"rt-abc","account_id":"acct-1"},"last_refresh":"2025-01-01T00:00:00Z"}' >$C/subscription_credentials/codex_file
+printf '\x00\x00%s' '{"access_token":"a","refresh_token":"r","account_id":"x","expires_at_ms":1700000100000,"lifetime_ms":3600000}' >$C/subscription_credentials/stored
+printf '\x00\x00%s' '{"token_type":"Bearer","access_token":"sk-ant-oat01-new","expires_in":28800,"refresh_token":"sk-ant-ort01-new","scope":"user:inference"}' >$C/subscription_credentials/claude_refresh
+printf '\x00\x04%s' '{"error":"invalid_grant","error_description":"Refresh token has already been used"}' >$C/subscription_credentials/claude_reused
+printf '\x01\x05%s' '{"error":{"message":"already used","type":"invalid_request_error","code":"refresh_token_reused"}}' >$C/subscription_credentials/codex_reused
+printf '\x00\x00%s' 'anthropic-ratelimit-unified-status: rejected
+anthropic-ratelimit-unified-reset: 1700003600
+anthropic-ratelimit-unified-5h-utilization: 1.0' >$C/subscription_credentials/claude_windows
+printf '\x01\x00%s' 'x-codex-primary-used-percent: 100.0
+x-codex-primary-reset-after-seconds: 600
+x-codex-secondary-used-percent: 3' >$C/subscription_credentials/codex_windows
 
 # screen_features: texts for the detector's normalisation (invisible characters, fullwidth letters,
 # a cut UTF-8 sequence, other scripts) and windowed scoring (an injection inside a long text)

@@ -355,10 +355,19 @@ function AddKeyForm({ channel: ch, onDone }: { channel: Channel; onDone: () => P
   const le = fieldError(error, 'label');
   return (
     <form class="form form-inline-grid" onSubmit={submit} aria-label={`Add a key to ${ch.name}`}>
-      <Field id={`${base}-secret`} label="Provider API key" error={se} hint="Encrypted before it is stored; shown masked afterwards.">
-        <input id={`${base}-secret`} type="password" autoComplete="off" value={secret} required
-          onInput={(e) => setSecret(e.currentTarget.value)} aria-describedby={describedBy(`${base}-secret`, 'h', se)} aria-invalid={!!se} />
-      </Field>
+      {ch.subscription ? (
+        <Field id={`${base}-secret`} label="Credential file" error={se}
+          hint={`Paste ${ch.subscription === 'claude' ? '~/.claude/.credentials.json (after claude /login)' : '~/.codex/auth.json (after codex login)'}. Sealed before it is stored; never shown again.`}>
+          <textarea id={`${base}-secret`} rows={3} autoComplete="off" spellcheck={false} value={secret} required
+            class="secret-paste" onInput={(e) => setSecret(e.currentTarget.value)}
+            aria-describedby={describedBy(`${base}-secret`, 'h', se)} aria-invalid={!!se} />
+        </Field>
+      ) : (
+        <Field id={`${base}-secret`} label="Provider API key" error={se} hint="Encrypted before it is stored; shown masked afterwards.">
+          <input id={`${base}-secret`} type="password" autoComplete="off" value={secret} required
+            onInput={(e) => setSecret(e.currentTarget.value)} aria-describedby={describedBy(`${base}-secret`, 'h', se)} aria-invalid={!!se} />
+        </Field>
+      )}
       <Field id={`${base}-label`} label="Label (optional)" error={le}>
         <input id={`${base}-label`} value={label} maxLength={128} onInput={(e) => setLabel(e.currentTarget.value)}
           aria-describedby={describedBy(`${base}-label`, undefined, le)} />

@@ -35,6 +35,7 @@ std::unique_ptr<const StageConfig> makeScreeningStage(const Snapshot& snap);
 std::unique_ptr<const StageConfig> makeRedactionStage(const Snapshot& snap);
 std::unique_ptr<const StageConfig> makeGuardrailStage(const Snapshot& snap);
 std::unique_ptr<const StageConfig> makeCacheStage(const Snapshot& snap);
+std::unique_ptr<const StageConfig> makeSubscriptionStage(const Snapshot& snap);
 std::unique_ptr<const StageConfig> makeSigningStage(const Snapshot& snap);
 std::unique_ptr<const StageConfig> makeRelayStage(const Snapshot& snap);
 

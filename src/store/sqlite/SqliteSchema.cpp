@@ -329,9 +329,24 @@ CREATE TABLE oidc_sessions (
 );
 CREATE INDEX oidc_sessions_expires ON oidc_sessions (expires_at);
 )sql"},
-    // 15 (11-14 are taken by work merged alongside): the screening stage's per-part verdicts of a
+    // Subscription accounts (channel `subscription`): the live OAuth credential of each key,
+    // sealed as upstream keys are. Refresh tokens rotate and are single-use: the newest is kept
+    // here for every instance, and a refresh holds the row's lease (a compare-and-swap on
+    // version and lease_until), so a token is never spent twice.
+    {13, "subscription credentials", R"sql(
+CREATE TABLE subscription_credentials (
+  ref                  TEXT    PRIMARY KEY,
+  credential_encrypted BLOB    NOT NULL,
+  version              INTEGER NOT NULL DEFAULT 1,
+  lease_owner          TEXT    NOT NULL DEFAULT '',
+  lease_until          INTEGER NOT NULL DEFAULT 0,
+  error                TEXT    NOT NULL DEFAULT '',
+  updated_at           INTEGER NOT NULL
+);
+)sql"},
+    // The screening stage's per-part verdicts of a
     // request, the access line's "screening" array, '' when nothing was screened.
-    {15, "request log screening verdicts", R"sql(
+    {14, "request log screening verdicts", R"sql(
 ALTER TABLE request_logs ADD COLUMN screening TEXT NOT NULL DEFAULT '';
 )sql"},
 };

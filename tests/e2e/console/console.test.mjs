@@ -271,6 +271,36 @@ test('channels: the config file channel is read-only; a new channel with one key
   await shoot('channels');
 });
 
+test('channels: a subscription channel takes a pasted credential file, never shown again', async () => {
+  const created = await fetch(`${gw.url}/admin/api/channels`, {
+    method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'claude-sub', type: 'anthropic', base_url: mock.url, models: ['sub-*'],
+      subscription: 'claude', token_url: `${mock.url}/v1/oauth/token` }),
+  });
+  assert.equal(created.status, 201, await created.clone().text());
+  const ACCESS = 'sk-ant-oat01-console-paste-0123456789';
+  const REFRESH = 'sk-ant-ort01-console-paste-0123456789';
+  await go('/channels');
+  const card = page.getByTestId('channel-claude-sub');
+  await card.waitFor();
+  await card.getByRole('button', { name: 'Add key' }).click();
+  const paste = card.getByLabel('Credential file');
+  // Not a credential: refused next to the field, nothing stored.
+  await paste.fill('{"claudeAiOauth": {"accessToken": "has a space"}}');
+  await card.getByRole('button', { name: 'Add key' }).click();
+  await card.locator('.field-invalid .field-error, .inline-error').first().waitFor({ timeout: UI_MS });
+  // The file as Claude Code writes it, pretty-printed.
+  await paste.fill(JSON.stringify({ claudeAiOauth: { accessToken: ACCESS, refreshToken: REFRESH,
+    expiresAt: Date.now() + 86_400_000, scopes: ['user:inference'], subscriptionType: 'max' } }, null, 2));
+  await card.getByRole('button', { name: 'Add key' }).click();
+  const row = card.locator('tbody tr[data-state]');
+  await row.first().waitFor({ timeout: POLL_MS });
+  const html = await page.content();
+  assert.ok(!html.includes(ACCESS) && !html.includes(REFRESH), 'a token is on the page');
+  assert.match(await card.textContent(), /\{credential\}/);
+  await shoot('channels-subscription');
+});
+
 test('keys: a virtual key created in the UI, its secret shown once', async () => {
   await go('/keys');
   await page.getByRole('button', { name: 'New key' }).click();

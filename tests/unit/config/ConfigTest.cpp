@@ -223,6 +223,50 @@ TEST(ConfigParse, ChannelTypesRoundTrip) {
   EXPECT_FALSE(parseChannelType("OpenAI").has_value());
 }
 
+// A subscription channel: the provider's endpoints by default, keys as the CLI's credential file
+// (a path, read now, or the JSON) kept in one stored form, the kind matching the type, a
+// store.secret_key required (the live credentials are sealed), a bad key named by position only.
+TEST(ConfigParse, SubscriptionChannels) {
+  ScopedEnv no_key("SLUICE_SECRET_KEY", nullptr);
+  const std::string dir = ::testing::TempDir();
+  const std::string file = dir + "/claude-credentials.json";
+  {
+    std::ofstream out(file);
+    out << "{\n  \"claudeAiOauth\": {\"accessToken\": \"sk-ant-oat01-A\", \"refreshToken\": \"sk-ant-ort01-B\",\n"
+           "  \"expiresAt\": 1750000000000, \"scopes\": [\"user:inference\"]}\n}\n";
+  }
+  auto c = parse("store: {secret_key: k}\nchannels:\n"
+                 "  - {name: c, type: anthropic, subscription: claude, models: [claude-*], keys: [\"" + file + "\"]}\n"
+                 "  - {name: g, type: openai, subscription: chatgpt, models: [gpt-5*], token_url: \"http://127.0.0.1:9/oauth/token\","
+                 " keys: ['{\"tokens\":{\"access_token\":\"at\",\"refresh_token\":\"rt\",\"account_id\":\"acct\"}}']}\n");
+  const auto& claude = c->channels[0];
+  EXPECT_EQ(claude.base_url, "https://api.anthropic.com");
+  EXPECT_EQ(claude.token_url, "https://console.anthropic.com/v1/oauth/token");
+  ASSERT_EQ(claude.keys.size(), 1u);
+  EXPECT_EQ(claude.keys[0],
+            R"({"access_token":"sk-ant-oat01-A","refresh_token":"sk-ant-ort01-B","expires_at_ms":1750000000000,"lifetime_ms":0})");
+  const auto& gpt = c->channels[1];
+  EXPECT_EQ(gpt.base_url, "https://chatgpt.com/backend-api/codex");
+  EXPECT_EQ(gpt.token_url, "http://127.0.0.1:9/oauth/token");
+  EXPECT_NE(gpt.keys[0].find("\"account_id\":\"acct\""), std::string::npos);
+
+  auto f = failure("store: {secret_key: k}\nchannels:\n  - {name: c, type: openai, subscription: claude, models: [m]}\n");
+  EXPECT_NE(f.what.find("a claude subscription is a channel of type anthropic"), std::string::npos) << f.what;
+  f = failure("channels:\n  - {name: c, type: anthropic, subscription: claude, models: [m], keys: [\"" + file + "\"]}\n");
+  EXPECT_NE(f.what.find("set store.secret_key"), std::string::npos) << f.what;
+  f = failure("store: {secret_key: k}\nchannels:\n  - {name: c, type: anthropic, subscription: claude, models: [m], "
+              "keys: ['{\"claudeAiOauth\":{\"accessToken\":\"SECRET one\",\"refreshToken\":\"r\"}}']}\n");
+  EXPECT_NE(f.what.find("keys[0]: not a claude credential"), std::string::npos) << f.what;
+  EXPECT_EQ(f.what.find("SECRET"), std::string::npos) << f.what;
+  f = failure("store: {secret_key: k}\nchannels:\n  - {name: c, type: anthropic, subscription: claude, models: [m], "
+              "keys: [\"" + dir + "/no-such-file.json\"]}\n");
+  EXPECT_NE(f.what.find("cannot read the credential file"), std::string::npos) << f.what;
+  f = failure("channels:\n  - {name: c, type: anthropic, subscription: pro, models: [m]}\n");
+  EXPECT_NE(f.what.find("valid: claude, chatgpt"), std::string::npos) << f.what;
+  f = failure(channel("    token_url: https://x/token\n"));
+  EXPECT_NE(f.what.find("only a subscription channel takes a token_url"), std::string::npos) << f.what;
+}
+
 // A bedrock channel: the region (required unless the base URL names it), the region's endpoint
 // as the default base URL, keys of AWS's shape; a malformed key is named by position, never shown.
 TEST(ConfigParse, BedrockChannel) {
@@ -461,7 +505,7 @@ TEST(ConfigErrors, UnknownKeyNestedAtDepth) {
   EXPECT_EQ(f.what,
             "t.yaml:6:5: unknown key \"zone\" in channels[0]; valid keys: name, type, base_url, keys, "
             "models, priority, weight, headers, model_map, api_version, rpm, tpm, max_concurrent, key_rpm, key_tpm, "
-            "cache, cache_ttl, screening, region");
+            "cache, cache_ttl, screening, region, subscription, token_url");
 
   f = failure(channel("", "a") + "  - name: b\n    type: mock\n    base_url: http://x\n    models: [m]\n"
                                  "    wieght: 2\n");

@@ -280,7 +280,8 @@ TEST(Chain, TheOrderIsWrittenOnce) {
   std::vector<std::string> names;
   for (const auto& s : snap->stages) names.emplace_back(s->name());
   EXPECT_EQ(names, (std::vector<std::string>{"trace", "auth", "responses", "route", "limits", "scan", "screening",
-                                             "redaction", "guardrail", "cache", "signing", "relay"}));
+                                             "redaction", "guardrail", "cache", "subscription", "signing",
+                                             "relay"}));
 }
 
 }  // namespace chain_test

@@ -1338,6 +1338,54 @@ TEST_P(StoreTest, AuditRowsAreAppendedFilteredAndPagedNewestFirst) {
   EXPECT_THROW(store_->appendAudit(broken), StoreError);
 }
 
+// ---- subscription credentials ----
+
+TEST_P(StoreTest, SubscriptionRowsAreSeededOnceAndRefreshedUnderOneLeaseAtATime) {
+  EXPECT_FALSE(store_->getSubscription("kabc").has_value());
+  const std::string sealed1("v1:\x00\x01first", 11);
+  auto row = store_->seedSubscription("kabc", sealed1, 1000);
+  EXPECT_EQ(row.version, 1);
+  EXPECT_EQ(row.credential_encrypted, sealed1);
+  EXPECT_EQ(row.lease_owner, "");
+  // A second seed (another instance starting) keeps the first row.
+  row = store_->seedSubscription("kabc", "v1:other", 2000);
+  EXPECT_EQ(row.credential_encrypted, sealed1);
+  EXPECT_EQ(row.updated_at_ms, 1000);
+
+  // One lease at a time: the second taker loses until the lease lapses.
+  EXPECT_TRUE(store_->leaseSubscription("kabc", 1, "a", 3000, 63000));
+  EXPECT_FALSE(store_->leaseSubscription("kabc", 1, "b", 3001, 63001));
+  EXPECT_FALSE(store_->leaseSubscription("kabc", 2, "b", 3001, 63001));  // no such version
+  // Only the holder commits, once; the version moves on and the lease is cleared.
+  EXPECT_FALSE(store_->commitSubscription("kabc", 1, "b", "v1:b", 4000));
+  EXPECT_TRUE(store_->commitSubscription("kabc", 1, "a", "v1:second", 4000));
+  EXPECT_FALSE(store_->commitSubscription("kabc", 1, "a", "v1:again", 4001));
+  row = *store_->getSubscription("kabc");
+  EXPECT_EQ(row.version, 2);
+  EXPECT_EQ(row.credential_encrypted, "v1:second");
+  EXPECT_EQ(row.lease_owner, "");
+  EXPECT_EQ(row.lease_until_ms, 0);
+  // A loser of the old version cannot lease the new one by mistake.
+  EXPECT_FALSE(store_->leaseSubscription("kabc", 1, "b", 5000, 65000));
+
+  // A lease that lapsed (its holder died) may be taken over.
+  EXPECT_TRUE(store_->leaseSubscription("kabc", 2, "b", 5000, 6000));
+  EXPECT_FALSE(store_->leaseSubscription("kabc", 2, "c", 5999, 9000));
+  EXPECT_TRUE(store_->leaseSubscription("kabc", 2, "c", 6000, 9000));
+  store_->releaseSubscription("kabc", "b");  // not b's any more: nothing changes
+  EXPECT_EQ(store_->getSubscription("kabc")->lease_owner, "c");
+  store_->releaseSubscription("kabc", "c");
+  EXPECT_EQ(store_->getSubscription("kabc")->lease_owner, "");
+
+  // A refused refresh token: the row keeps the reason and is never leased again.
+  EXPECT_TRUE(store_->leaseSubscription("kabc", 2, "c", 7000, 9000));
+  store_->failSubscription("kabc", "c", "sign in again", 7001);
+  row = *store_->getSubscription("kabc");
+  EXPECT_EQ(row.error, "sign in again");
+  EXPECT_EQ(row.lease_owner, "");
+  EXPECT_FALSE(store_->leaseSubscription("kabc", 2, "d", 8000, 9000));
+}
+
 INSTANTIATE_TEST_SUITE_P(Sqlite, SqliteStoreTest, ::testing::Values(Backend::Sqlite), testing::backendName);
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),
                          testing::backendName);
