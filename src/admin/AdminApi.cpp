@@ -1399,8 +1399,12 @@ net::awaitable<AdminApi::TokenCheck> AdminApi::authenticateToken(std::string sec
         out.why = fmt::format("the admin token \"{}\" has expired", t->name);
       else if (*role == Role::Member && !t->team_id)
         out.why = fmt::format("the member token \"{}\" has no team any more (its team was deleted)", t->name);
-      else
-        out.caller = Caller{*role, "token:" + t->name, address, {}, {}, t->team_id};
+      else {
+        Caller c{*role, "token:" + t->name, address};
+        c.kind = "token";
+        c.team_id = t->team_id;
+        out.caller = std::move(c);
+      }
     } catch (const std::exception& e) {
       state_->store.reset();  // reconnect next time
       out.why = std::string("the store cannot check admin tokens now: ") + e.what();
