@@ -759,7 +759,7 @@ http::Response AdminApi::State::createUpstreamKey(Call& c) {
   if (!secret) throw FieldError("secret", "secret is required: the provider's API key to add to this channel");
   store::UpstreamKey key;
   key.channel_id = ch.id;
-  key.secret_encrypted = box.seal(upstreamSecretField(*secret));
+  key.secret_encrypted = box.seal(upstreamSecretField(*secret, ch.type));
   if (const auto* label = body.if_contains("label")) key.label = upstreamLabelField(*label);
   const auto id = db().createUpstreamKey(key);
   changed();
@@ -776,7 +776,7 @@ http::Response AdminApi::State::updateUpstreamKey(Call& c) {
                        "updated_at_ms"});
   if (const auto* label = body.if_contains("label")) key.label = upstreamLabelField(*label);
   if (const auto* secret = body.if_contains("secret")) {
-    const std::string plain = upstreamSecretField(*secret);
+    const std::string plain = upstreamSecretField(*secret, ch.type);
     key.secret_encrypted = requireSecretBox().seal(plain);
   }
   if (!body.empty()) {

@@ -720,6 +720,11 @@ constexpr std::string_view kDocument = R"json({
           "model_map": {"type": "object", "additionalProperties": {"type": "string"}},
           "api_version": {"type": "string"},
           "region": {"type": "string", "description": "bedrock: the AWS region requests are signed for"},
+          "project": {"type": "string", "description": "vertex: the Google Cloud project"},
+          "location": {"type": "string", "description": "vertex: the Google Cloud location (us-central1, global)"},
+          "tenant_id": {"type": "string", "description": "azure (config channels): the Entra ID tenant"},
+          "client_id": {"type": "string", "description": "azure (config channels): the Entra ID application"},
+          "client_secret": {"type": "string", "description": "azure (config channels): masked"},
           "rpm": {"type": ["integer", "null"]},
           "tpm": {"type": ["integer", "null"]},
           "max_concurrent": {"type": ["integer", "null"]},
@@ -733,7 +738,7 @@ constexpr std::string_view kDocument = R"json({
           "updated_at_ms": {"type": "integer"}
         }
       },
-      "ChannelType": {"type": "string", "enum": ["openai", "anthropic", "gemini", "azure", "openai-compatible", "mock", "bedrock"]},
+      "ChannelType": {"type": "string", "enum": ["openai", "anthropic", "gemini", "azure", "openai-compatible", "mock", "bedrock", "vertex"]},
       "ChannelUpdate": {
         "type": "object", "additionalProperties": false,
         "description": "The same rules as a channel of the config file. A name the config file uses is refused (409).",
@@ -749,6 +754,8 @@ constexpr std::string_view kDocument = R"json({
           "model_map": {"type": ["object", "null"], "additionalProperties": {"type": "string", "minLength": 1}, "description": "client model name to upstream model name"},
           "api_version": {"type": ["string", "null"], "description": "azure api-version"},
           "region": {"type": ["string", "null"], "description": "bedrock: the AWS region (default: from a bedrock-runtime.REGION.amazonaws.com base_url)"},
+          "project": {"type": ["string", "null"], "description": "vertex (required there): the Google Cloud project id"},
+          "location": {"type": ["string", "null"], "description": "vertex (required there): the Google Cloud location, e.g. us-central1"},
           "rpm": {"type": ["integer", "null"], "minimum": 1},
           "tpm": {"type": ["integer", "null"], "minimum": 1},
           "max_concurrent": {"type": ["integer", "null"], "minimum": 1},
@@ -821,7 +828,7 @@ constexpr std::string_view kDocument = R"json({
       "UpstreamKeyUpdate": {
         "type": "object", "additionalProperties": false,
         "properties": {
-          "secret": {"type": "string", "minLength": 1, "description": "the provider's API key; write-only"},
+          "secret": {"type": "string", "minLength": 1, "description": "the provider's API key (bedrock: ACCESS_KEY_ID:SECRET[:SESSION_TOKEN]; vertex: the service account's JSON key itself); write-only"},
           "label": {"type": "string", "maxLength": 128}
         }
       },
