@@ -42,8 +42,10 @@ const json::string* claimString(const json::object& o, std::string_view k) {
 std::optional<std::int64_t> claimInt(const json::object& o, std::string_view k) {
   const json::value* v = o.if_contains(k);
   if (!v) return std::nullopt;
-  if (v->is_int64()) return v->get_int64();
-  if (v->is_uint64() && v->get_uint64() < (1ull << 62)) return static_cast<std::int64_t>(v->get_uint64());
+  // Bounded so that exp - iat cannot overflow: a time this far out is no time at all.
+  constexpr std::int64_t kMax = std::int64_t{1} << 62;
+  if (v->is_int64() && v->get_int64() > -kMax && v->get_int64() < kMax) return v->get_int64();
+  if (v->is_uint64() && v->get_uint64() < static_cast<std::uint64_t>(kMax)) return static_cast<std::int64_t>(v->get_uint64());
   return std::nullopt;
 }
 
@@ -165,8 +167,11 @@ std::string OAuthMock::issue(std::string_view prefix, std::int64_t now) {
   std::string token(prefix);
   redact::detail::appendB64Url(token, raw, sizeof raw);
   std::lock_guard lock(mu_);
+  // Bounded: the expired go first, then (a flood of live ones) an arbitrary one; a token just
+  // issued is always kept.
   if (tokens_.size() >= kMaxTokens) std::erase_if(tokens_, [now](const auto& kv) { return kv.second <= now; });
-  if (tokens_.size() < kMaxTokens) tokens_[token] = now + lifetime_s_ + kGraceS;
+  if (tokens_.size() >= kMaxTokens) tokens_.erase(tokens_.begin());
+  tokens_[token] = now + lifetime_s_ + kGraceS;
   return token;
 }
 
