@@ -32,7 +32,7 @@ std::atomic<std::uint64_t> gExchanges{0};
 std::int64_t epochSeconds() { return static_cast<std::int64_t>(std::time(nullptr)); }
 
 struct Waiter {
-  explicit Waiter(net::any_io_executor ex) : timer(std::move(ex)) {}
+  explicit Waiter(const net::any_io_executor& ex) : timer(ex) {}
   net::steady_timer timer;
 };
 
