@@ -54,6 +54,13 @@ int main(int argc, char** argv) {
   mock->add_option("--aws-key", mockOpts.aws_keys,
                    "Bedrock: an AWS key ACCESS_KEY_ID:SECRET[:SESSION_TOKEN] whose SigV4 signatures verify (repeatable; "
                    "default: the built-in test key)");
+  mock->add_option("--google-sa", mockOpts.google_accounts,
+                   "Vertex AI: a service-account JSON file whose RS256 token assertions POST /token accepts (repeatable)");
+  mock->add_option("--entra-client", mockOpts.entra_clients,
+                   "Entra ID: a CLIENT_ID:SECRET that POST /{tenant}/oauth2/v2.0/token accepts (repeatable; default: "
+                   "mock-client:mock-secret)");
+  mock->add_option("--token-lifetime-s", mockOpts.token_lifetime_s, "lifetime of the access tokens the mock issues")
+      ->capture_default_str();
 
   std::string checkConfig;
   auto* check = app.add_subcommand("check", "Validate a config file");

@@ -979,7 +979,7 @@ http::Response AdminApi::State::createUpstreamKey(Call& c) {
   store::UpstreamKey key;
   key.channel_id = ch.id;
   const std::string sub = channelSubscription(ch);
-  key.secret_encrypted = box.seal(sub.empty() ? upstreamSecretField(*secret) : subscriptionSecretField(*secret, sub));
+  key.secret_encrypted = box.seal(sub.empty() ? upstreamSecretField(*secret, ch.type) : subscriptionSecretField(*secret, sub));
   if (const auto* label = body.if_contains("label")) key.label = upstreamLabelField(*label);
   const auto id = db().createUpstreamKey(key);
   changed();
@@ -997,7 +997,7 @@ http::Response AdminApi::State::updateUpstreamKey(Call& c) {
   if (const auto* label = body.if_contains("label")) key.label = upstreamLabelField(*label);
   if (const auto* secret = body.if_contains("secret")) {
     const std::string sub = channelSubscription(ch);
-    const std::string plain = sub.empty() ? upstreamSecretField(*secret) : subscriptionSecretField(*secret, sub);
+    const std::string plain = sub.empty() ? upstreamSecretField(*secret, ch.type) : subscriptionSecretField(*secret, sub);
     key.secret_encrypted = requireSecretBox().seal(plain);
   }
   if (!body.empty()) {

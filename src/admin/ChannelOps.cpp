@@ -1,5 +1,7 @@
 #include "admin/ChannelOps.hpp"
 
+#include "cloud/OAuthToken.hpp"
+
 #include <fmt/format.h>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -27,7 +29,7 @@ constexpr std::size_t kMaxUpstreamSecret = 8192;
 constexpr config::ChannelType kAllTypes[] = {config::ChannelType::OpenAI,           config::ChannelType::Anthropic,
                                              config::ChannelType::Gemini,           config::ChannelType::Azure,
                                              config::ChannelType::OpenAICompatible, config::ChannelType::Mock,
-                                             config::ChannelType::Bedrock};
+                                             config::ChannelType::Bedrock,          config::ChannelType::Vertex};
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -128,7 +130,7 @@ void applyChannelFields(store::Channel& ch, const json::object& body, bool creat
   rejectUnknownFields(body,
                       {"name", "type", "base_url", "models", "priority", "weight", "headers", "enabled", "model_map",
                        "api_version", "rpm", "tpm", "max_concurrent", "key_rpm", "key_tpm", "screening", "cache",
-                       "cache_ttl_ms", "region", "subscription", "token_url"},
+                       "cache_ttl_ms", "region", "subscription", "token_url", "project", "location"},
                       {"id", "source", "keys", "created_at_ms", "updated_at_ms"});
   if (creating) {
     for (const char* required : {"name", "type", "base_url", "models"}) {
@@ -204,6 +206,22 @@ void applyChannelFields(store::Channel& ch, const json::object& body, bool creat
   } else if (settings.contains("token_url")) {
     throw FieldError("token_url", "only a subscription channel takes a token_url");
   }
+  for (const char* field : {"project", "location"}) {
+    const auto* v = body.if_contains(field);
+    if (!v) continue;
+    if (!v->is_null() && ch.type != config::channelTypeName(config::ChannelType::Vertex))
+      throw FieldError(field, fmt::format("only a vertex channel takes a {}", field));
+    const bool project = std::string_view(field) == "project";
+    if (!v->is_null() && (!v->is_string() || !(project ? config::validGcpProject(v->get_string())
+                                                      : config::validGcpLocation(v->get_string()))))
+      throw FieldError(field, fmt::format("{} must be a Google Cloud {} (lowercase letters, digits, '-'); got {}", field,
+                                          project ? "project id" : "location such as us-central1", describeJson(*v)));
+    set(field, v->is_null() ? json::value() : *v);
+  }
+  if (ch.type == config::channelTypeName(config::ChannelType::Vertex) &&
+      (!settings.contains("project") || !settings.contains("location")))
+    throw FieldError(settings.contains("project") ? "location" : "project",
+                     "a vertex channel needs project and location (its model URLs name both)");
   for (const char* limit : {"rpm", "tpm", "max_concurrent", "key_rpm", "key_tpm"}) {
     if (const auto* v = body.if_contains(limit)) {
       const auto n = limitField(*v, limit);
@@ -239,6 +257,8 @@ json::object channelJson(const store::Channel& ch, json::array keys) {
       {"region", setting("region", "")},
       {"subscription", setting("subscription", nullptr)},
       {"token_url", setting("token_url", nullptr)},
+      {"project", setting("project", "")},
+      {"location", setting("location", "")},
       {"rpm", setting("rpm", nullptr)},
       {"tpm", setting("tpm", nullptr)},
       {"max_concurrent", setting("max_concurrent", nullptr)},
@@ -261,7 +281,9 @@ json::object configChannelJson(const config::ChannelConfig& ch) {
   json::object model_map;
   for (const auto& [k, v] : ch.model_map) model_map[k] = v;
   json::array keys;
-  for (const auto& k : ch.keys) keys.push_back(json::object{{"masked", config::maskSecret(k)}});
+  for (const auto& k : ch.keys)
+    keys.push_back(json::object{
+        {"masked", ch.type == config::ChannelType::Vertex ? cloud::serviceAccountLabel(k) : config::maskSecret(k)}});
   return json::object{
       {"id", nullptr},
       {"name", ch.name},
@@ -278,6 +300,11 @@ json::object configChannelJson(const config::ChannelConfig& ch) {
       {"region", ch.region},
       {"subscription", ch.subscription.empty() ? json::value(nullptr) : json::value(ch.subscription)},
       {"token_url", ch.token_url.empty() ? json::value(nullptr) : json::value(ch.token_url)},
+      {"project", ch.project},
+      {"location", ch.location},
+      {"tenant_id", ch.tenant_id},
+      {"client_id", ch.client_id},
+      {"client_secret", config::maskSecret(ch.client_secret)},
       {"rpm", limit(ch.rpm)},
       {"tpm", limit(ch.tpm)},
       {"max_concurrent", limit(ch.max_concurrent)},
@@ -290,9 +317,18 @@ json::object configChannelJson(const config::ChannelConfig& ch) {
   };
 }
 
-std::string upstreamSecretField(const json::value& v) {
+std::string upstreamSecretField(const json::value& v, std::string_view channel_type) {
   // The message never quotes the value: it is a provider key.
   std::string why;
+  if (channel_type == config::channelTypeName(config::ChannelType::Vertex) && v.is_string() && !v.get_string().empty() &&
+      v.get_string().size() <= kMaxUpstreamSecret) {
+    try {
+      return config::vertexKeyJson(std::string(v.get_string()), /*allow_path=*/false);
+    } catch (const std::exception& e) {
+      throw FieldError("secret", std::string("secret must be the service account's JSON key (the file's content); ") +
+                                     e.what());
+    }
+  }
   if (!v.is_string())
     why = "got " + describeJson(v);
   else if (v.get_string().empty())
@@ -338,7 +374,8 @@ std::string upstreamLabelField(const json::value& v) {
 json::object upstreamKeyJson(const store::UpstreamKey& k, const SecretBox* box) {
   json::value masked = nullptr;
   if (box) {
-    if (auto plain = box->open(k.secret_encrypted)) masked = config::maskSecret(*plain);
+    if (auto plain = box->open(k.secret_encrypted))
+      masked = plain->starts_with("{") ? cloud::serviceAccountLabel(*plain) : config::maskSecret(*plain);
   }
   auto opt = [](const auto& o) { return o ? json::value(*o) : json::value(nullptr); };
   return json::object{

@@ -30,7 +30,9 @@ boost::json::object channelJson(const store::Channel& channel, boost::json::arra
 boost::json::object configChannelJson(const config::ChannelConfig& channel);
 
 // The secret of an upstream key: non-empty, no control characters.
-std::string upstreamSecretField(const boost::json::value& v);
+// `channel_type`: the channel's type name; a vertex key is the service-account JSON itself (kept
+// compact: its newlines go), checked to parse and to hold an RSA key.
+std::string upstreamSecretField(const boost::json::value& v, std::string_view channel_type = {});
 std::string upstreamLabelField(const boost::json::value& v);
 // The secret of a key of a subscription channel (`kind` "claude" or "chatgpt"): the CLI's
 // credential file as a JSON object or its text, checked and kept in the stored form

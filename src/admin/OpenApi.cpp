@@ -822,6 +822,11 @@ constexpr std::string_view kDocument = R"json({
           "region": {"type": "string", "description": "bedrock: the AWS region requests are signed for"},
           "subscription": {"type": ["string", "null"], "enum": ["claude", "chatgpt", null], "description": "a subscription channel: its keys are the OAuth credential files Claude Code or Codex sign in with"},
           "token_url": {"type": ["string", "null"], "description": "a subscription channel: where its tokens are refreshed"},
+          "project": {"type": "string", "description": "vertex: the Google Cloud project"},
+          "location": {"type": "string", "description": "vertex: the Google Cloud location (us-central1, global)"},
+          "tenant_id": {"type": "string", "description": "azure (config channels): the Entra ID tenant"},
+          "client_id": {"type": "string", "description": "azure (config channels): the Entra ID application"},
+          "client_secret": {"type": "string", "description": "azure (config channels): masked"},
           "rpm": {"type": ["integer", "null"]},
           "tpm": {"type": ["integer", "null"]},
           "max_concurrent": {"type": ["integer", "null"]},
@@ -835,7 +840,7 @@ constexpr std::string_view kDocument = R"json({
           "updated_at_ms": {"type": "integer"}
         }
       },
-      "ChannelType": {"type": "string", "enum": ["openai", "anthropic", "gemini", "azure", "openai-compatible", "mock", "bedrock"]},
+      "ChannelType": {"type": "string", "enum": ["openai", "anthropic", "gemini", "azure", "openai-compatible", "mock", "bedrock", "vertex"]},
       "ChannelUpdate": {
         "type": "object", "additionalProperties": false,
         "description": "The same rules as a channel of the config file. A name the config file uses is refused (409).",
@@ -853,6 +858,8 @@ constexpr std::string_view kDocument = R"json({
           "region": {"type": ["string", "null"], "description": "bedrock: the AWS region (default: from a bedrock-runtime.REGION.amazonaws.com base_url)"},
           "subscription": {"type": ["string", "null"], "enum": ["claude", "chatgpt", null], "description": "claude (an anthropic channel) or chatgpt (an openai channel): its keys are the CLI's credential file (~/.claude/.credentials.json, ~/.codex/auth.json); each provider's terms govern such use"},
           "token_url": {"type": ["string", "null"], "description": "a subscription channel: the OAuth token endpoint (default: the provider's)"},
+          "project": {"type": ["string", "null"], "description": "vertex (required there): the Google Cloud project id"},
+          "location": {"type": ["string", "null"], "description": "vertex (required there): the Google Cloud location, e.g. us-central1"},
           "rpm": {"type": ["integer", "null"], "minimum": 1},
           "tpm": {"type": ["integer", "null"], "minimum": 1},
           "max_concurrent": {"type": ["integer", "null"], "minimum": 1},
@@ -925,7 +932,7 @@ constexpr std::string_view kDocument = R"json({
       "UpstreamKeyUpdate": {
         "type": "object", "additionalProperties": false,
         "properties": {
-          "secret": {"type": ["string", "object"], "minLength": 1, "description": "the provider's API key; write-only. A subscription channel's key is the CLI's credential file, as a JSON object or its text (sealed, masked as {credential})"},
+          "secret": {"type": ["string", "object"], "minLength": 1, "description": "the provider's API key (bedrock: ACCESS_KEY_ID:SECRET[:SESSION_TOKEN]; vertex: the service account's JSON key itself); write-only. A subscription channel's key is the CLI's credential file, as a JSON object or its text (sealed, masked as {credential})"},
           "label": {"type": "string", "maxLength": 128}
         }
       },

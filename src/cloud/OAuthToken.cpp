@@ -161,6 +161,21 @@ bool needsRefresh(const AccessToken& token, std::int64_t now) {
   return token.token.empty() || now >= token.expires_at - margin;
 }
 
+std::string compactJson(std::string_view text) {
+  boost::system::error_code ec;
+  json::value v = parseJson(text, ec);
+  if (ec) return std::string(text);
+  return json::serialize(v);
+}
+
+std::string serviceAccountLabel(std::string_view text) {
+  auto o = parseObject(text);
+  if (!o) return "***";
+  const json::string* email = stringField(*o, "client_email");
+  if (!email || !headerSafe(*email)) return "***";
+  return "sa:" + std::string(*email);
+}
+
 std::string formEncode(std::string_view value) {
   std::string out;
   urls::encode(value, urls::unreserved_chars, {}, urls::string_token::append_to(out));

@@ -60,6 +60,16 @@ std::optional<AccessToken> parseTokenResponse(std::string_view json, std::int64_
 // lifetime when that is shorter), so a request never leaves with a token that lapses on the way.
 bool needsRefresh(const AccessToken& token, std::int64_t now);
 
+// `json` re-serialized without insignificant whitespace (a service-account file on one line);
+// the input unchanged when it is not JSON.
+std::string compactJson(std::string_view json);
+// What may be shown of a service-account key: "sa:" + its client_email (not a secret), "***"
+// when it has none.
+std::string serviceAccountLabel(std::string_view json);
+
+// The scope a Vertex AI access token is asked for.
+inline constexpr std::string_view kCloudPlatformScope = "https://www.googleapis.com/auth/cloud-platform";
+
 // application/x-www-form-urlencoded encoding of one value.
 std::string formEncode(std::string_view value);
 

@@ -30,6 +30,7 @@
 #include <string_view>
 #include <utility>
 
+#include "cloud/OAuthToken.hpp"
 #include "cloud/SigV4.hpp"
 #include "cloud/Subscription.hpp"
 #include "cluster/RedisUrl.hpp"
@@ -76,16 +77,17 @@ constexpr std::array<std::string_view, 14> kRoutingKeys = {
 constexpr std::array<std::string_view, 4> kErrorRuleKeys = {"status", "body", "action", "for"};
 constexpr std::array<std::string_view, 5> kPriceKeys = {"input", "output", "cached_input", "cache_write", "reasoning"};
 constexpr std::array<std::string_view, 4> kTimeoutKeys = {"connect", "first_byte", "idle", "total"};
-constexpr std::array<std::string_view, 21> kChannelKeys = {
+constexpr std::array<std::string_view, 26> kChannelKeys = {
     "name",      "type",    "base_url",  "keys",     "models",         "priority", "weight",
     "headers",   "model_map", "api_version", "rpm",  "tpm",            "max_concurrent", "key_rpm",
-    "key_tpm",   "cache",   "cache_ttl", "screening", "region", "subscription", "token_url"};
+    "key_tpm",   "cache",   "cache_ttl", "screening", "region",        "subscription", "project",
+    "location",  "tenant_id", "client_id", "client_secret", "token_url"};
 
 struct ChannelTypeEntry {
   ChannelType type;
   const char* name;
 };
-constexpr std::array<ChannelTypeEntry, 7> kChannelTypes = {{
+constexpr std::array<ChannelTypeEntry, 8> kChannelTypes = {{
     {ChannelType::OpenAI, "openai"},
     {ChannelType::Anthropic, "anthropic"},
     {ChannelType::Gemini, "gemini"},
@@ -93,6 +95,7 @@ constexpr std::array<ChannelTypeEntry, 7> kChannelTypes = {{
     {ChannelType::OpenAICompatible, "openai-compatible"},
     {ChannelType::Mock, "mock"},
     {ChannelType::Bedrock, "bedrock"},
+    {ChannelType::Vertex, "vertex"},
 }};
 
 constexpr std::size_t kMaxConfigBytes = 16u << 20;
@@ -1104,7 +1107,6 @@ class Loader {
   // CLI's credential files, pasted as JSON or named by path (read now; "~/" is $HOME). A key that
   // is not one is named by its position, never quoted: it holds a secret.
   void subscriptionChannel(const YAML::Node& item, const std::string& path, ChannelConfig& ch, bool has_base_url) {
-    if (ch.subscription.empty()) fail(item, path + ".token_url: only a subscription channel takes a token_url");
     const auto kind = *cloud::parseSubscriptionKind(ch.subscription);
     const ChannelType want = kind == cloud::SubscriptionKind::Claude ? ChannelType::Anthropic : ChannelType::OpenAI;
     if (ch.type != want)
@@ -1136,6 +1138,25 @@ class Loader {
         fail(keys ? keys : item, fmt::format("{}.keys[{}]: not a {} credential: {} (the key is not shown: it holds a secret)",
                                              path, i, ch.subscription, why));
       k = cloud::serializeCredential(*cred);  // one spelling per credential, whatever the file's layout
+    }
+  }
+
+  // A vertex channel: its project and location (the model URLs name both), its base URL (the
+  // location's endpoint unless given) and keys that are service-account JSON, each read from its
+  // file when it is a path. A key is named by its position, never quoted: it holds a secret.
+  void vertexChannel(const YAML::Node& item, const std::string& path, ChannelConfig& ch, bool has_base_url) {
+    if (ch.project.empty()) fail(item, path + ": a vertex channel needs \"project\" (the Google Cloud project id)");
+    if (ch.location.empty()) fail(item, path + ": a vertex channel needs \"location\" (e.g. us-central1 or global)");
+    if (!has_base_url)
+      ch.base_url = ch.location == "global" ? std::string("https://aiplatform.googleapis.com")
+                                            : "https://" + ch.location + "-aiplatform.googleapis.com";
+    const YAML::Node keys = item["keys"];
+    for (std::size_t i = 0; i < ch.keys.size(); ++i) {
+      try {
+        ch.keys[i] = vertexKeyJson(ch.keys[i], true);
+      } catch (const std::exception& e) {
+        fail(keys ? keys : item, fmt::format("{}.keys[{}]: {}", path, i, e.what()));
+      }
     }
   }
 
@@ -1208,6 +1229,25 @@ class Loader {
           ch.subscription = str(v, kpath);
           if (!cloud::parseSubscriptionKind(ch.subscription))
             fail(v, kpath + ": " + quote(ch.subscription) + " is not a subscription kind; valid: claude, chatgpt");
+        } else if (key == "project") {
+          ch.project = str(v, kpath);
+          if (!validGcpProject(ch.project))
+            fail(v, kpath + ": " + quote(ch.project) + " is not a Google Cloud project id (lowercase letters, digits, '-')");
+        } else if (key == "location") {
+          ch.location = str(v, kpath);
+          if (!validGcpLocation(ch.location))
+            fail(v, kpath + ": " + quote(ch.location) + " is not a Google Cloud location (e.g. us-central1, global)");
+        } else if (key == "tenant_id") {
+          ch.tenant_id = str(v, kpath);
+          if (!validEntraTenant(ch.tenant_id))
+            fail(v, kpath + ": " + quote(ch.tenant_id) +
+                        " is not an Entra tenant (a GUID or a domain such as contoso.onmicrosoft.com)");
+        } else if (key == "client_id") {
+          ch.client_id = str(v, kpath);
+          if (ch.client_id.empty() || hasControlChar(ch.client_id)) fail(v, kpath + ": expected the application (client) id");
+        } else if (key == "client_secret") {
+          ch.client_secret = str(v, kpath);
+          if (hasControlChar(ch.client_secret)) fail(v, kpath + ": the client secret contains a control character (not shown)");
         } else if (key == "token_url") {
           ch.token_url = baseUrl(v, kpath);
         } else if (key == "api_version") {
@@ -1231,13 +1271,29 @@ class Loader {
       for (const char* required : {"name", "type", "models"}) {
         if (!present.contains(required)) fail(item, path + ": missing required key \"" + required + "\"");
       }
-      if (!ch.subscription.empty() || present.contains("token_url")) {
+      if (!ch.subscription.empty()) {
         subscriptionChannel(item, path, ch, present.contains("base_url"));
       } else if (ch.type == ChannelType::Bedrock) {
         bedrockChannel(item, path, ch, present.contains("base_url"));
+      } else if (ch.type == ChannelType::Vertex) {
+        vertexChannel(item, path, ch, present.contains("base_url"));
       } else {
         if (!present.contains("base_url")) fail(item, path + ": missing required key \"base_url\"");
         if (!ch.region.empty()) fail(item, path + ".region: only a bedrock channel takes a region");
+      }
+      if (ch.type != ChannelType::Vertex && (present.contains("project") || present.contains("location")))
+        fail(item, path + ": only a vertex channel takes \"project\" and \"location\"");
+      // token_url is a subscription's OAuth endpoint, or else Entra ID's.
+      const bool anyEntra = present.contains("tenant_id") || present.contains("client_id") ||
+                            present.contains("client_secret") ||
+                            (present.contains("token_url") && ch.subscription.empty());
+      if (present.contains("token_url") && ch.subscription.empty() && ch.type != ChannelType::Azure)
+        fail(item, path + ".token_url: only a subscription channel or an azure channel with Entra ID takes a token_url");
+      if (anyEntra) {
+        if (ch.type != ChannelType::Azure)
+          fail(item, path + ": only an azure channel takes tenant_id, client_id, client_secret and token_url (Entra ID)");
+        if (ch.client_id.empty() || ch.client_secret.empty() || (ch.tenant_id.empty() && ch.token_url.empty()))
+          fail(item, path + ": Entra ID needs tenant_id, client_id and client_secret (an unset ${VAR}?)");
       }
       out.push_back(std::move(ch));
     }
@@ -1456,6 +1512,55 @@ bool validAwsRegion(std::string_view r) {
   return std::all_of(r.begin(), r.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
 }
 
+namespace {
+bool lowerDigitDash(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }
+}  // namespace
+
+bool validGcpLocation(std::string_view l) {
+  if (l.empty() || l.size() > 40 || l.front() == '-' || l.back() == '-') return false;
+  return std::all_of(l.begin(), l.end(), lowerDigitDash);
+}
+
+bool validGcpProject(std::string_view p) {
+  if (p.empty() || p.size() > 100 || p.front() == '-' || p.back() == '-' || p.front() == '.' || p.front() == ':')
+    return false;
+  return std::all_of(p.begin(), p.end(), [](char c) { return lowerDigitDash(c) || c == '.' || c == ':'; });
+}
+
+bool validEntraTenant(std::string_view t) {
+  if (t.empty() || t.size() > 253 || t.front() == '.' || t.front() == '-' || t.find("..") != std::string_view::npos)
+    return false;
+  return std::all_of(t.begin(), t.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+  });
+}
+
+std::string ChannelConfig::entraTokenUrl() const {
+  if (!token_url.empty()) return token_url;
+  return "https://login.microsoftonline.com/" + tenant_id + "/oauth2/v2.0/token";
+}
+
+std::string vertexKeyJson(const std::string& key, bool allow_path) {
+  std::string text = key;
+  if (key.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw std::runtime_error("an empty service-account key");
+  if (key[key.find_first_not_of(" \t\r\n")] != '{') {
+    if (!allow_path)
+      throw std::runtime_error("a vertex key is the service-account JSON itself (a file path is only read from the config file)");
+    std::FILE* f = std::fopen(key.c_str(), "rb");
+    if (!f) throw std::runtime_error("cannot read the service-account file " + key + ": " + std::strerror(errno));
+    text.clear();
+    char buf[4096];
+    std::size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0 && text.size() < (1u << 20)) text.append(buf, n);
+    std::fclose(f);
+  }
+  std::string why;
+  if (!cloud::ServiceAccount::parse(text, &why)) throw std::runtime_error("not a usable service-account key: " + why);
+  // Compact: one line, whatever the file's layout (it travels as a key, through the store).
+  return cloud::compactJson(text);
+}
+
 std::string regionFromBedrockHost(std::string_view base_url) {
   const auto parsed = boost::urls::parse_uri(base_url);
   if (!parsed) return {};
@@ -1605,8 +1710,16 @@ std::string describeConfig(const Config& c) {
     if (!ch.region.empty()) e << YAML::Key << "region" << YAML::Value << ch.region;
     if (!ch.subscription.empty()) e << YAML::Key << "subscription" << YAML::Value << ch.subscription;
     if (!ch.token_url.empty()) e << YAML::Key << "token_url" << YAML::Value << ch.token_url;
+    if (!ch.project.empty()) e << YAML::Key << "project" << YAML::Value << ch.project;
+    if (!ch.location.empty()) e << YAML::Key << "location" << YAML::Value << ch.location;
+    if (ch.entra()) {
+      if (!ch.tenant_id.empty()) e << YAML::Key << "tenant_id" << YAML::Value << ch.tenant_id;
+      e << YAML::Key << "client_id" << YAML::Value << ch.client_id;
+      e << YAML::Key << "client_secret" << YAML::Value << YAML::DoubleQuoted << maskSecret(ch.client_secret);
+    }
     e << YAML::Key << "keys" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-    for (const auto& k : ch.keys) e << YAML::DoubleQuoted << maskSecret(k);
+    for (const auto& k : ch.keys)
+      e << YAML::DoubleQuoted << (ch.type == ChannelType::Vertex ? cloud::serviceAccountLabel(k) : maskSecret(k));
     e << YAML::EndSeq;
     e << YAML::Key << "models" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const auto& m : ch.models) e << YAML::DoubleQuoted << m;

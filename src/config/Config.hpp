@@ -172,7 +172,7 @@ struct Price {
 
 inline constexpr const char* kAzureApiVersion = "2024-10-21";
 
-enum class ChannelType { OpenAI, Anthropic, Gemini, Azure, OpenAICompatible, Mock, Bedrock };
+enum class ChannelType { OpenAI, Anthropic, Gemini, Azure, OpenAICompatible, Mock, Bedrock, Vertex };
 
 // What the prompt-injection screen does with a request it flags (and with a deny-list hit):
 // nothing, a log line and counter, also a response header (x-sluice-screening: flagged), or a
@@ -282,7 +282,23 @@ struct ChannelConfig {
   // keys are the OAuth credential files Claude Code and Codex sign in with (pasted JSON or a file
   // path, read when the config loads), refreshed at token_url (the provider's by default).
   std::string subscription;
+  // vertex: the Google Cloud project and location of the model URLs (base_url defaults to
+  // https://{location}-aiplatform.googleapis.com). Keys are service-account JSON (the config file
+  // names files, read when the config is loaded; the admin API takes the JSON itself), held as
+  // compact JSON: each signs its own token requests at its token_uri.
+  std::string project;
+  std::string location;
+  // token_url: a subscription's OAuth token endpoint (above), or for
+  // azure with Entra ID: a client-credentials token from token_url (default
+  // https://login.microsoftonline.com/{tenant_id}/oauth2/v2.0/token), sent as a Bearer. The
+  // channel then has one key more (secret "", id "entra:CLIENT_ID#N"), besides any api-key keys.
+  std::string tenant_id;
+  std::string client_id;
+  std::string client_secret;  // a secret: masked in every answer, never logged
   std::string token_url;
+  bool entra() const { return !client_id.empty(); }
+  // The Entra token endpoint this channel posts to.
+  std::string entraTokenUrl() const;
   // Provider quotas (0 = none): requests and tokens per minute and requests in flight for the
   // whole channel, and requests and tokens per minute for each of its keys. A channel or key at
   // its limit is skipped; when every candidate is, the client gets 429 with Retry-After.
@@ -352,6 +368,18 @@ std::string maskedUrl(const std::string& url);
 // An AWS region name's shape (us-east-1); and the region of a bedrock-runtime.REGION.amazonaws.com
 // base URL ("" for any other host).
 bool validAwsRegion(std::string_view region);
+// A Google Cloud location (us-central1, europe-west4, global) or project id: lowercase letters,
+// digits and '-' (a project id may hold ':' and '.' for domain-scoped projects), nothing a URL
+// host or path would read as structure.
+bool validGcpLocation(std::string_view location);
+bool validGcpProject(std::string_view project);
+// An Entra tenant: a GUID or a domain name (contoso.onmicrosoft.com): letters, digits, '-' and '.',
+// never "." or ".." alone.
+bool validEntraTenant(std::string_view tenant);
+// A vertex key as the config file or the admin API gives it: the service-account JSON itself
+// (starting with '{') or, from the config file only, the path of a file holding it. Returns the
+// compact JSON; throws std::runtime_error saying why (never quoting the key) when it is unusable.
+std::string vertexKeyJson(const std::string& key, bool allow_path);
 std::string regionFromBedrockHost(std::string_view base_url);
 
 // The effective config as YAML, every secret masked: master key, channel keys, channel header

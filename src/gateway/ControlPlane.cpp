@@ -70,6 +70,8 @@ bool channelFromStore(const store::Channel& c, const std::vector<store::Upstream
     if (const auto* v = o.if_contains("subscription"); v && v->is_string() && cloud::parseSubscriptionKind(v->as_string()))
       out.subscription = std::string(v->as_string());
     if (const auto* v = o.if_contains("token_url"); v && v->is_string()) out.token_url = std::string(v->as_string());
+    if (const auto* v = o.if_contains("project"); v && v->is_string()) out.project = std::string(v->as_string());
+    if (const auto* v = o.if_contains("location"); v && v->is_string()) out.location = std::string(v->as_string());
     out.rpm = jsonInt(o, "rpm");
     out.tpm = jsonInt(o, "tpm");
     out.max_concurrent = jsonInt(o, "max_concurrent");
@@ -97,6 +99,15 @@ bool channelFromStore(const store::Channel& c, const std::vector<store::Upstream
     }
     if (out.token_url.empty()) out.token_url = std::string(cloud::defaultTokenUrl(kind));
   }
+  if (out.type == config::ChannelType::Vertex) {
+    if (!config::validGcpProject(out.project) || !config::validGcpLocation(out.location)) {
+      why = "a vertex channel needs a valid project and location";
+      return false;
+    }
+    if (out.base_url.empty())
+      out.base_url = out.location == "global" ? std::string("https://aiplatform.googleapis.com")
+                                              : "https://" + out.location + "-aiplatform.googleapis.com";
+  }
   for (const auto& k : keys) {
     if (k.channel_id != c.id) continue;
     std::optional<std::string> secret = box ? box->open(k.secret_encrypted) : std::nullopt;
@@ -105,7 +116,15 @@ bool channelFromStore(const store::Channel& c, const std::vector<store::Upstream
                 : fmt::format("upstream key {} cannot be decrypted: store.secret_key / SLUICE_SECRET_KEY is not set", k.id);
       continue;  // the channel still serves with its other keys
     }
-    if (out.type == config::ChannelType::Bedrock && !cloud::parseAwsKey(*secret)) {
+    if (out.type == config::ChannelType::Vertex) {
+      try {
+        *secret = config::vertexKeyJson(*secret, /*allow_path=*/false);
+      } catch (const std::exception& e) {
+        why = fmt::format("upstream key {}: {}", k.id, e.what());
+        continue;
+      }
+    }
+        if (out.type == config::ChannelType::Bedrock && !cloud::parseAwsKey(*secret)) {
       why = fmt::format("upstream key {} is not ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN] (not shown: a secret)", k.id);
       continue;
     }

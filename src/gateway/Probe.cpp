@@ -12,6 +12,7 @@
 #include <boost/json/value.hpp>
 
 #include "cloud/SigV4.hpp"
+#include "gateway/CloudTokens.hpp"
 #include "core/JsonText.hpp"
 #include "gateway/ModelList.hpp"
 #include "gateway/stages/Stages.hpp"
@@ -152,6 +153,21 @@ boost::asio::awaitable<ProbeResult> probeKey(upstream::Pool& pool, const routing
                                              const pipeline::SecretScrubber& scrubber) {
   ProbeResult out;
   const auto start = Clock::now();
+  // A vertex or Entra key is as good as its token: the probe is the token exchange (a fresh
+  // token when the one kept is near its end; the kept one otherwise).
+  if (takesCloudToken(ch.cfg, key.secret)) {
+    CloudToken tok;
+    if (ch.cfg.type == config::ChannelType::Vertex)
+      tok = co_await CloudTokens::instance().vertex(pool, key.secret, timeout);
+    else
+      tok = co_await CloudTokens::instance().entra(pool, ch.cfg, timeout);
+    out.latency_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    out.ok = tok.ok();
+    out.status = tok.ok() ? 200 : tok.refused ? 401 : 0;
+    out.message = tok.ok() ? "the key works (an access token was issued)" : tok.error;
+    scrubber.scrub(out.message);
+    co_return out;
+  }
   Fetched f = co_await fetch(pool, ch, probeHead(ch, key), timeout, 64 * 1024, scrubber);
   out.status = f.status;
   if (f.status == 0) {

@@ -218,6 +218,16 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
         appendAttempt(rec.attempts_json, dp, ex.route.upstream_model, da);
         ex.settle.served = dp;
       };
+      if (ua && ua->fail_status != 0) {  // a stage failed it unsent (a cloud key without a token)
+        Attempt fa;
+        fa.outcome = ua->fail_disables ? routing::Outcome::KeyDisable : routing::Outcome::KeyCooldown;
+        fa.status = ua->fail_status;
+        fa.why = ua->why;
+        fa.duration_ms = msSince(attemptStart);
+        endAttemptSpan(ex, fa);
+        if (!co_await failed(pick, fa, true)) break;
+        continue;
+      }
       // No hedge for a continuation: the client is waiting on a stream already under way.
       // Nor for a streamed upload: its body can go to one provider only.
       const relay::Millis hedgeIn = hedgeUsed || tries + 1 >= maxAttempts || relay.continuing() || ex.r.body()

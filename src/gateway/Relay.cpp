@@ -1,4 +1,7 @@
 #include "gateway/Relay.hpp"
+
+#include "gateway/CloudTokens.hpp"
+#include "providers/anthropic/VertexBody.hpp"
 #include "core/Ascii.hpp"
 
 #include <fmt/format.h>
@@ -301,13 +304,27 @@ std::optional<providers::TranslateError> Relay::prepareBody(const routing::Pick&
     }
   }
   out = body_is_original ? std::string_view(req.body()) : std::string_view(body_made);
+  // Claude on Vertex: no "model" in the body, the API version in it (made once per body key).
+  if (p.channel->cfg.type == config::ChannelType::Vertex && upWire(p) == Wire::Anthropic &&
+      !body_key.ends_with("\nvertex")) {
+    auto vb = providers::anthropic::vertexMessagesBody(out);
+    if (!vb) {
+      body_key.clear();
+      return providers::TranslateError{400, providers::ErrorKind::InvalidRequest,
+                                       "the request body must be a JSON object", {}, {}};
+    }
+    body_made = std::move(*vb);
+    body_is_original = false;
+    body_key += "\nvertex";
+    out = body_made;
+  }
   return std::nullopt;
 }
 
 std::string Relay::target(const routing::Pick& p) const {
   const auto& ch = *p.channel;
   providers::TargetParts target{ch.endpoint.base_path, ch.cfg.type, ch.cfg.api_version, translating(p), stream, call.op,
-                                upstream_model,        call.query};
+                                upstream_model,        call.query,  ch.cfg.project,     ch.cfg.location};
   return providers::upstreamTarget(target);
 }
 
@@ -354,9 +371,10 @@ std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view se
   const bool bodiless = call.passthrough && sendBody.empty() && req.method() != bhttp::verb::post;
   if (!haveType && !bodiless) h.append("Content-Type: application/json\r\n");
   if (trace) trace->appendUpstreamHeaders(h);
-  // Bedrock: the signing stage's lines; a subscription: the subscription stage's bearer token
-  // (the key is the credential file, never sent).
-  if (!p.key->secret.empty() && up != Wire::Bedrock && ch.cfg.subscription.empty()) {
+  const bool vertex = ch.cfg.type == config::ChannelType::Vertex;
+  // Bedrock, Vertex (and Entra keys, whose secret is ""): the signing stage's lines; a
+  // subscription: the subscription stage's bearer token (the key is the credential file, never sent).
+  if (!p.key->secret.empty() && up != Wire::Bedrock && !vertex && ch.cfg.subscription.empty()) {
     switch (up) {
       case Wire::OpenAI:
         h.append(azure ? "api-key: " : "Authorization: Bearer ");
@@ -372,7 +390,8 @@ std::string Relay::buildUpstreamHead(const routing::Pick& p, std::string_view se
     }
     h.append(p.key->secret).append("\r\n");
   }
-  if (up == Wire::Anthropic && req["anthropic-version"].empty()) h.append("anthropic-version: 2023-06-01\r\n");
+  if (up == Wire::Anthropic && !vertex && req["anthropic-version"].empty())
+    h.append("anthropic-version: 2023-06-01\r\n");
   if (const http::RequestBody* up = r.body(); up && call.passthrough) {
     // A streamed upload: the length the client declared, or chunked as the client sent it.
     if (up->content_length)
@@ -483,6 +502,14 @@ boost::asio::awaitable<void> Relay::open(const routing::Pick& p, const UpstreamA
       (!stages || stages->header_lines.find("Authorization: Bearer ") == std::string::npos)) {
     a.outcome = Outcome::ChannelFailure;
     a.why = "the request to a subscription channel carried no access token";
+    o.done = true;
+    co_return;
+  }
+  // Nor does a vertex key or an Entra key go without its access token.
+  if (takesCloudToken(p.channel->cfg, p.key->secret) &&
+      (!stages || stages->header_lines.find("Authorization: Bearer ") == std::string::npos)) {
+    a.outcome = Outcome::ChannelFailure;
+    a.why = "the request to a cloud channel carried no access token";
     o.done = true;
     co_return;
   }

@@ -152,7 +152,11 @@ struct Relay {
   boost::asio::awaitable<void> failBegunStream(int status, std::string_view code, const std::string& why,
                                                std::string_view note = {});
 
-  Wire upWire(const routing::Pick& p) const { return channelWire(p.channel->cfg.type); }
+  // A vertex channel's wire is its model's (Claude: Anthropic, else Gemini).
+  Wire upWire(const routing::Pick& p) const {
+    if (p.channel->cfg.type != config::ChannelType::Vertex) return channelWire(p.channel->cfg.type);
+    return channelWire(p.channel->cfg.type, p.channel->upstreamModel(routed_model));
+  }
   // Same format: relayed as it is. Responses requests go natively only to `openai` channels;
   // other OpenAI-format upstreams (vLLM, Ollama, DeepSeek...) get them as chat completions.
   bool translating(const routing::Pick& p) const;

@@ -66,6 +66,12 @@ struct UpstreamAttempt {
   Skip skip = Skip::None;           // Channel: none of its keys; Key: this key only
   std::string why;                  // for the answer when every pick was passed over
   std::int64_t retry_after_ms = 0;  // when the passed-over pick may be tried again (0: unknown)
+  // Set by a stage: the attempt fails unsent, as if the upstream had answered this status (a
+  // cloud key whose access token could not be had): it counts as an attempt, its key's health
+  // takes `why`, and the next candidate is tried. fail_disables: the key is disabled (its
+  // credential was refused), else it cools down (the token endpoint was unreachable).
+  int fail_status = 0;
+  bool fail_disables = true;
 };
 
 // The head of the answer the client will get from this attempt (onResponseHeaders). The relay

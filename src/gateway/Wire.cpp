@@ -3,6 +3,7 @@
 #include <boost/beast/http/field.hpp>
 
 #include "core/JsonText.hpp"
+#include "providers/UpstreamPath.hpp"
 
 namespace sluice::gateway {
 
@@ -85,8 +86,10 @@ const char* wireName(Wire w) {
   return "?";
 }
 
-Wire channelWire(config::ChannelType t) {
+Wire channelWire(config::ChannelType t, std::string_view upstream_model) {
   switch (t) {
+    case config::ChannelType::Vertex:
+      return providers::vertexAnthropic(upstream_model) ? Wire::Anthropic : Wire::Gemini;
     case config::ChannelType::Anthropic: return Wire::Anthropic;
     case config::ChannelType::Gemini: return Wire::Gemini;
     case config::ChannelType::Bedrock: return Wire::Bedrock;

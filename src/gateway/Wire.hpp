@@ -14,7 +14,9 @@ enum class Wire { OpenAI, Anthropic, Gemini, Bedrock };
 
 const char* wireName(Wire w);
 // The format a channel's upstream speaks (azure and openai-compatible are OpenAI's).
-Wire channelWire(config::ChannelType t);
+// A vertex channel speaks Anthropic Messages for Claude models and Gemini for the rest: its wire
+// depends on the model it sends upstream (`upstream_model`; other types ignore it).
+Wire channelWire(config::ChannelType t, std::string_view upstream_model = {});
 
 // An error the gateway itself answers, in the caller's format:
 //  OpenAI    {"error":{"message","type","param":null,"code"}}

@@ -1,5 +1,10 @@
 #include "mock/MockKnobs.hpp"
 
+#include <fstream>
+#include <sstream>
+
+#include "mock/OAuthMock.hpp"
+
 #include "cloud/SigV4.hpp"
 
 #include <charconv>
@@ -107,6 +112,16 @@ std::optional<std::string> validateOptions(const MockOptions& o) {
            ", got " + std::to_string(v);
   };
   if (auto e = range("workers", o.workers, 0, 1024)) return e;
+  if (auto e = range("token-lifetime-s", o.token_lifetime_s, 1, 86400)) return e;
+  for (const auto& f : o.google_accounts) {
+    std::ifstream in(f, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string why;
+    if (!in || !googleAccountFromJson(text.str(), &why)) return "--google-sa " + f + ": " + (in ? why : "cannot read it");
+  }
+  for (const auto& c : o.entra_clients)
+    if (c.find(':') == std::string::npos || c.front() == ':') return "--entra-client must be CLIENT_ID:SECRET";
   if (auto e = range("ttfb-ms", o.ttfb_ms, 0, kMaxKnobDelayMs)) return e;
   if (auto e = range("chunks", o.chunks, 0, kMaxKnobChunks)) return e;
   if (auto e = range("chunk-interval-ms", o.chunk_interval_ms, 0, kMaxKnobDelayMs)) return e;

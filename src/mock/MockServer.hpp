@@ -29,6 +29,13 @@ struct MockOptions {
   // Bedrock: the AWS keys (ACCESS_KEY_ID:SECRET[:SESSION_TOKEN]) whose SigV4 signatures the mock
   // accepts; empty: bedrock::kDefaultAwsKey alone.
   std::vector<std::string> aws_keys;  // on SIGINT/SIGTERM: how long in-flight answers may take to finish
+  // Vertex AI: service-account JSON files whose RS256 assertions the token endpoint (POST /token)
+  // accepts (their public keys); the Vertex endpoints then take the bearers it issues, which live
+  // token_lifetime_s seconds. Entra ID: CLIENT_ID:SECRET pairs its endpoint
+  // (POST /{tenant}/oauth2/v2.0/token) accepts (default: mock-client:mock-secret).
+  std::vector<std::string> google_accounts;
+  std::vector<std::string> entra_clients;
+  int token_lifetime_s = 3600;
 };
 
 // Serves until SIGINT/SIGTERM. Prints "sluice mock listening on HOST:PORT" once bound.

@@ -1,5 +1,8 @@
 #include "mock/MockService.hpp"
 
+#include <fstream>
+#include <sstream>
+
 #include "providers/UpstreamPath.hpp"
 
 #include "core/JsonText.hpp"
@@ -48,6 +51,10 @@ enum Endpoint : int {
   kGeminiBatchEmbed,
   kBedrockConverse,
   kBedrockStream,
+  kVertexAnthropic,        // :rawPredict
+  kVertexAnthropicStream,  // :streamRawPredict
+  kGoogleToken,            // POST /token (jwt-bearer)
+  kEntraToken,             // POST /{tenant}/oauth2/v2.0/token
 };
 
 enum class Family { OpenAI, Anthropic, Gemini, Bedrock };
@@ -55,8 +62,9 @@ enum class Family { OpenAI, Anthropic, Gemini, Bedrock };
 struct Route {
   Endpoint endpoint = kNone;
   bhttp::verb method = bhttp::verb::get;
-  std::string_view model_id;  // kModel, kAnthropicModel, kGemini*
+  std::string_view model_id;  // kModel, kAnthropicModel, kGemini*; kEntraToken: the tenant
   Family family = Family::OpenAI;
+  bool vertex = false;  // under /v1/projects/{p}/locations/{l}/publishers/: needs an issued bearer
 };
 
 bool startsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
@@ -81,9 +89,52 @@ Route geminiRoute(std::string_view rest) {
   return {e, bhttp::verb::post, model, Family::Gemini};
 }
 
+// Vertex AI: /v1/projects/{p}/locations/{l}/publishers/{google|anthropic}/models/{model}:{method}.
+// Each of project, location and model is one segment; anything else is no route.
+Route vertexRoute(std::string_view path) {
+  Route none{kNone, bhttp::verb::post, {}, Family::Gemini, true};
+  auto segment = [&path]() -> std::optional<std::string_view> {
+    const auto slash = path.find('/');
+    if (slash == 0 || slash == std::string_view::npos) return std::nullopt;
+    std::string_view seg = path.substr(0, slash);
+    path.remove_prefix(slash + 1);
+    return seg;
+  };
+  path.remove_prefix(std::string_view("/v1/projects/").size());
+  auto project = segment();
+  if (!project || segment() != std::optional<std::string_view>("locations")) return none;
+  auto location = segment();
+  if (!location || segment() != std::optional<std::string_view>("publishers")) return none;
+  auto publisher = segment();
+  if (!publisher || segment() != std::optional<std::string_view>("models")) return none;
+  // path is now "{model}:{method}", one segment
+  const auto colon = path.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || path.find('/') != std::string_view::npos) return none;
+  const std::string_view model = path.substr(0, colon), method = path.substr(colon + 1);
+  if (*publisher == "anthropic") {
+    none.family = Family::Anthropic;
+    if (method == "rawPredict") return {kVertexAnthropic, bhttp::verb::post, model, Family::Anthropic, true};
+    if (method == "streamRawPredict") return {kVertexAnthropicStream, bhttp::verb::post, model, Family::Anthropic, true};
+    return none;
+  }
+  if (*publisher != "google") return none;
+  Endpoint e = kNone;
+  if (method == "generateContent") e = kGeminiGenerate;
+  else if (method == "streamGenerateContent") e = kGeminiStream;
+  else if (method == "countTokens") e = kGeminiCountTokens;
+  if (e == kNone) return none;
+  return {e, bhttp::verb::post, model, Family::Gemini, true};
+}
+
 // One table of paths: OpenAI (/v1/...), Anthropic (/v1/messages, /anthropic/v1/...), Gemini
 // (/v1beta/..., /gemini/v1beta/...).
 Route route(std::string_view path) {
+  if (startsWith(path, "/v1/projects/")) return vertexRoute(path);
+  if (path == "/token") return {kGoogleToken, bhttp::verb::post, {}};
+  if (static constexpr std::string_view kEntra = "/oauth2/v2.0/token"; path.ends_with(kEntra) && path.size() > kEntra.size() + 1) {
+    const std::string_view tenant = path.substr(1, path.size() - kEntra.size() - 1);
+    if (tenant.find('/') == std::string_view::npos) return {kEntraToken, bhttp::verb::post, tenant};
+  }
   // Azure OpenAI: /openai/deployments/{deployment}/chat/completions?api-version=... is the
   // OpenAI API under a deployment prefix.
   if (startsWith(path, "/openai/deployments/")) {
@@ -440,6 +491,16 @@ MockService::MockService(MockOptions options) : options_(std::move(options)) {
   if (options_.aws_keys.empty()) options_.aws_keys.emplace_back(bedrock::kDefaultAwsKey);
   for (const auto& k : options_.aws_keys)
     if (auto c = cloud::parseAwsKey(k)) aws_keys_.push_back(std::move(*c));
+  std::vector<GoogleAccount> accounts;
+  for (const auto& f : options_.google_accounts) {  // validateOptions read them once already
+    std::ifstream in(f, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (auto a = googleAccountFromJson(text.str(), nullptr)) accounts.push_back(std::move(*a));
+  }
+  auto entra = options_.entra_clients;
+  if (entra.empty()) entra.emplace_back("mock-client:mock-secret");
+  oauth_ = std::make_unique<OAuthMock>(std::move(accounts), std::move(entra), options_.token_lifetime_s);
 }
 
 net::awaitable<void> MockService::handle(http::Request& req, http::Responder& r) {
@@ -494,6 +555,32 @@ net::awaitable<void> MockService::handle(http::Request& req, http::Responder& r)
     if (rt.family == Family::Bedrock) e = bedrock::error(405, e.message);
     auto res = familyError(rt.family, e, {});
     res.set(bhttp::field::allow, bhttp::to_string(rt.method));
+    co_await r.send(std::move(res));
+    co_return;
+  }
+  // The token endpoints answer OAuth JSON; Vertex (and Azure with a bearer) want an issued token.
+  if (rt.endpoint == kGoogleToken || rt.endpoint == kEntraToken) {
+    const OAuthMock::Answer a =
+        rt.endpoint == kGoogleToken
+            ? oauth_->google(req.body(), "http://" + std::string(req[bhttp::field::host]) + "/token", unixNow())
+            : oauth_->entra(rt.model_id, req.body(), unixNow());
+    stats_.tokenRequest(a.status != 200);
+    http::Response res = makeResponse(a.status, a.body, "application/json", {});
+    res.set(bhttp::field::cache_control, "no-store");
+    co_await r.send(std::move(res));
+    co_return;
+  }
+  const bool azureBearer = startsWith(path, "/openai/deployments/") && req.find(bhttp::field::authorization) != req.end();
+  if ((rt.vertex || azureBearer) &&
+      !oauth_->validBearer(req[bhttp::field::authorization], unixNow())) {
+    // Google answers a missing or unknown token in its own format, whichever the publisher.
+    http::Response res =
+        rt.vertex ? familyError(Family::Gemini,
+                                gemini::error(401, "Request had invalid authentication credentials. Expected OAuth 2 "
+                                                   "access token, login cookie or other valid authentication credential."),
+                                {})
+                  : familyError(Family::OpenAI, openai::simulatedFailure(401), {});
+    res.set(bhttp::field::www_authenticate, "Bearer realm=\"mock\"");
     co_await r.send(std::move(res));
     co_return;
   }
@@ -713,6 +800,27 @@ net::awaitable<void> MockService::serve(int endpoint, int family_id, std::string
         co_await writeAnswer(r, std::move(answer), gen.pieces, k, request_id);
       }
       co_return;
+    }
+    case kVertexAnthropic:
+    case kVertexAnthropicStream: {
+      // Claude on Vertex: the model is the URL's, the version a body field; then a Messages call.
+      std::string bad;
+      if (!body.is_object()) {
+        bad = "the body must be a JSON object";
+      } else if (const auto* v = body.as_object().if_contains("anthropic_version");
+                 !v || !v->is_string() || v->get_string() != "vertex-2023-10-16") {
+        bad = "anthropic_version: Input should be 'vertex-2023-10-16'";
+      } else if (body.as_object().contains("model")) {
+        bad = "model: Extra inputs are not permitted";
+      }
+      if (!bad.empty()) {
+        co_await r.send(familyError(family, anthropic::error(400, bad), request_id));
+        co_return;
+      }
+      body.as_object().erase("anthropic_version");
+      body.as_object()["model"] = providers::percentDecode(model_id).value_or(std::string(model_id));
+      if (endpoint == kVertexAnthropicStream) body.as_object()["stream"] = true;
+      [[fallthrough]];
     }
     case kAnthropicMessages: {
       anthropic::MessagesRequest mr;

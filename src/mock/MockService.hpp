@@ -8,10 +8,12 @@
 #include "mock/MockKnobs.hpp"
 #include "mock/MockServer.hpp"
 #include "mock/MockStats.hpp"
+#include "mock/OAuthMock.hpp"
 #include "mock/ResourcesMock.hpp"
 #include "mock/SseScript.hpp"
 #include "mock/SubscriptionMock.hpp"
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -35,6 +37,7 @@ class MockService {
   MockOptions options_;
   std::vector<cloud::AwsCredentials> aws_keys_;  // Bedrock: whose signatures verify
   MockStats stats_;
+  std::unique_ptr<OAuthMock> oauth_;  // Google and Entra token endpoints; the bearers they issued
   ResourcesMock resources_;  // images, audio, moderations, files, batches
   SubscriptionMock subscriptions_;  // OAuth refresh endpoints and the subscription endpoints' checks
 };

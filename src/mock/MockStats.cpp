@@ -74,6 +74,8 @@ void MockStats::reset() {
   requests_ = 0;
   streams_completed_ = 0;
   streams_aborted_ = 0;
+  token_requests_ = 0;
+  token_refusals_ = 0;
   by_key_.clear();
   by_path_.clear();
   last_.reset();
@@ -87,6 +89,8 @@ std::string MockStats::toJson() const {
     o["requests"] = requests_;
     o["streams_completed"] = streams_completed_.load();
     o["streams_aborted"] = streams_aborted_.load();
+    o["token_requests"] = token_requests_.load();
+    o["token_refusals"] = token_refusals_.load();
     if (connections_) o["connections_accepted"] = connections_();
     json::object keys, paths;
     for (const auto& [k, n] : by_key_) keys[k] = n;

@@ -40,6 +40,12 @@ class MockStats {
   // How streams ended: written to the end, or cut short because the client went away.
   void streamCompleted() { streams_completed_.fetch_add(1, std::memory_order_relaxed); }
   void streamAborted() { streams_aborted_.fetch_add(1, std::memory_order_relaxed); }
+  // OAuth token endpoints (Google's jwt-bearer, Entra's client credentials): every request, and
+  // those refused.
+  void tokenRequest(bool refused) {
+    token_requests_.fetch_add(1, std::memory_order_relaxed);
+    if (refused) token_refusals_.fetch_add(1, std::memory_order_relaxed);
+  }
   void reset();
   // Where toJson() reads "connections_accepted" (the server's count since start); unset: omitted.
   void countConnectionsWith(std::function<std::uint64_t()> source) { connections_ = std::move(source); }
@@ -54,6 +60,8 @@ class MockStats {
   std::shared_ptr<const Sample> last_;
   std::atomic<std::uint64_t> streams_completed_{0};
   std::atomic<std::uint64_t> streams_aborted_{0};
+  std::atomic<std::uint64_t> token_requests_{0};
+  std::atomic<std::uint64_t> token_refusals_{0};
   std::function<std::uint64_t()> connections_;  // set before the server runs, read-only after
 };
 

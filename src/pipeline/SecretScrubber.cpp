@@ -119,6 +119,7 @@ SecretScrubber SecretScrubber::fromConfig(const config::Config& cfg) {
         }
       }
     }
+    add(ch.client_secret);  // azure Entra ID
     for (const auto& [name, value] : ch.headers) {
       if (!credentialHeader(name)) continue;
       add(value);

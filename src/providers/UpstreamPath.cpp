@@ -14,7 +14,22 @@ namespace urls = boost::urls;
 namespace {
 
 bool pathCarriesModel(config::ChannelType type) {
-  return type == config::ChannelType::Gemini || type == config::ChannelType::Azure;
+  return type == config::ChannelType::Gemini || type == config::ChannelType::Azure ||
+         type == config::ChannelType::Vertex;
+}
+
+// A Vertex model id as one segment: encoded as appendEncoded does, but '@' (Claude's version
+// separator, "claude-sonnet-4@20250514", a pchar of RFC 3986) is left as Google's own clients send it.
+void appendVertexModel(std::string& out, std::string_view model) {
+  std::size_t from = 0;
+  while (from <= model.size()) {
+    const auto at = model.find('@', from);
+    const std::string_view part = model.substr(from, at == std::string_view::npos ? std::string_view::npos : at - from);
+    if (!part.empty()) urls::encode(part, urls::unreserved_chars, {}, urls::string_token::append_to(out));
+    if (at == std::string_view::npos) break;
+    out.push_back('@');
+    from = at + 1;
+  }
 }
 
 }  // namespace
@@ -49,9 +64,19 @@ std::optional<std::string> pathModelProblem(config::ChannelType type, std::strin
   const std::string_view seg = pathModel(type, model);
   if (seg.find('/') != std::string_view::npos)
     return fmt::format("holds a '/', and a {} channel puts the model in the URL path as one segment",
-                       type == config::ChannelType::Gemini ? "gemini (\"models/NAME\" aside)" : "azure");
+                       type == config::ChannelType::Gemini  ? "gemini (\"models/NAME\" aside)"
+                       : type == config::ChannelType::Azure ? "azure"
+                                                            : "vertex");
+  if (type == config::ChannelType::Vertex) {
+    if (seg.find(':') != std::string_view::npos)
+      return std::string("holds a ':', which a vertex channel's URL reads as the method (\"MODEL:generateContent\")");
+    if (seg == "." || seg == ".." || seg.find_first_not_of('@') == std::string_view::npos)
+      return std::string("is not a model id a vertex URL can carry");
+  }
   return std::nullopt;
 }
+
+bool vertexAnthropic(std::string_view model) { return model.starts_with("claude"); }
 
 ForwardedQuery forwardQuery(std::string_view raw) {
   ForwardedQuery fq;
@@ -134,6 +159,27 @@ std::string upstreamTarget(const TargetParts& t) {
       out.append(t.stream ? "/converse-stream" : "/converse");
       query = {};
       break;
+    case config::ChannelType::Vertex: {
+      out.append("/v1/projects/");
+      appendEncoded(out, t.project);
+      out.append("/locations/");
+      appendEncoded(out, t.location);
+      const bool anthropic = vertexAnthropic(model);
+      out.append(anthropic ? "/publishers/anthropic/models/" : "/publishers/google/models/");
+      appendVertexModel(out, model);
+      out.push_back(':');
+      if (anthropic) {
+        // Anthropic Messages on Vertex: always these two methods, the stream chosen by the body.
+        out.append(t.stream ? "streamRawPredict" : "rawPredict");
+        query = {};
+      } else if (t.translated) {
+        out.append(t.stream ? "streamGenerateContent" : "generateContent");
+        query = t.stream ? "alt=sse" : "";
+      } else {
+        out.append(t.op);
+      }
+      break;
+    }
     default:
       out.append(t.translated ? std::string_view("/chat/completions") : t.op);
       break;

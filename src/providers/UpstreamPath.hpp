@@ -24,10 +24,15 @@ std::optional<std::string> percentDecode(std::string_view v, bool plus_is_space 
 // loses its prefix; other types keep the name (openai-style channels carry it in the body).
 std::string_view pathModel(config::ChannelType type, std::string_view model);
 
-// Why `model` cannot be sent to a channel of `type`, or nullopt. Gemini and Azure put the model
-// in the path as one segment, so a '/' (past Gemini's "models/") is refused there; it travels in
-// the JSON body everywhere else.
+// Why `model` cannot be sent to a channel of `type`, or nullopt. Gemini, Azure and Vertex put the
+// model in the path as one segment, so a '/' (past Gemini's "models/") is refused there; it travels
+// in the JSON body everywhere else. Vertex also refuses ':' (the segment's method separator).
 std::optional<std::string> pathModelProblem(config::ChannelType type, std::string_view model);
+
+// Vertex AI serves a model from its publisher: Anthropic's Claude models (rawPredict, Anthropic
+// Messages bodies) or Google's (generateContent, Gemini bodies). A vertex channel's wire is
+// decided per model by this.
+bool vertexAnthropic(std::string_view model);
 
 // The client's query string as it may go upstream: each name and value decoded (query style:
 // '+' is a space) and re-encoded, empty parts and the client's own key (`key`) dropped.
@@ -50,9 +55,12 @@ struct TargetParts {
                            // "/chat/completions", "/v1/messages", "generateContent", ...
   std::string_view model;  // the upstream model; Gemini and Azure put it in the path
   std::string_view query;  // forwardQuery(...).query: already encoded
+  std::string_view project;   // Vertex (validated by the config; encoded all the same)
+  std::string_view location;
 };
 
-// The request target ("/v1beta/models/gemini-2.5-flash:generateContent?alt=sse").
+// The request target ("/v1beta/models/gemini-2.5-flash:generateContent?alt=sse"; Vertex:
+// "/v1/projects/P/locations/L/publishers/anthropic/models/claude-sonnet-4@20250514:streamRawPredict").
 std::string upstreamTarget(const TargetParts& t);
 
 }  // namespace sluice::providers

@@ -1,5 +1,7 @@
 #include "routing/Router.hpp"
 
+#include "cloud/OAuthToken.hpp"
+
 #include <openssl/evp.h>
 #include <re2/re2.h>
 
@@ -114,7 +116,8 @@ bool Channel::servesModel(std::string_view model) const { return servesModel(mod
 bool Channel::discovers() const {
   // Bedrock lists its models on another service (bedrock, not bedrock-runtime) with other rights:
   // its channels name their models.
-  if (cfg.type == config::ChannelType::Bedrock) return false;
+  // Vertex: its publisher models are listed by another API (Model Garden); its channels name theirs.
+  if (cfg.type == config::ChannelType::Bedrock || cfg.type == config::ChannelType::Vertex) return false;
   // A subscription's endpoints list no models to its OAuth token: its channels name them.
   if (!cfg.subscription.empty()) return false;
   return std::any_of(cfg.models.begin(), cfg.models.end(), [](const std::string& m) { return isGlob(m); });
@@ -157,7 +160,7 @@ bool Channel::servesModel(std::string_view model, bool valid) const {
 namespace {
 bool keyRequired(config::ChannelType t) {
   return t == config::ChannelType::OpenAI || t == config::ChannelType::Anthropic ||
-         t == config::ChannelType::Gemini || t == config::ChannelType::Azure;
+         t == config::ChannelType::Gemini || t == config::ChannelType::Azure || t == config::ChannelType::Vertex;
 }
 
 thread_local std::minstd_rand tRng{std::random_device{}()};
@@ -177,8 +180,17 @@ Router::Router(std::shared_ptr<const config::Config> cfg, HealthRegistry& health
       const auto& k = cc.keys[j];
       if (k.empty()) continue;
       std::int64_t storeId = j < cc.key_store_ids.size() ? cc.key_store_ids[j] : 0;
-      ch->keys.push_back(UpstreamKey{k, maskSecret(k) + "#" + std::to_string(i++), health.key(cc.name, k),
+      // A vertex key is a service account's JSON: shown by its client_email, never by its text.
+      std::string shown = cc.type == config::ChannelType::Vertex ? cloud::serviceAccountLabel(k) : maskSecret(k);
+      ch->keys.push_back(UpstreamKey{k, shown + "#" + std::to_string(i++), health.key(cc.name, k),
                                      keyRef(cc.name, k), storeId});
+    }
+    // Entra ID: the application's token is one more key of the channel (its secret "": the
+    // signing stage gets its token; its health is the application's).
+    if (cc.type == config::ChannelType::Azure && cc.entra()) {
+      const std::string handle = "entra:" + cc.client_id;
+      ch->keys.push_back(UpstreamKey{"", handle + "#" + std::to_string(i++), health.key(cc.name, handle),
+                                     keyRef(cc.name, handle), 0});
     }
     if (ch->keys.empty() && !keyRequired(cc.type)) {
       ch->keys.push_back(UpstreamKey{"", "(none)#0", health.key(cc.name, ""), keyRef(cc.name, ""), 0});

@@ -86,9 +86,10 @@ void checkQuery(std::string_view raw, std::string_view built) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;
   static constexpr ChannelType kTypes[] = {ChannelType::OpenAI, ChannelType::Anthropic,        ChannelType::Gemini,
-                                           ChannelType::Azure,  ChannelType::OpenAICompatible, ChannelType::Mock};
+                                           ChannelType::Azure,  ChannelType::OpenAICompatible, ChannelType::Mock,
+                                           ChannelType::Vertex};
   static constexpr std::string_view kBases[] = {"", "/v1", "/openai/v1", "/api/x"};
-  const ChannelType type = kTypes[(data[0] & 7u) % 6];
+  const ChannelType type = kTypes[(data[0] & 7u) % 7];
   const bool translated = (data[0] >> 3) & 1u;
   const bool stream = (data[0] >> 4) & 1u;
   const std::string_view base = kBases[(data[0] >> 5) & 3u];
@@ -106,11 +107,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // The ops the gateway's route table hands over, per channel wire.
   std::string_view op;
-  if (type == ChannelType::Gemini) {
+  if (type == ChannelType::Gemini || (type == ChannelType::Vertex && !providers::vertexAnthropic(model))) {
     static constexpr std::string_view kOps[] = {"generateContent", "streamGenerateContent", "countTokens",
                                                 "embedContent"};
     op = kOps[data[1] % 4];
-  } else if (type == ChannelType::Anthropic) {
+  } else if (type == ChannelType::Anthropic || type == ChannelType::Vertex) {
     op = (data[1] & 1u) ? "/v1/messages/count_tokens" : "/v1/messages";
   } else {
     static constexpr std::string_view kOps[] = {"/chat/completions", "/embeddings", "/responses", "/completions"};
@@ -120,7 +121,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const providers::ForwardedQuery fq = providers::forwardQuery(rawQuery);
   if (!fq.problem.empty() && !fq.query.empty()) fail("a refused query still has text", fq.query);
   if (fq.problem.empty()) checkQuery(rawQuery, fq.query);
-  const providers::TargetParts parts{base, type, "2024-10-21", translated, stream, op, model, fq.query};
+  const providers::TargetParts parts{base, type, "2024-10-21", translated, stream, op, model, fq.query, "my-project",
+                                     "us-central1"};
   const std::string target = providers::upstreamTarget(parts);
 
   for (char ch : target) {
@@ -158,6 +160,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           ":" + std::string(translated ? (stream ? "streamGenerateContent" : "generateContent") : op);
       if (tail != wantOp) fail("the Gemini method is not the one asked for", target);
       if (translated && stream) wantQuery = "alt=sse";
+      break;
+    }
+    case ChannelType::Vertex: {
+      // The publisher and the method follow from the model; the model is one segment ('@' kept).
+      const bool claude = providers::vertexAnthropic(model);
+      takeModelSegment(claude ? "/v1/projects/my-project/locations/us-central1/publishers/anthropic/models/"
+                              : "/v1/projects/my-project/locations/us-central1/publishers/google/models/",
+                       ':');
+      if (claude) {
+        if (tail != (stream ? ":streamRawPredict" : ":rawPredict")) fail("the Vertex Anthropic method is wrong", target);
+        wantQuery = {};
+      } else {
+        const std::string wantOp =
+            ":" + std::string(translated ? (stream ? "streamGenerateContent" : "generateContent") : op);
+        if (tail != wantOp) fail("the Vertex Gemini method is not the one asked for", target);
+        if (translated && stream) wantQuery = "alt=sse";
+      }
       break;
     }
     case ChannelType::Azure:

@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{subscription_credentials,bedrock_mock,cloud_credentials,event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,mcp_message,mcp_server_fields,screen_features,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path,admin_access,team_fields}
+mkdir -p "$C"/{subscription_credentials,oauth_mock,bedrock_mock,cloud_credentials,event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,mcp_message,mcp_server_fields,screen_features,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path,admin_access,team_fields}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -300,7 +300,7 @@ printf '\x01for=192.0.2.43;proto=https;by=10.0.0.2, for="[2001:db8:cafe::17]:471
 printf '\x01for=unknown, for=_hidden, for="1.2.3.4, for=5.6.7.8"\nFor="192.0.2.1:_p"' >$C/client_address/forwarded_obfuscated
 
 # upstream_path: [type | translated<<3 | stream<<4 | base<<5] [op] model '\n' raw query.
-# Types: OpenAI 0, Anthropic 1, Gemini 2, Azure 3, OpenAICompatible 4, Mock 5.
+# Types: OpenAI 0, Anthropic 1, Gemini 2, Azure 3, OpenAICompatible 4, Mock 5, Vertex 6.
 up() { printf "\\x$1\\x$2"; printf '%s' "$3"; }
 up 22 01 $'gemini-2.5-flash\nalt=sse&key=k' >$C/upstream_path/gemini_stream
 up 02 00 $'models/gemini-2.5-flash\nx=a+b%20c&&y' >$C/upstream_path/gemini_models_prefix
@@ -310,6 +310,9 @@ up 24 00 $'meta-llama/Llama-3.1-8B-Instruct\n%6bey=k&beta=true' >$C/upstream_pat
 up 01 00 $'claude-sonnet-4-5\nbeta=true' >$C/upstream_path/anthropic_beta
 up 02 00 $'../../admin\nq=x#y?z' >$C/upstream_path/dot_walk
 up 03 00 $'x?key=evil#f%2e%2e%2f\na=%0d%0a' >$C/upstream_path/cut_chars
+up 16 00 $'claude-sonnet-4@20250514\n' >$C/upstream_path/vertex_claude_stream
+up 06 01 $'gemini-2.5-flash\nalt=sse' >$C/upstream_path/vertex_gemini_native
+up 0e 00 $'..%2F@x:y\n' >$C/upstream_path/vertex_walk
 up 2d 02 $'..\n%zz' >$C/upstream_path/dots_bad_escape
 
 # http_request: the request-smuggling catalog (tests/lib/smuggling-cases.mjs, also the integration
@@ -394,6 +397,12 @@ anthropic-ratelimit-unified-5h-utilization: 1.0' >$C/subscription_credentials/cl
 printf '\x01\x00%s' 'x-codex-primary-used-percent: 100.0
 x-codex-primary-reset-after-seconds: 600
 x-codex-secondary-used-percent: 3' >$C/subscription_credentials/codex_windows
+# oauth_mock: [mode] a jwt-bearer form (0), an assertion's claims signed by the harness (1), an
+# Entra client-credentials form (2)
+printf '\x00%s' 'grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJhIn0.c2ln' >$C/oauth_mock/jwt_form
+printf '\x01%s' '{"iss":"fuzz@p.iam.gserviceaccount.com","aud":"http://127.0.0.1:9000/token","scope":"https://www.googleapis.com/auth/cloud-platform","iat":1700000000,"exp":1700003600}' >$C/oauth_mock/good_claims
+printf '\x01%s' '{"iss":"fuzz@p.iam.gserviceaccount.com","aud":"http://127.0.0.1:9000/token","scope":"x","iat":1699990000,"exp":1699999999}' >$C/oauth_mock/bad_claims
+printf '\x02%s' 'grant_type=client_credentials&client_id=app&client_secret=s3cret&scope=https%3A%2F%2Fcognitiveservices.azure.com%2F.default' >$C/oauth_mock/entra_form
 
 # screen_features: texts for the detector's normalisation (invisible characters, fullwidth letters,
 # a cut UTF-8 sequence, other scripts) and windowed scoring (an injection inside a long text)

@@ -288,7 +288,7 @@ test('channels: every refused field is a 400 naming it', async () => {
     assert.equal(r.json.error.param, param, JSON.stringify(body));
   }
   const type = await call(gw, 'POST', '/channels', { ...good, type: 'openia' });
-  assert.match(type.json.error.message, /valid types: openai, anthropic, gemini, azure, openai-compatible, mock, bedrock/);
+  assert.match(type.json.error.message, /valid types: openai, anthropic, gemini, azure, openai-compatible, mock, bedrock, vertex/);
 });
 
 test('upstream keys: sealed at rest, masked in every response, used by the gateway', async () => {

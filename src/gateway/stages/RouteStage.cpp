@@ -30,6 +30,13 @@ namespace json = boost::json;
 
 namespace {
 
+// A call that is not chat-like reaches a vertex channel only when Vertex has it under the same
+// name: Gemini's countTokens. (Anthropic's count_tokens and Gemini's embeddings are other APIs
+// there: such a call is answered as for a channel that cannot take it.)
+bool vertexTakes(const routing::Channel& c, const ClientCall& call) {
+  return c.cfg.type != config::ChannelType::Vertex || (call.wire == Wire::Gemini && call.op == "countTokens");
+}
+
 // The models the channels serve, in the listing shape of the client's API.
 json::value modelList(const Snapshot& snap, Wire w, const pipeline::VirtualKeyEntry* vk) {
   json::array data;
@@ -301,7 +308,10 @@ class RouteStage final : public Stage {
     // translated between the formats. When the preferred channel can take it neither way, say
     // so rather than quietly answering from a lower-priority one.
     const bool translatable = call.translatable();
-    auto sameWire = [&](const routing::Channel* c) { return translatable || channelWire(c->cfg.type) == call.wire; };
+    auto sameWire = [&](const routing::Channel* c) {
+      return translatable || (channelWire(c->cfg.type, c->upstreamModel(route.routed_model)) == call.wire &&
+                              vertexTakes(*c, call));
+    };
     if (!candidates.empty() && !sameWire(candidates.front())) {
       // A token count for a model whose provider cannot count: an estimate, marked as one.
       if (const bool anthropicCount = call.wire == Wire::Anthropic && call.op == "/v1/messages/count_tokens";
@@ -374,7 +384,7 @@ std::vector<const routing::Channel*> fallbackCandidates(const Exchange& ex, cons
   const bool translatable = ex.call.translatable();
   std::erase_if(candidates, [&](const routing::Channel* c) {
     return providers::pathModelProblem(c->cfg.type, c->upstreamModel(routed)).has_value() ||
-           (!translatable && channelWire(c->cfg.type) != ex.call.wire) || (vk && !vk->allowsChannel(c->cfg.name));
+           (!translatable && (channelWire(c->cfg.type, c->upstreamModel(routed)) != ex.call.wire || !vertexTakes(*c, ex.call))) || (vk && !vk->allowsChannel(c->cfg.name));
   });
   if (candidates.empty()) why = "no channel that serves it may take this request";
   return candidates;

@@ -5,11 +5,16 @@
 // them in order and this stage is the last before the relay): whatever a stage rewrote is what
 // gets signed. The secret never leaves this function: only the Authorization header's signature,
 // the access key id and the session token (which AWS wants as a header) go on the wire.
+// It also puts the Bearer access token on each attempt of a vertex key (a service account's) and
+// of an azure channel's Entra ID key (gateway/CloudTokens.hpp): a key whose token cannot be had
+// fails that attempt as a bad key would (its health says why), and the next candidate is tried.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ctime>
 
 #include "cloud/SigV4.hpp"
+#include "gateway/CloudTokens.hpp"
 #include "gateway/Exchange.hpp"
 #include "gateway/Snapshot.hpp"
 #include "gateway/stages/Stages.hpp"
@@ -25,8 +30,26 @@ class SigningStage final : public Stage {
 
   boost::asio::awaitable<Step> onRequest(Exchange&) override { co_return Step::Continue; }
 
-  boost::asio::awaitable<void> onAttempt(Exchange&, UpstreamAttempt& a) override {
+  boost::asio::awaitable<void> onAttempt(Exchange& ex, UpstreamAttempt& a) override {
     const routing::Channel& ch = *a.pick.channel;
+    if (takesCloudToken(ch.cfg, a.pick.key->secret)) {
+      // The token request waits no longer than a first byte would.
+      const auto& t = ex.snap.cfg->routing.timeouts;
+      const auto timeout = std::min<std::chrono::milliseconds>(t.connect + t.first_byte, t.total);
+      CloudToken tok;
+      if (ch.cfg.type == config::ChannelType::Vertex)
+        tok = co_await CloudTokens::instance().vertex(ex.svc.pool, a.pick.key->secret, timeout);
+      else
+        tok = co_await CloudTokens::instance().entra(ex.svc.pool, ch.cfg, timeout);
+      if (!tok.ok()) {
+        a.fail_status = tok.refused ? 401 : 503;
+        a.fail_disables = tok.refused;
+        a.why = fmt::format("no access token for key {}: {}", a.pick.key->id, tok.error);
+        co_return;
+      }
+      a.header_lines.append("Authorization: Bearer ").append(tok.token).append("\r\n");
+      co_return;
+    }
     if (ch.cfg.type != config::ChannelType::Bedrock) co_return;
     auto creds = cloud::parseAwsKey(a.pick.key->secret);
     if (!creds) {  // the config refuses such keys; a store key is checked when loaded
@@ -40,16 +63,19 @@ class SigningStage final : public Stage {
 
 class SigningStageConfig final : public StageConfig {
  public:
-  explicit SigningStageConfig(bool any) : any_bedrock_(any) {}
+  SigningStageConfig(bool any_bedrock, bool any_token) : any_bedrock_(any_bedrock), any_token_(any_token) {}
   std::string_view name() const override { return "signing"; }
-  // Started for a chat-like request when some channel is a bedrock one (a fallback model's
-  // candidates are known only on the way, so not just the route's).
+  // Started for a chat-like request when some channel is a bedrock one, for any request when
+  // some channel takes access tokens (an Entra azure channel relays embeddings, files... too; a
+  // vertex one Gemini's countTokens): a fallback model's candidates are known only on the way,
+  // so not just the route's.
   Stage* start(const Exchange& ex, StageArena& arena) const override {
-    return any_bedrock_ && ex.call.translatable() ? arena.make<SigningStage>() : nullptr;
+    return any_token_ || (any_bedrock_ && ex.call.translatable()) ? arena.make<SigningStage>() : nullptr;
   }
 
  private:
   bool any_bedrock_;
+  bool any_token_;
 };
 
 }  // namespace
@@ -77,9 +103,12 @@ std::string signedHeaderLines(const routing::Channel& ch, const cloud::AwsCreden
 }
 
 std::unique_ptr<const StageConfig> makeSigningStage(const Snapshot& snap) {
-  bool any = false;
-  for (const auto& c : snap.cfg->channels) any = any || c.type == config::ChannelType::Bedrock;
-  return std::make_unique<SigningStageConfig>(any);
+  bool bedrock = false, token = false;
+  for (const auto& c : snap.cfg->channels) {
+    bedrock = bedrock || c.type == config::ChannelType::Bedrock;
+    token = token || c.type == config::ChannelType::Vertex || c.entra();
+  }
+  return std::make_unique<SigningStageConfig>(bedrock, token);
 }
 
 }  // namespace sluice::gateway

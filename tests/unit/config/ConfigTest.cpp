@@ -1,6 +1,9 @@
 #include "config/Config.hpp"
 
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
+#include <openssl/pem.h>
+#include <openssl/evp.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -264,11 +267,117 @@ TEST(ConfigParse, SubscriptionChannels) {
   f = failure("channels:\n  - {name: c, type: anthropic, subscription: pro, models: [m]}\n");
   EXPECT_NE(f.what.find("valid: claude, chatgpt"), std::string::npos) << f.what;
   f = failure(channel("    token_url: https://x/token\n"));
-  EXPECT_NE(f.what.find("only a subscription channel takes a token_url"), std::string::npos) << f.what;
+  EXPECT_NE(f.what.find("only a subscription channel or an azure channel with Entra ID takes a token_url"), std::string::npos) << f.what;
 }
 
 // A bedrock channel: the region (required unless the base URL names it), the region's endpoint
 // as the default base URL, keys of AWS's shape; a malformed key is named by position, never shown.
+// A service-account key file for the vertex tests: a fresh RSA key.
+std::string serviceAccountJson(const std::string& email = "sluice@p.iam.gserviceaccount.com") {
+  EVP_PKEY* pkey = EVP_RSA_gen(2048);
+  BIO* bio = BIO_new(BIO_s_mem());
+  PEM_write_bio_PrivateKey(bio, pkey, nullptr, nullptr, 0, nullptr, nullptr);
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(bio, &data);
+  std::string pem(data, static_cast<std::size_t>(n));
+  BIO_free(bio);
+  EVP_PKEY_free(pkey);
+  return boost::json::serialize(boost::json::object{{"type", "service_account"},
+                                                    {"private_key", pem},
+                                                    {"client_email", email},
+                                                    {"token_uri", "https://oauth2.googleapis.com/token"}});
+}
+
+TEST(ConfigParse, VertexChannel) {
+  const std::string sa = serviceAccountJson();
+  const std::string file = ::testing::TempDir() + "/vertex-sa.json";
+  {
+    std::ofstream out(file);
+    out << "  " << sa << "\n";  // as a file holds it: padded, a newline at the end
+  }
+  auto c = parse("channels:\n"
+                 "  - name: vertex\n"
+                 "    type: vertex\n"
+                 "    project: my-project\n"
+                 "    location: us-central1\n"
+                 "    keys: [\"" + file + "\"]\n"
+                 "    models: [\"gemini-*\", \"claude-*\"]\n");
+  const auto& ch = c->channels.at(0);
+  EXPECT_EQ(ch.type, ChannelType::Vertex);
+  EXPECT_EQ(ch.base_url, "https://us-central1-aiplatform.googleapis.com");
+  ASSERT_EQ(ch.keys.size(), 1u);
+  EXPECT_EQ(ch.keys[0].front(), '{');  // the file's JSON, compact
+  EXPECT_EQ(ch.keys[0].find('\n'), std::string::npos);
+  const std::string described = describeConfig(*c);
+  EXPECT_NE(described.find("sa:sluice@p.iam.gserviceaccount.com"), std::string::npos) << described;
+  EXPECT_EQ(described.find("PRIVATE KEY"), std::string::npos);
+  EXPECT_NE(described.find("project: my-project"), std::string::npos);
+  auto global = parse("channels:\n  - {name: v, type: vertex, project: p-1, location: global, models: [m]}\n");
+  EXPECT_EQ(global->channels[0].base_url, "https://aiplatform.googleapis.com");
+
+  EXPECT_NE(failure("channels:\n  - {name: v, type: vertex, location: us-central1, models: [m]}\n").what.find("needs \"project\""),
+            std::string::npos);
+  EXPECT_NE(failure("channels:\n  - {name: v, type: vertex, project: p, models: [m]}\n").what.find("needs \"location\""),
+            std::string::npos);
+  for (const char* bad : {"us-central1/../x", "US", "a?b", "a#b", "a b", "-x"})
+    EXPECT_NE(failure(std::string("channels:\n  - {name: v, type: vertex, project: p, location: \"") + bad +
+                      "\", models: [m]}\n")
+                  .what.find("not a Google Cloud location"),
+              std::string::npos)
+        << bad;
+  EXPECT_NE(failure("channels:\n  - {name: v, type: vertex, project: \"p/../q\", location: l, models: [m]}\n")
+                .what.find("not a Google Cloud project"),
+            std::string::npos);
+  // A key that is not a service account: refused by position, never quoted.
+  const Failure f = failure("channels:\n  - {name: v, type: vertex, project: p, location: l, keys: [\"{\\\"type\\\": "
+                            "\\\"service_account\\\", \\\"private_key\\\": \\\"s3cr3tmaterial\\\"}\"], models: [m]}\n");
+  EXPECT_NE(f.what.find("keys[0]: not a usable service-account key"), std::string::npos) << f.what;
+  EXPECT_EQ(f.what.find("s3cr3tmaterial"), std::string::npos) << f.what;
+  EXPECT_NE(failure("channels:\n  - {name: v, type: vertex, project: p, location: l, keys: [/nonexistent/sa.json], "
+                    "models: [m]}\n")
+                .what.find("cannot read the service-account file"),
+            std::string::npos);
+  EXPECT_NE(failure(channel("    project: p\n")).what.find("only a vertex channel"), std::string::npos);
+  // The admin API's form: the JSON itself, never a path.
+  EXPECT_THROW(vertexKeyJson(file, false), std::runtime_error);
+  EXPECT_EQ(vertexKeyJson(sa, false), sa);
+}
+
+TEST(ConfigParse, AzureEntraChannel) {
+  auto c = parse("channels:\n"
+                 "  - name: az\n"
+                 "    type: azure\n"
+                 "    base_url: https://my-resource.openai.azure.com\n"
+                 "    tenant_id: 72f988bf-86f1-41af-91ab-2d7cd011db47\n"
+                 "    client_id: 0d5a1c2e-app\n"
+                 "    client_secret: \"very~secret.value\"\n"
+                 "    models: [gpt-4o]\n");
+  const auto& ch = c->channels.at(0);
+  EXPECT_TRUE(ch.entra());
+  EXPECT_EQ(ch.entraTokenUrl(), "https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/oauth2/v2.0/token");
+  const std::string described = describeConfig(*c);
+  EXPECT_EQ(described.find("very~secret.value"), std::string::npos) << described;
+  EXPECT_NE(described.find("client_id: 0d5a1c2e-app"), std::string::npos);
+  auto local = parse("channels:\n  - {name: az, type: azure, base_url: \"http://127.0.0.1:1\", client_id: c, "
+                     "client_secret: s, token_url: \"http://127.0.0.1:2/t/oauth2/v2.0/token\", models: [m]}\n");
+  EXPECT_EQ(local->channels[0].entraTokenUrl(), "http://127.0.0.1:2/t/oauth2/v2.0/token");
+  // The tenant goes into a URL path: nothing that could walk it.
+  for (const char* bad : {"../common", "a/b", "a?b", "a#b", "a b", "..", "a%2Fb", "a\\b"})
+    EXPECT_NE(failure(std::string("channels:\n  - {name: az, type: azure, base_url: \"http://h\", tenant_id: \"") + bad +
+                      "\", client_id: c, client_secret: s, models: [m]}\n")
+                  .what.find("not an Entra tenant"),
+              std::string::npos)
+        << bad;
+  EXPECT_NE(failure("channels:\n  - {name: az, type: azure, base_url: \"http://h\", tenant_id: t, client_id: c, "
+                    "models: [m]}\n")
+                .what.find("Entra ID needs tenant_id, client_id and client_secret"),
+            std::string::npos);
+  EXPECT_NE(failure("channels:\n  - {name: o, type: openai, base_url: \"http://h\", tenant_id: t, client_id: c, "
+                    "client_secret: s, models: [m]}\n")
+                .what.find("only an azure channel"),
+            std::string::npos);
+}
+
 TEST(ConfigParse, BedrockChannel) {
   auto c = parse("channels:\n"
                  "  - name: bedrock\n"
@@ -505,7 +614,7 @@ TEST(ConfigErrors, UnknownKeyNestedAtDepth) {
   EXPECT_EQ(f.what,
             "t.yaml:6:5: unknown key \"zone\" in channels[0]; valid keys: name, type, base_url, keys, "
             "models, priority, weight, headers, model_map, api_version, rpm, tpm, max_concurrent, key_rpm, key_tpm, "
-            "cache, cache_ttl, screening, region, subscription, token_url");
+            "cache, cache_ttl, screening, region, subscription, project, location, tenant_id, client_id, client_secret, token_url");
 
   f = failure(channel("", "a") + "  - name: b\n    type: mock\n    base_url: http://x\n    models: [m]\n"
                                  "    wieght: 2\n");
@@ -531,10 +640,10 @@ TEST(ConfigErrors, DuplicateChannelNames) {
 }
 
 TEST(ConfigErrors, BadChannelType) {
-  auto f = failure("channels:\n  - name: x\n    type: vertex\n    base_url: http://x\n    models: [m]\n");
+  auto f = failure("channels:\n  - name: x\n    type: palm\n    base_url: http://x\n    models: [m]\n");
   EXPECT_EQ(f.what,
-            "t.yaml:3:11: channels[0].type: unknown channel type \"vertex\"; valid types: openai, anthropic, "
-            "gemini, azure, openai-compatible, mock, bedrock");
+            "t.yaml:3:11: channels[0].type: unknown channel type \"palm\"; valid types: openai, anthropic, "
+            "gemini, azure, openai-compatible, mock, bedrock, vertex");
 }
 
 TEST(ConfigErrors, ChannelValidation) {

@@ -84,6 +84,71 @@ TEST(UpstreamPath, BedrockConverseTargets) {
   EXPECT_FALSE(pathModelProblem(config::ChannelType::Bedrock, "a/b").has_value());
 }
 
+// Vertex AI: project, location and model are one segment each; the publisher and method follow
+// from the model (Claude: anthropic rawPredict / streamRawPredict; else google generateContent).
+TEST(UpstreamPath, VertexTargets) {
+  TargetParts t;
+  t.type = config::ChannelType::Vertex;
+  t.project = "my-project";
+  t.location = "us-central1";
+  t.translated = true;
+  t.op = "/chat/completions";
+  t.query = "a=1";
+  t.model = "gemini-2.5-flash";
+  EXPECT_EQ(upstreamTarget(t),
+            "/v1/projects/my-project/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent");
+  t.stream = true;
+  EXPECT_EQ(upstreamTarget(t), "/v1/projects/my-project/locations/us-central1/publishers/google/models/"
+                               "gemini-2.5-flash:streamGenerateContent?alt=sse");
+  // A Gemini client's own call: its method and (re-encoded) query as they are.
+  t.translated = false;
+  t.op = "streamGenerateContent";
+  t.query = "alt=sse";
+  EXPECT_EQ(upstreamTarget(t), "/v1/projects/my-project/locations/us-central1/publishers/google/models/"
+                               "gemini-2.5-flash:streamGenerateContent?alt=sse");
+  // Claude: rawPredict, no query whatever the client sent; '@' stays as Google's clients send it.
+  t.model = "claude-sonnet-4@20250514";
+  t.op = "/v1/messages";
+  t.stream = false;
+  EXPECT_EQ(upstreamTarget(t), "/v1/projects/my-project/locations/us-central1/publishers/anthropic/models/"
+                               "claude-sonnet-4@20250514:rawPredict");
+  t.stream = true;
+  t.translated = true;
+  EXPECT_EQ(upstreamTarget(t), "/v1/projects/my-project/locations/us-central1/publishers/anthropic/models/"
+                               "claude-sonnet-4@20250514:streamRawPredict");
+  t.base_path = "/proxy";
+  t.location = "global";
+  EXPECT_EQ(upstreamTarget(t),
+            "/proxy/v1/projects/my-project/locations/global/publishers/anthropic/models/claude-sonnet-4@20250514:"
+            "streamRawPredict");
+}
+
+// The attack table for the model in a vertex path: whatever the name, it never adds a segment,
+// a query, a fragment or a method; the names that would are refused before routing.
+TEST(UpstreamPath, VertexModelCannotWalkThePath) {
+  using config::ChannelType;
+  for (const char* bad : {"../../admin", "gemini/../x", "a/b", "gemini-2.5-flash:streamRawPredict", "x:y", "..", ".",
+                          "@", "gemini?alt=json", "gemini#frag", "gemini%2F..", "gemini\r\nHost: evil", "gem ini",
+                          "gemini\\x"}) {
+    EXPECT_TRUE(pathModelProblem(ChannelType::Vertex, bad).has_value()) << bad;
+  }
+  for (const char* good : {"gemini-2.5-flash", "claude-sonnet-4@20250514", "claude-3-5-haiku@20241022",
+                           "gemini-2.0-flash-001"})
+    EXPECT_FALSE(pathModelProblem(ChannelType::Vertex, good).has_value()) << good;
+  // Even a name that escaped the check stays one encoded segment.
+  TargetParts t;
+  t.type = ChannelType::Vertex;
+  t.project = "p";
+  t.location = "l";
+  t.translated = true;
+  t.model = "../x?y#z:w";
+  EXPECT_EQ(upstreamTarget(t), "/v1/projects/p/locations/l/publishers/google/models/..%2Fx%3Fy%23z%3Aw:generateContent");
+  t.model = "..";
+  EXPECT_EQ(upstreamTarget(t), "/v1/projects/p/locations/l/publishers/google/models/..:generateContent");
+  EXPECT_TRUE(vertexAnthropic("claude-opus-4"));
+  EXPECT_FALSE(vertexAnthropic("gemini-claude"));
+}
+
 TEST(UpstreamPath, BuildsEachProvidersTarget) {
   TargetParts t;
   t.base_path = "/v1";
