@@ -375,7 +375,11 @@ json::object upstreamKeyJson(const store::UpstreamKey& k, const SecretBox* box) 
   json::value masked = nullptr;
   if (box) {
     if (auto plain = box->open(k.secret_encrypted))
-      masked = plain->starts_with("{") ? cloud::serviceAccountLabel(*plain) : config::maskSecret(*plain);
+      // JSON is a vertex service account (shown by its client_email) or a subscription's credential
+      // file ({credential}); anything else is an API key.
+      masked = plain->starts_with("{") && plain->find("\"client_email\"") != std::string::npos
+                   ? cloud::serviceAccountLabel(*plain)
+                   : config::maskSecret(*plain);
   }
   auto opt = [](const auto& o) { return o ? json::value(*o) : json::value(nullptr); };
   return json::object{

@@ -1,7 +1,5 @@
 #include "upstream/Client.hpp"
 
-#include "core/SocketDrained.hpp"
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/write.hpp>
@@ -230,9 +228,6 @@ net::awaitable<std::pair<beast::error_code, std::string_view>> Connection::readB
     if (auto* s = std::get_if<0>(&stream_)) {
       // The socket itself: the stream's per-read timer is what the deadline replaces.
       std::tie(ec, n) = co_await s->socket().async_read_some(buffer_.prepare(room), kTuple);
-      // A short read emptied the socket: the next waits for the kernel's event, with no recv that
-      // can only say EAGAIN first (core/SocketDrained.hpp).
-      if (!ec && n != 0 && n < room) socket_drained::markDrained(s->socket());
     } else {
       std::tie(ec, n) = co_await std::get<1>(stream_).async_read_some(buffer_.prepare(room), kTuple);
     }
