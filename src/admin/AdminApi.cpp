@@ -1401,8 +1401,7 @@ net::awaitable<AdminApi::TokenCheck> AdminApi::authenticateToken(std::string sec
         out.why = fmt::format("the member token \"{}\" has no team any more (its team was deleted)", t->name);
       else {
         Caller c{*role, "token:" + t->name, address};
-        c.kind = "token";
-        c.team_id = t->team_id;
+        c.team_id = t->team_id;  // AdminGate marks the kind
         out.caller = std::move(c);
       }
     } catch (const std::exception& e) {

@@ -7,8 +7,6 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
-#include <fstream>
-#include <iterator>
 #include <sstream>
 
 #include <boost/url/parse.hpp>
@@ -41,6 +39,23 @@
 
 namespace sluice::config {
 namespace {
+
+// The whole of a key file the config names (a service account's JSON, a CLI's credential file),
+// up to 1 MiB (no key is near it; a larger file is not a key and fails its parser). nullopt with
+// *why set (strerror) when it cannot be opened.
+std::optional<std::string> readKeyFile(const std::string& path, std::string* why) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    *why = std::strerror(errno);
+    return std::nullopt;
+  }
+  std::string text;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0 && text.size() < (1u << 20)) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
 
 using Keys = std::span<const std::string_view>;
 
@@ -1124,13 +1139,13 @@ class Loader {
           const char* home = std::getenv("HOME");
           file = std::string(home ? home : "") + file.substr(1);
         }
-        std::ifstream in(file, std::ios::binary);
-        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        if (!in.is_open() || in.bad())
+        std::string unused;
+        auto text = readKeyFile(file, &unused);
+        if (!text)
           fail(keys ? keys : item, fmt::format("{}.keys[{}]: cannot read the credential file {} (a key of a "
                                                "subscription channel is the file's JSON or its path)",
                                                path, i, quote(file)));
-        k = std::move(text);
+        k = std::move(*text);
       }
       std::string why;
       auto cred = cloud::parseCredential(kind, k, &why);
@@ -1547,13 +1562,10 @@ std::string vertexKeyJson(const std::string& key, bool allow_path) {
   if (key[key.find_first_not_of(" \t\r\n")] != '{') {
     if (!allow_path)
       throw std::runtime_error("a vertex key is the service-account JSON itself (a file path is only read from the config file)");
-    std::FILE* f = std::fopen(key.c_str(), "rb");
-    if (!f) throw std::runtime_error("cannot read the service-account file " + key + ": " + std::strerror(errno));
-    text.clear();
-    char buf[4096];
-    std::size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0 && text.size() < (1u << 20)) text.append(buf, n);
-    std::fclose(f);
+    std::string why;
+    auto file = readKeyFile(key, &why);
+    if (!file) throw std::runtime_error("cannot read the service-account file " + key + ": " + why);
+    text = std::move(*file);
   }
   std::string why;
   if (!cloud::ServiceAccount::parse(text, &why)) throw std::runtime_error("not a usable service-account key: " + why);
