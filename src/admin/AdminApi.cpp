@@ -1400,7 +1400,10 @@ net::awaitable<AdminApi::TokenCheck> AdminApi::authenticateToken(std::string sec
       else if (*role == Role::Member && !t->team_id)
         out.why = fmt::format("the member token \"{}\" has no team any more (its team was deleted)", t->name);
       else {
-        Caller c{*role, "token:" + t->name, address};
+        Caller c;
+        c.role = *role;
+        c.actor = "token:" + t->name;
+        c.address = address;
         c.team_id = t->team_id;  // AdminGate marks the kind
         out.caller = std::move(c);
       }

@@ -1342,7 +1342,7 @@ TEST_P(StoreTest, AuditRowsAreAppendedFilteredAndPagedNewestFirst) {
 
 TEST_P(StoreTest, SubscriptionRowsAreSeededOnceAndRefreshedUnderOneLeaseAtATime) {
   EXPECT_FALSE(store_->getSubscription("kabc").has_value());
-  const std::string sealed1("v1:\x00\x01first", 11);
+  const std::string sealed1("v1:\x00\x01" "first", 10);
   auto row = store_->seedSubscription("kabc", sealed1, 1000);
   EXPECT_EQ(row.version, 1);
   EXPECT_EQ(row.credential_encrypted, sealed1);
