@@ -2,6 +2,7 @@
 
 #include <boost/json/value.hpp>
 
+#include "core/JsonOutline.hpp"
 #include "core/JsonText.hpp"
 #include "providers/bedrock/ConverseCodec.hpp"
 
@@ -20,18 +21,6 @@ const json::object* objectAt(const json::object& o, std::string_view key) {
 std::string_view stringAt(const json::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);
   return v && v->is_string() ? std::string_view(v->as_string()) : std::string_view();
-}
-
-bool nonEmptyString(const json::object& o, std::string_view key) { return !stringAt(o, key).empty(); }
-
-bool nonEmptyArray(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  return v && v->is_array() && !v->as_array().empty();
-}
-
-bool present(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  return v && !v->is_null();
 }
 
 // The status an error object stands for: its own numeric code when it is one, else what its
@@ -148,91 +137,119 @@ Verdict CommitGate::onAwsMessage(const cloud::EventStreamMessage& m) {
   return Verdict::Commit;  // the message's end, its metadata, or an event this gateway does not know
 }
 
+// The first events are read as outlines (core/JsonOutline.hpp): the few members the verdict
+// depends on, without building a tree, which cost more than the rest of the relay's work on a
+// chunk. An error event, which ends the attempt, is read as a tree for its status and message.
 Verdict CommitGate::onEvent(std::string_view name, std::string_view data) {
   using providers::Format;
+  using K = JsonOutline::Kind;
+  constexpr JsonOutline::Node kRoot = JsonOutline::kRoot;
+  JsonOutline& o = JsonOutline::scratch();
+  boost::system::error_code ec;
+  auto isString = [&](JsonOutline::Node n, std::string_view what) {
+    return o.is(n, K::String) && o.size(n) == what.size() && o.text(n) == what;
+  };
+  auto nonEmptyString = [&](JsonOutline::Node obj, std::string_view key) {
+    const auto n = o.member(obj, key);
+    return o.is(n, K::String) && o.size(n) > 0;
+  };
+  auto nonEmptyArray = [&](JsonOutline::Node obj, std::string_view key) {
+    const auto n = o.member(obj, key);
+    return o.is(n, K::Array) && o.size(n) > 0;
+  };
+  auto present = [&](JsonOutline::Node obj, std::string_view key) { return o.present(o.member(obj, key)); };
+  auto objectAt = [&](JsonOutline::Node obj, std::string_view key) {
+    const auto n = o.member(obj, key);
+    return o.is(n, K::Object) ? n : JsonOutline::kNone;
+  };
   if (format_ == Format::AnthropicMessages) {
     if (name == "ping" || name == "message_start") return Verdict::Hold;
     if (name == "content_block_start") {
-      boost::system::error_code ec;
-      ScratchJson scratch;
-      const json::value v = scratch.parse(data, ec);
-      if (ec || !v.is_object()) return fail(502, data, "the upstream sent a malformed content_block_start event");
-      const json::object* block = objectAt(v.as_object(), "content_block");
-      const std::string_view type = block ? stringAt(*block, "type") : std::string_view();
+      if (!o.parse(data, 2, ec) || !o.is(kRoot, K::Object))
+        return fail(502, data, "the upstream sent a malformed content_block_start event");
+      const auto block = objectAt(kRoot, "content_block");
+      const auto type = o.member(block, "type");
       // A tool call begins here; text and thinking begin empty and come in deltas.
-      return type == "text" || type == "thinking" || type == "redacted_thinking" ? Verdict::Hold : Verdict::Commit;
+      return isString(type, "text") || isString(type, "thinking") || isString(type, "redacted_thinking")
+                 ? Verdict::Hold
+                 : Verdict::Commit;
     }
     if (name == "error") {
-      boost::system::error_code ec;
       ScratchJson scratch;
       const json::value v = scratch.parse(data, ec);
-      const json::object* e = !ec && v.is_object() ? objectAt(v.as_object(), "error") : nullptr;
+      const json::object* e = !ec && v.is_object() ? ::sluice::gateway::objectAt(v.as_object(), "error") : nullptr;
       if (!e) return fail(502, data, "the upstream sent an error event that is not an error object");
       return fail(errorStatus(*e), data, errorMessage(*e, "error event"));
     }
     return Verdict::Commit;  // a delta, the message's end, or an event this gateway does not know
   }
   if (format_ == Format::OpenAIChat && data == "[DONE]") return Verdict::Commit;
-  boost::system::error_code ec;
-  ScratchJson scratch;  // the event's tree, dropped with it
-  const json::value v = scratch.parse(data, ec);
-  if (ec || !v.is_object()) return fail(502, data, "the upstream sent a stream event that is not a JSON object");
-  const json::object& o = v.as_object();
+  // Deep enough for every member read below: Gemini's candidates[].content.parts[].text is 6.
+  const int depth = format_ == Format::GeminiGenerate ? 6 : format_ == Format::OpenAIChat ? 4 : 2;
+  if (!o.parse(data, depth, ec) || !o.is(kRoot, K::Object))
+    return fail(502, data, "the upstream sent a stream event that is not a JSON object");
+  // An error ends the attempt: read it as a tree, for errorMember's status and message.
+  auto treeError = [&](auto&& judge) {
+    ScratchJson scratch;
+    boost::system::error_code tree_ec;
+    const json::value v = scratch.parse(data, tree_ec);
+    return judge(v.as_object());
+  };
   switch (format_) {
     case Format::OpenAIChat: {
-      if (present(o, "error")) return errorMember(o.at("error"), data);
-      const auto* choices = o.if_contains("choices");
-      if (!choices || !choices->is_array()) return Verdict::Commit;  // not a chunk this gate knows
-      if (choices->as_array().empty()) return present(o, "usage") ? Verdict::Commit : Verdict::Hold;
-      for (const auto& c : choices->as_array()) {
-        if (!c.is_object()) continue;
-        const json::object& choice = c.as_object();
-        if (present(choice, "finish_reason")) return Verdict::Commit;
-        const json::object* d = objectAt(choice, "delta");
-        if (d && (nonEmptyString(*d, "content") || nonEmptyArray(*d, "tool_calls") || present(*d, "function_call") ||
-                  nonEmptyString(*d, "reasoning_content") || nonEmptyString(*d, "reasoning") ||
-                  nonEmptyString(*d, "refusal")))
+      if (present(kRoot, "error"))
+        return treeError([&](const json::object& t) { return errorMember(t.at("error"), data); });
+      const auto choices = o.member(kRoot, "choices");
+      if (!o.is(choices, K::Array)) return Verdict::Commit;  // not a chunk this gate knows
+      if (o.size(choices) == 0) return present(kRoot, "usage") ? Verdict::Commit : Verdict::Hold;
+      for (auto c = o.first(choices); o.has(c); c = o.next(c)) {
+        if (!o.is(c, K::Object)) continue;
+        if (present(c, "finish_reason")) return Verdict::Commit;
+        const auto d = objectAt(c, "delta");
+        if (o.has(d) && (nonEmptyString(d, "content") || nonEmptyArray(d, "tool_calls") || present(d, "function_call") ||
+                         nonEmptyString(d, "reasoning_content") || nonEmptyString(d, "reasoning") ||
+                         nonEmptyString(d, "refusal")))
           return Verdict::Commit;
       }
       return Verdict::Hold;
     }
     case Format::OpenAIResponses: {
-      const std::string_view type = stringAt(o, "type");
-      if (type == "response.failed") {
-        const json::object* r = objectAt(o, "response");
-        const json::object* e = r ? objectAt(*r, "error") : nullptr;
-        if (!e) return fail(500, data, "response.failed");
-        return fail(errorStatus(*e), data, errorMessage(*e, "response.failed"));
+      const auto type = o.member(kRoot, "type");
+      if (isString(type, "response.failed")) {
+        return treeError([&](const json::object& t) {
+          const json::object* r = ::sluice::gateway::objectAt(t, "response");
+          const json::object* e = r ? ::sluice::gateway::objectAt(*r, "error") : nullptr;
+          if (!e) return fail(500, data, "response.failed");
+          return fail(errorStatus(*e), data, errorMessage(*e, "response.failed"));
+        });
       }
-      if (type == "error") return fail(errorStatus(o), data, errorMessage(o, "error event"));
-      if (type == "response.created" || type == "response.in_progress" || type == "response.queued" ||
-          type == "response.content_part.added")
+      if (isString(type, "error"))
+        return treeError([&](const json::object& t) { return fail(errorStatus(t), data, errorMessage(t, "error event")); });
+      if (isString(type, "response.created") || isString(type, "response.in_progress") ||
+          isString(type, "response.queued") || isString(type, "response.content_part.added"))
         return Verdict::Hold;
-      if (type == "response.output_item.added") {
-        const json::object* item = objectAt(o, "item");
-        const std::string_view it = item ? stringAt(*item, "type") : std::string_view();
-        return it == "message" || it == "reasoning" ? Verdict::Hold : Verdict::Commit;  // a tool call
+      if (isString(type, "response.output_item.added")) {
+        const auto it = o.member(objectAt(kRoot, "item"), "type");
+        return isString(it, "message") || isString(it, "reasoning") ? Verdict::Hold : Verdict::Commit;  // a tool call
       }
       return Verdict::Commit;  // a delta, the response's end, or an event this gateway does not know
     }
     case Format::GeminiGenerate: {
-      if (present(o, "error")) return errorMember(o.at("error"), data);
-      if (const json::object* pf = objectAt(o, "promptFeedback"); pf && present(*pf, "blockReason"))
+      if (present(kRoot, "error"))
+        return treeError([&](const json::object& t) { return errorMember(t.at("error"), data); });
+      if (const auto pf = objectAt(kRoot, "promptFeedback"); o.has(pf) && present(pf, "blockReason"))
         return Verdict::Commit;
-      const auto* cands = o.if_contains("candidates");
-      if (!cands || !cands->is_array()) return Verdict::Hold;  // usage alone
-      for (const auto& c : cands->as_array()) {
-        if (!c.is_object()) continue;
-        const json::object& cand = c.as_object();
-        if (present(cand, "finishReason")) return Verdict::Commit;
-        const json::object* content = objectAt(cand, "content");
-        const auto* parts = content ? content->if_contains("parts") : nullptr;
-        if (!parts || !parts->is_array()) continue;
-        for (const auto& p : parts->as_array()) {
-          if (!p.is_object()) continue;
-          const json::object& part = p.as_object();
-          if (nonEmptyString(part, "text") || present(part, "functionCall") || present(part, "executableCode") ||
-              present(part, "inlineData"))
+      const auto cands = o.member(kRoot, "candidates");
+      if (!o.is(cands, K::Array)) return Verdict::Hold;  // usage alone
+      for (auto c = o.first(cands); o.has(c); c = o.next(c)) {
+        if (!o.is(c, K::Object)) continue;
+        if (present(c, "finishReason")) return Verdict::Commit;
+        const auto parts = o.member(objectAt(c, "content"), "parts");
+        if (!o.is(parts, K::Array)) continue;
+        for (auto p = o.first(parts); o.has(p); p = o.next(p)) {
+          if (!o.is(p, K::Object)) continue;
+          if (nonEmptyString(p, "text") || present(p, "functionCall") || present(p, "executableCode") ||
+              present(p, "inlineData"))
             return Verdict::Commit;
         }
       }

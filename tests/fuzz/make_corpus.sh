@@ -10,7 +10,7 @@ GX=$FX/providers/gemini
 RX=$FX/providers/responses
 C=corpus
 rm -rf "$C"
-mkdir -p "$C"/{subscription_credentials,oauth_mock,bedrock_mock,cloud_credentials,event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,mcp_message,mcp_server_fields,screen_features,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path,admin_access,team_fields}
+mkdir -p "$C"/{subscription_credentials,oauth_mock,bedrock_mock,cloud_credentials,event_stream,multipart,stored_responses,responses_socket,token_estimate,model_list,mcp_message,mcp_server_fields,screen_features,stream_splice,commit_gate,stream_filter,stream_tap,translate_request,translate_response,translate_stream,config,http_request,client_address,upstream_path,admin_access,team_fields,json_outline}
 
 # seed FILE OPT SPLIT SRC: two header bytes (given in hex) then SRC's bytes.
 seed() { { printf "\\x$2\\x$3"; cat "$4"; } >"$1"; }
@@ -25,6 +25,12 @@ seed $C/stream_filter/responses_stream       00 07 $FX/mock/responses_stream.sse
   printf 'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}],"usage":null}\r\n\r\n'
   printf 'data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}}\r\n\r\n'
   printf 'data: [DONE]\r\n\r\n'; } >$C/stream_filter/usage_crlf
+
+# json_outline: [depth] [JSON text]
+printf '\004{"id":"c1","choices":[{"index":0,"delta":{"content":"hi","tool_calls":[]},"finish_reason":null}],"usage":{"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":1}}}' >$C/json_outline/chunk
+printf '\002{"a":1,"a":{"b":[true,false,null,-1,18446744073709551615,1.5e300]},"s":"\\u00e9\\ud83d\\ude00 escaped \\"q\\""}' >$C/json_outline/repeated_key
+printf '\003[[["deep",[["deeper"]]]]] ' >$C/json_outline/nested
+printf '\001{"x":"%s"}' "$(printf 'y%.0s' $(seq 1 100))" >$C/json_outline/long_string
 
 # responses_socket: a socket's messages, NUL-separated (a warm-up, then turns chained from it)
 { printf '{"type":"response.create","model":"m","generate":false,"input":[{"role":"developer","content":"d"}]}\0'

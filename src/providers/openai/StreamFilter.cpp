@@ -1,10 +1,8 @@
 #include "providers/openai/StreamFilter.hpp"
 
-#include <boost/json/parse.hpp>
-#include <boost/json/value.hpp>
-
 #include <cstring>
 
+#include "core/JsonOutline.hpp"
 #include "core/JsonText.hpp"
 #include "providers/CodecUtil.hpp"
 
@@ -35,42 +33,42 @@ std::size_t lastEventEnd(std::string_view s) {
   return 0;
 }
 
-std::int64_t intField(const boost::json::object& o, std::string_view k) {
-  auto* v = o.if_contains(k);
-  if (!v) return -1;
-  if (v->is_int64()) return v->as_int64();
-  if (v->is_uint64()) return static_cast<std::int64_t>(v->as_uint64());
-  return -1;
+using K = JsonOutline::Kind;
+
+// An integer member, or -1 when it is absent, not an integer, or past INT64_MAX (a uint64).
+std::int64_t intField(const JsonOutline& o, JsonOutline::Node obj, std::string_view k) {
+  const auto n = o.member(obj, k);
+  return o.is(n, K::Int) ? o.integer(n) : -1;
 }
 
-bool usageFromObject(const boost::json::value& root, Usage& usage) {
-  const auto* obj = root.if_object();
-  if (!obj) return false;
-  const auto* u = obj->if_contains("usage");
+// How deep usageFromOutline reads: {"response":{"usage":{"input_tokens_details":{"cached_tokens":1}}}}.
+constexpr int kUsageDepth = 4;
+
+bool usageFromOutline(const JsonOutline& o, Usage& usage) {
+  constexpr auto kRoot = JsonOutline::kRoot;
+  if (!o.is(kRoot, K::Object)) return false;
+  auto u = o.member(kRoot, "usage");
   // Responses API streams carry it in response.completed: {"response":{"usage":{...}}}.
-  if ((!u || !u->is_object()) && obj->contains("response")) {
-    if (const auto* resp = obj->at("response").if_object()) u = resp->if_contains("usage");
-  }
-  if (!u || !u->is_object()) return false;
-  const auto& uo = u->as_object();
-  auto p = intField(uo, "prompt_tokens");
-  if (p < 0) p = intField(uo, "input_tokens");  // Responses API
-  auto c = intField(uo, "completion_tokens");
-  if (c < 0) c = intField(uo, "output_tokens");
+  if (!o.is(u, K::Object) && o.has(o.member(kRoot, "response"))) u = o.member(o.member(kRoot, "response"), "usage");
+  if (!o.is(u, K::Object)) return false;
+  auto p = intField(o, u, "prompt_tokens");
+  if (p < 0) p = intField(o, u, "input_tokens");  // Responses API
+  auto c = intField(o, u, "completion_tokens");
+  if (c < 0) c = intField(o, u, "output_tokens");
   if (p < 0 && c < 0) return false;
   usage.prompt_tokens = p < 0 ? 0 : p;
   usage.completion_tokens = c < 0 ? 0 : c;
   for (const char* details : {"prompt_tokens_details", "input_tokens_details"}) {
-    if (const auto* d = uo.if_contains(details); d && d->is_object()) {
-      auto ct = intField(d->as_object(), "cached_tokens");
+    if (const auto d = o.member(u, details); o.is(d, K::Object)) {
+      auto ct = intField(o, d, "cached_tokens");
       if (ct >= 0) usage.cached_tokens = ct;
-      auto cw = intField(d->as_object(), "cache_write_tokens");  // OpenAI-compatible routers
+      auto cw = intField(o, d, "cache_write_tokens");  // OpenAI-compatible routers
       if (cw >= 0) usage.cache_write_tokens = cw;
     }
   }
   for (const char* details : {"completion_tokens_details", "output_tokens_details"}) {
-    if (const auto* d = uo.if_contains(details); d && d->is_object()) {
-      auto rt = intField(d->as_object(), "reasoning_tokens");
+    if (const auto d = o.member(u, details); o.is(d, K::Object)) {
+      auto rt = intField(o, d, "reasoning_tokens");
       if (rt >= 0) usage.reasoning_tokens = rt;
     }
   }
@@ -103,9 +101,9 @@ std::string stripNullUsage(std::string_view ev) {
 
 bool parseUsageFromBody(std::string_view body, Usage& usage) {
   boost::system::error_code ec;
-  auto v = sluice::parseJson(body, ec);
-  if (ec) return false;
-  return usageFromObject(v, usage);
+  JsonOutline o;  // not the thread's scratch: a caller may be reading that one
+  if (!o.parse(body, kUsageDepth, ec)) return false;
+  return usageFromOutline(o, usage);
 }
 
 bool StreamFilter::feed(std::string_view in, std::string& out) {
@@ -168,11 +166,10 @@ void StreamFilter::processEvent(std::string_view ev, std::string& out) {
       while (!json.empty() && json.front() == ' ') json.remove_prefix(1);
       while (!json.empty() && (json.back() == '\n' || json.back() == '\r')) json.remove_suffix(1);
       boost::system::error_code ec;
-      sluice::ScratchJson scratch;
-      auto v = scratch.parse(json, ec);
-      if (!ec && usageFromObject(v, usage_) && strip_usage_) {
-        const auto* choices = v.as_object().if_contains("choices");
-        if (choices && choices->is_array() && choices->as_array().empty()) return;  // the added chunk
+      JsonOutline& o = JsonOutline::scratch();
+      if (o.parse(json, kUsageDepth, ec) && usageFromOutline(o, usage_) && strip_usage_) {
+        const auto choices = o.member(JsonOutline::kRoot, "choices");
+        if (o.is(choices, K::Array) && o.size(choices) == 0) return;  // the added chunk
       }
     }
   }
