@@ -156,6 +156,18 @@ function ChannelCard({ channel: ch, health, discovery, onChange }: {
               </dd>
             </div>
           )}
+          {ch.type === 'vertex' && ch.project && (
+            <div><dt>Project / location</dt><dd><code>{ch.project}</code> / <code>{ch.location}</code></dd></div>
+          )}
+          {ch.subscription && <div><dt>Subscription</dt><dd>{ch.subscription}</dd></div>}
+          {ch.client_id && (
+            <div>
+              <dt>Entra ID</dt>
+              <dd data-testid="channel-entra">
+                application <code>{ch.client_id}</code>{ch.tenant_id ? <> in tenant <code>{ch.tenant_id}</code></> : null}
+              </dd>
+            </div>
+          )}
           <div><dt>Priority / weight</dt><dd>{ch.priority} / {ch.weight}</dd></div>
           <div><dt>Recent latency</dt><dd data-testid="channel-latency">{latencyText(health[0]?.channel_ttfb_ewma_ms, health[0]?.channel_error_ewma)}</dd></div>
           {limits.length > 0 && (

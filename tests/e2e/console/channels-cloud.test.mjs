@@ -112,6 +112,7 @@ test('a vertex channel: project, location and the service account JSON pasted in
   await card.waitFor();
   await card.locator('tbody tr[data-state]').first().waitFor({ timeout: POLL_MS });
   assert.match(await card.textContent(), new RegExp(`sa:${EMAIL}`));
+  assert.match(await card.textContent(), /Project \/ locationmy-project \/ us-central1/);
   assert.ok(!(await page.content()).includes('PRIVATE KEY'), 'the private key is on the page');
 
   const ch = (await api('/channels')).json.data.find((c) => c.name === 'ui-vertex');
@@ -145,6 +146,7 @@ test('an azure channel with Entra ID: the client secret sealed, masked in the fo
   const card = page.getByTestId('channel-ui-entra');
   await card.waitFor();
   assert.ok(!(await page.content()).includes(CLIENT_SECRET), 'the secret is on the page');
+  assert.equal(await card.getByTestId('channel-entra').textContent(), `application app-console in tenant ${TENANT}`);
 
   const ch = (await api('/channels')).json.data.find((c) => c.name === 'ui-entra');
   assert.equal(ch.type, 'azure');
