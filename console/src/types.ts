@@ -79,7 +79,12 @@ export interface Channel {
   api_version?: string | null;
   region?: string | null;  // bedrock
   subscription?: 'claude' | 'chatgpt' | null;  // keys are the CLI's OAuth credential file
-  token_url?: string | null;
+  token_url?: string | null;  // a subscription's OAuth endpoint, or an azure channel's Entra ID one
+  project?: string;  // vertex
+  location?: string;  // vertex
+  tenant_id?: string;  // azure with Entra ID
+  client_id?: string;
+  client_secret?: string;  // masked
   rpm?: number | null;
   tpm?: number | null;
   max_concurrent?: number | null;

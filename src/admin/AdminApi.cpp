@@ -366,6 +366,11 @@ struct AdminApi::State {
     return box.get();
   }
 
+  // A channel write that sets an Entra client_secret needs the box (503 without one, as a key).
+  const SecretBox* channelSecretBox(const json::object& body) {
+    const auto* v = body.if_contains("client_secret");
+    return v && v->is_string() ? &requireSecretBox() : secretBox();
+  }
   const SecretBox& requireSecretBox() {
     const auto* b = secretBox();
     if (!b)
@@ -912,33 +917,33 @@ http::Response AdminApi::State::listChannels() {
   const auto* box = secretBox();
   std::map<std::int64_t, json::array> keys;
   for (const auto& k : db().listUpstreamKeys(std::nullopt)) keys[k.channel_id].push_back(upstreamKeyJson(k, box));
-  for (const auto& ch : db().listChannels()) data.push_back(channelJson(ch, std::move(keys[ch.id])));
+  for (const auto& ch : db().listChannels()) data.push_back(channelJson(ch, std::move(keys[ch.id]), box));
   return jsonResponse(200, json::object{{"data", std::move(data)}});
 }
 
 http::Response AdminApi::State::getChannel(Call& c) {
   auto ref = resolveChannel(c.params[0]);
   if (ref.declared) return jsonResponse(200, configChannelJson(*ref.declared));
-  return jsonResponse(200, channelJson(*ref.stored, channelKeys(ref.stored->id)));
+  return jsonResponse(200, channelJson(*ref.stored, channelKeys(ref.stored->id), secretBox()));
 }
 
 http::Response AdminApi::State::createChannel(Call& c) {
   const json::object body = parseBodyObject(c.body);
   store::Channel ch;
-  applyChannelFields(ch, body, true);
+  applyChannelFields(ch, body, true, channelSecretBox(body));
   checkNameFree(ch.name, 0);
   const auto id = db().createChannel(ch);
   changed();
   const auto stored = db().getChannel(id);
   if (!stored) throw HttpError{404, fmt::format("channel {} was deleted meanwhile", id)};
-  return jsonResponse(201, channelJson(*stored, json::array{}));
+  return jsonResponse(201, channelJson(*stored, json::array{}, secretBox()));
 }
 
 http::Response AdminApi::State::updateChannel(Call& c) {
   auto ch = requireStoredChannel(c.params[0], "edit it");
   const json::object body = parseBodyObject(c.body);
   const std::string old_name = ch.name;
-  applyChannelFields(ch, body, false);
+  applyChannelFields(ch, body, false, channelSecretBox(body));
   if (ch.name != old_name) checkNameFree(ch.name, ch.id);
   if (!body.empty()) {
     if (!db().updateChannel(ch)) throw HttpError{404, fmt::format("no channel with id {}", ch.id)};
@@ -947,7 +952,7 @@ http::Response AdminApi::State::updateChannel(Call& c) {
     if (!stored) throw HttpError{404, fmt::format("no channel with id {}", ch.id)};
     ch = std::move(*stored);
   }
-  return jsonResponse(200, channelJson(ch, channelKeys(ch.id)));
+  return jsonResponse(200, channelJson(ch, channelKeys(ch.id), secretBox()));
 }
 
 http::Response AdminApi::State::deleteChannel(Call& c) {

@@ -26,6 +26,8 @@ using config::validChannelName;
 using config::validHeaderName;
 
 constexpr std::size_t kMaxUpstreamSecret = 8192;
+constexpr std::size_t kMaxEntraId = 256;  // a tenant domain is at most 253
+constexpr std::size_t kMaxTokenUrl = 2048;
 constexpr config::ChannelType kAllTypes[] = {config::ChannelType::OpenAI,           config::ChannelType::Anthropic,
                                              config::ChannelType::Gemini,           config::ChannelType::Azure,
                                              config::ChannelType::OpenAICompatible, config::ChannelType::Mock,
@@ -67,6 +69,52 @@ std::string baseUrlField(const json::value& v) {
     while (!url.empty() && url.back() == '/') url.pop_back();
   }
   return url;
+}
+
+// An azure channel's Entra token endpoint: https, or http only on a loopback host (a test's
+// token service), as auth.oidc's issuer; no credentials in it. The client secret goes in the body.
+std::string entraTokenUrlField(const json::value& v) {
+  if (!v.is_string()) throw FieldError("token_url", "token_url must be an https:// URL string; got " + describeJson(v));
+  std::string url(v.get_string());
+  std::string why;
+  if (url.size() > kMaxTokenUrl) {
+    why = fmt::format("longer than {} bytes", kMaxTokenUrl);
+  } else if (hasControlChar(url)) {
+    why = "it contains a control character";
+  } else if (const auto parsed = boost::urls::parse_uri(url); !parsed) {
+    why = "not a valid URL";
+  } else if (!parsed->has_authority() || parsed->encoded_host().empty()) {
+    why = "missing host";
+  } else if (parsed->has_userinfo()) {
+    why = "credentials in the URL are not allowed (the client secret is its own field)";
+  } else if (parsed->has_fragment()) {
+    why = "a fragment (#...) is not allowed";
+  } else if (parsed->scheme_id() == boost::urls::scheme::http) {
+    const std::string host(parsed->encoded_host());
+    if (host != "localhost" && !host.starts_with("127.") && host != "[::1]")
+      why = "the scheme must be https (http only for a loopback host)";
+  } else if (parsed->scheme_id() != boost::urls::scheme::https) {
+    why = "the scheme must be https";
+  }
+  // The message does not repeat the URL: it may hold what was meant to be a credential.
+  if (!why.empty())
+    throw FieldError("token_url", "token_url must be the Entra ID token endpoint's https:// URL: " + why);
+  return url;
+}
+
+// tenant_id and client_id: short printable identifiers; the tenant a GUID or a domain.
+std::string entraIdField(const json::value& v, std::string_view field) {
+  const bool tenant = field == "tenant_id";
+  const bool ok =
+      v.is_string() && v.get_string().size() <= kMaxEntraId &&
+      (tenant ? config::validEntraTenant(v.get_string()) : !v.get_string().empty() && !hasControlChar(v.get_string()));
+  if (!ok)
+    throw FieldError(std::string(field),
+                     fmt::format("{} must be {}; got {}", field,
+                                 tenant ? "an Entra tenant: a GUID or a domain such as contoso.onmicrosoft.com"
+                                        : "the Entra application (client) id, a non-empty string",
+                                 describeJson(v)));
+  return std::string(v.get_string());
 }
 
 json::object headersField(const json::value& v, const json::object& stored) {
@@ -124,14 +172,24 @@ json::object maskedHeaders(const json::object& headers) {
   return out;
 }
 
+// A sealed client_secret as config channels show theirs: masked, "" when there is none, and
+// "***" when this process cannot open it.
+std::string maskedSealed(const json::object& settings, const SecretBox* box) {
+  const auto* v = settings.if_contains("client_secret");
+  if (!v || !v->is_string()) return {};
+  const auto plain = box ? box->open(v->get_string()) : std::nullopt;
+  return plain ? config::maskSecret(*plain) : std::string("***");
+}
+
 }  // namespace
 
-void applyChannelFields(store::Channel& ch, const json::object& body, bool creating) {
-  rejectUnknownFields(body,
-                      {"name", "type", "base_url", "models", "priority", "weight", "headers", "enabled", "model_map",
-                       "api_version", "rpm", "tpm", "max_concurrent", "key_rpm", "key_tpm", "screening", "cache",
-                       "cache_ttl_ms", "region", "subscription", "token_url", "project", "location"},
-                      {"id", "source", "keys", "created_at_ms", "updated_at_ms"});
+void applyChannelFields(store::Channel& ch, const json::object& body, bool creating, const SecretBox* box) {
+  rejectUnknownFields(
+      body, {"name",    "type",      "base_url",    "models",       "priority",     "weight",         "headers",
+             "enabled", "model_map", "api_version", "rpm",          "tpm",          "max_concurrent", "key_rpm",
+             "key_tpm", "screening", "cache",       "cache_ttl_ms", "region",       "subscription",   "token_url",
+             "project", "location",  "tenant_id",   "client_id",    "client_secret"},
+      {"id", "source", "keys", "created_at_ms", "updated_at_ms"});
   if (creating) {
     for (const char* required : {"name", "type", "base_url", "models"}) {
       if (!body.contains(required))
@@ -186,25 +244,80 @@ void applyChannelFields(store::Channel& ch, const json::object& body, bool creat
       throw FieldError("subscription", "subscription must be \"claude\" or \"chatgpt\" (or null); got " + describeJson(*v));
     set("subscription", v->is_null() ? json::value() : *v);
   }
+  const bool azure = ch.type == config::channelTypeName(config::ChannelType::Azure);
   if (const auto* v = body.if_contains("token_url")) {
-    if (!v->is_null()) {
+    if (v->is_null()) {
+      set("token_url", json::value());
+    } else if (azure) {
+      set("token_url", json::value(entraTokenUrlField(*v)));
+    } else {
       try {
         set("token_url", json::value(baseUrlField(*v)));
       } catch (const FieldError& e) {
         throw FieldError("token_url", std::string("token_url: ") + e.what());
       }
-    } else {
-      set("token_url", json::value());
     }
+  }
+  // Entra ID (an azure channel): the client secret is sealed as upstream keys are, and a client
+  // that sends back the masked form it read keeps the stored secret.
+  for (const char* field : {"tenant_id", "client_id"}) {
+    if (const auto* v = body.if_contains(field))
+      set(field, v->is_null() ? json::value() : json::value(entraIdField(*v, field)));
+  }
+  if (const auto* v = body.if_contains("client_secret")) {
+    if (v->is_null()) {
+      set("client_secret", json::value());
+    } else {
+      // The message never quotes the value: it is a secret.
+      std::string why;
+      if (!v->is_string())
+        why = "got " + describeJson(*v);
+      else if (v->get_string().empty())
+        why = "it is empty";
+      else if (v->get_string().size() > kMaxUpstreamSecret)
+        why = fmt::format("it is longer than {} characters", kMaxUpstreamSecret);
+      else if (hasControlChar(v->get_string()))
+        why = "it contains a control character (stray newline?)";
+      if (!why.empty())
+        throw FieldError("client_secret", "client_secret must be the Entra application's secret as a string; " + why);
+      const auto* old = settings.if_contains("client_secret");
+      const auto was = old && old->is_string() && box ? box->open(old->get_string()) : std::nullopt;
+      if (!was || config::maskSecret(*was) != v->get_string()) {
+        if (!box)
+          throw FieldError("client_secret",
+                           "client_secret is stored encrypted and no secret key is configured: set SLUICE_SECRET_KEY "
+                           "(or store.secret_key in the config file)");
+        set("client_secret", json::value(box->seal(v->get_string())));
+      }
+    }
+  }
+  // As the YAML loader: token_url without a subscription is Entra's, and Entra needs all three.
+  const bool subscription = settings.contains("subscription");
+  for (const char* field : {"tenant_id", "client_id", "client_secret", "token_url"}) {
+    const bool token_url = std::string_view(field) == "token_url";
+    if (!settings.contains(field) || (subscription && token_url)) continue;
+    if (!azure)
+      throw FieldError(field, token_url ? std::string("only a subscription channel or an azure channel with Entra ID "
+                                                      "takes a token_url")
+                                        : fmt::format("only an azure channel takes {} (Entra ID: tenant_id, "
+                                                      "client_id, client_secret, token_url)",
+                                                      field));
+    const char* missing = !settings.contains("client_id")                                      ? "client_id"
+                          : !settings.contains("client_secret")                                ? "client_secret"
+                          : !settings.contains("tenant_id") && !settings.contains("token_url") ? "tenant_id"
+                                                                                               : nullptr;
+    if (missing)
+      throw FieldError(missing, fmt::format("Entra ID needs tenant_id (or token_url), client_id and client_secret; "
+                                            "{} is missing",
+                                            missing));
+    break;
   }
   if (const auto* sub = settings.if_contains("subscription"); sub && sub->is_string()) {
     const auto kind = cloud::parseSubscriptionKind(sub->get_string());
     const auto want = kind == cloud::SubscriptionKind::Claude ? config::ChannelType::Anthropic : config::ChannelType::OpenAI;
     if (ch.type != config::channelTypeName(want))
-      throw FieldError("subscription", fmt::format("a {} subscription is a channel of type {}", sub->get_string().c_str(),
-                                                   config::channelTypeName(want)));
-  } else if (settings.contains("token_url")) {
-    throw FieldError("token_url", "only a subscription channel takes a token_url");
+      throw FieldError("subscription", fmt::format("a {} subscription is a channel of type {}",
+                                                   sub->get_string().c_str(), config::channelTypeName(want)));
   }
   for (const char* field : {"project", "location"}) {
     const auto* v = body.if_contains(field);
@@ -232,7 +345,7 @@ void applyChannelFields(store::Channel& ch, const json::object& body, bool creat
   ch.settings = json::serialize(settings);
 }
 
-json::object channelJson(const store::Channel& ch, json::array keys) {
+json::object channelJson(const store::Channel& ch, json::array keys, const SecretBox* box) {
   boost::system::error_code ec;
   json::value models = sluice::parseJson(ch.models, ec);
   if (ec) models = json::array{};
@@ -259,6 +372,9 @@ json::object channelJson(const store::Channel& ch, json::array keys) {
       {"token_url", setting("token_url", nullptr)},
       {"project", setting("project", "")},
       {"location", setting("location", "")},
+      {"tenant_id", setting("tenant_id", "")},
+      {"client_id", setting("client_id", "")},
+      {"client_secret", maskedSealed(settings, box)},
       {"rpm", setting("rpm", nullptr)},
       {"tpm", setting("tpm", nullptr)},
       {"max_concurrent", setting("max_concurrent", nullptr)},

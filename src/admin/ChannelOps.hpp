@@ -22,10 +22,14 @@ namespace sluice::admin {
 // Channel::settings; null removes one. A header sent back in the masked form a response showed
 // keeps its stored value, so a client can return what it read without destroying secrets.
 // Throws FieldError (admin/Fields.hpp).
-void applyChannelFields(store::Channel& channel, const boost::json::object& body, bool creating);
+// An azure channel's Entra ID fields (tenant_id, client_id, client_secret, token_url) go there
+// too; client_secret sealed with `box` (FieldError when it is needed and null).
+void applyChannelFields(store::Channel& channel, const boost::json::object& body, bool creating,
+                        const SecretBox* box = nullptr);
 
-// A store channel: source "store", header values masked, `keys` as given.
-boost::json::object channelJson(const store::Channel& channel, boost::json::array keys);
+// A store channel: source "store", header values and client_secret masked (opened with `box`,
+// which may be null), `keys` as given.
+boost::json::object channelJson(const store::Channel& channel, boost::json::array keys, const SecretBox* box = nullptr);
 // A channel of the config file: source "config", id null, read-only, its keys masked.
 boost::json::object configChannelJson(const config::ChannelConfig& channel);
 

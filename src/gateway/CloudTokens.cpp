@@ -125,6 +125,21 @@ CloudTokens& CloudTokens::instance() {
 
 std::uint64_t CloudTokens::exchanges() const { return gExchanges.load(std::memory_order_relaxed); }
 
+void CloudTokens::reject(const config::ChannelConfig& ch, std::string_view key_secret, std::string_view token) {
+  const std::string id = ch.type == config::ChannelType::Vertex
+                             ? "vertex\n" + std::string(key_secret)
+                             : "entra\n" + ch.entraTokenUrl() + "\n" + ch.client_id + "\n" + ch.client_secret;
+  Entry* e = nullptr;
+  {
+    std::lock_guard lock(gEntriesMu);
+    auto it = entries().find(id);
+    if (it == entries().end() || !it->second) return;
+    e = it->second.get();  // entries are never removed
+  }
+  std::lock_guard lock(e->mu);
+  if (!token.empty() && e->tok.token == token) e->tok = cloud::AccessToken{};
+}
+
 net::awaitable<CloudToken> CloudTokens::vertex(upstream::Pool& pool, const std::string& sa_json,
                                                std::chrono::milliseconds timeout) {
   Entry& e = entryFor("vertex\n" + sa_json, [&](Entry& n) {

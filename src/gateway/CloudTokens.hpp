@@ -39,6 +39,10 @@ class CloudTokens {
   boost::asio::awaitable<CloudToken> entra(upstream::Pool& pool, const config::ChannelConfig& ch,
                                            std::chrono::milliseconds timeout);
 
+  // The provider refused `token` (revoked before its expiry): it is dropped, so the next
+  // vertex()/entra() for the same credential fetches a new one. A token already replaced is left.
+  void reject(const config::ChannelConfig& ch, std::string_view key_secret, std::string_view token);
+
   // Token requests this process made (tests and /metrics).
   std::uint64_t exchanges() const;
 

@@ -72,6 +72,23 @@ bool channelFromStore(const store::Channel& c, const std::vector<store::Upstream
     if (const auto* v = o.if_contains("token_url"); v && v->is_string()) out.token_url = std::string(v->as_string());
     if (const auto* v = o.if_contains("project"); v && v->is_string()) out.project = std::string(v->as_string());
     if (const auto* v = o.if_contains("location"); v && v->is_string()) out.location = std::string(v->as_string());
+    if (const auto* v = o.if_contains("tenant_id"); v && v->is_string()) out.tenant_id = std::string(v->as_string());
+    if (const auto* v = o.if_contains("client_id"); v && v->is_string()) out.client_id = std::string(v->as_string());
+    if (const auto* v = o.if_contains("client_secret"); v && v->is_string() && !out.client_id.empty()) {
+      // Sealed as the upstream keys are; without it the channel serves with its api-key keys only.
+      std::optional<std::string> secret = box ? box->open(v->as_string()) : std::nullopt;
+      if (secret) {
+        out.client_secret = std::move(*secret);
+      } else {
+        why = box ? "its Entra client_secret cannot be decrypted with store.secret_key (was it changed?)"
+                  : "its Entra client_secret cannot be decrypted: store.secret_key / SLUICE_SECRET_KEY is not set";
+        out.client_id.clear();
+      }
+    }
+    if (out.type != config::ChannelType::Azure || out.client_secret.empty()) {
+      out.client_id.clear();  // not a usable Entra credential: no Entra key
+      out.tenant_id.clear();
+    }
     out.rpm = jsonInt(o, "rpm");
     out.tpm = jsonInt(o, "tpm");
     out.max_concurrent = jsonInt(o, "max_concurrent");

@@ -20,8 +20,11 @@
 
 #include "core/JsonText.hpp"
 #include "gateway/Chain.hpp"
+#include "gateway/CloudTokens.hpp"
 #include "gateway/LimitRefusal.hpp"
 #include "gateway/Relay.hpp"
+#include "gateway/Snapshot.hpp"
+#include "gateway/SubscriptionService.hpp"
 #include "gateway/Tracing.hpp"
 #include "gateway/stages/Stages.hpp"
 #include "metrics/Metrics.hpp"
@@ -38,6 +41,38 @@ namespace {
 
 // How a hedged attempt ended, for the failover loop.
 enum class HedgeEnd { Delivered, Break, Continue };
+
+// The provider answered 401 to the cached access token this attempt carried (revoked before its
+// expiry): the token is dropped where it is cached and a fresh one put in its place. False when
+// no other token can be had; then the 401 stands and the key fails as before.
+boost::asio::awaitable<bool> renewRejectedToken(Exchange& ex, UpstreamAttempt& a) {
+  if (a.bearer.empty()) co_return false;
+  const routing::Channel& ch = *a.pick.channel;
+  std::string fresh;
+  if (!ch.cfg.subscription.empty()) {
+    if (!ex.svc.subscriptions) co_return false;
+    SubscriptionAccess acc = co_await ex.svc.subscriptions->access(ch, *a.pick.key, ex.svc.pool, a.bearer);
+    fresh = std::move(acc.access_token);
+  } else if (takesCloudToken(ch.cfg, a.pick.key->secret)) {
+    CloudTokens& tokens = CloudTokens::instance();
+    tokens.reject(ch.cfg, a.pick.key->secret, a.bearer);
+    const auto& t = ex.snap.cfg->routing.timeouts;
+    const auto timeout = std::min<std::chrono::milliseconds>(t.connect + t.first_byte, t.total);
+    CloudToken tok;  // no co_await inside ?: (gcc 12 miscompiles it)
+    if (ch.cfg.type == config::ChannelType::Vertex)
+      tok = co_await tokens.vertex(ex.svc.pool, a.pick.key->secret, timeout);
+    else
+      tok = co_await tokens.entra(ex.svc.pool, ch.cfg, timeout);
+    fresh = std::move(tok.token);
+  }
+  if (fresh.empty() || fresh == a.bearer) co_return false;
+  const std::string was = "Authorization: Bearer " + a.bearer + "\r\n";
+  const auto at = a.header_lines.find(was);
+  if (at == std::string::npos) co_return false;
+  a.header_lines.replace(at, was.size(), "Authorization: Bearer " + fresh + "\r\n");
+  a.bearer = std::move(fresh);
+  co_return true;
+}
 
 // Adds one attempt to the JSON array kept for the request log.
 void appendAttempt(std::string& json_array, const routing::Pick& p, std::string_view model, const Attempt& a) {
@@ -383,6 +418,16 @@ boost::asio::awaitable<void> relayWithFailover(Relay& relay, const std::vector<c
       Attempt a;
       routing::Pick served = pick;
       a = co_await relay.attempt(pick, n, ua ? &*ua : nullptr);
+      // A 401 to a cached access token: once, the same attempt again with a fresh token (a
+      // token revoked early is not a bad key). A second 401 is the key's, and fails over.
+      bool resend = !a.delivered && a.status == 401 && ua && !ua->bearer.empty() && !relay.body_spent &&
+                    !relay.continuing() && !relay.deadline.passed();
+      if (resend) resend = co_await renewRejectedToken(ex, *ua);  // not inside the && (gcc 12)
+      if (resend) {
+        summary.push_back(fmt::format("#{} {} key {}: {} (its access token was refused; resent with a new one)", n,
+                                      ch.cfg.name, pick.key->id, a.why));
+        a = co_await relay.attempt(pick, n, &*ua);
+      }
       a.duration_ms = msSince(attemptStart);
       endAttemptSpan(ex, a);
       if (a.delivered) {

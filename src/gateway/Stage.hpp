@@ -61,6 +61,9 @@ struct UpstreamAttempt {
   // "Name: value\r\n" lines this attempt adds to its head (after the client's and the channel's);
   // lines that are not well-formed field lines are dropped whole, never sent.
   std::string header_lines;
+  // The cached access token a stage put in header_lines as "Authorization: Bearer ..." (a vertex,
+  // Entra or subscription key): a 401 to it has the relay fetch a fresh one and resend once.
+  std::string bearer;
   std::string_view sendBody() const { return rewritten ? std::string_view(*rewritten) : body; }
   enum class Skip { None, Channel, Key };
   Skip skip = Skip::None;           // Channel: none of its keys; Key: this key only

@@ -58,7 +58,7 @@ store::Store& SubscriptionService::db() {
 }
 
 SubscriptionService::Claim SubscriptionService::claim(const std::string& ref, const std::string& seed,
-                                                      std::int64_t now_ms) {
+                                                      std::int64_t now_ms, const std::string& rejected) {
   Claim c;
   if (!box_) {
     c.error = "store.secret_key is not set: subscription credentials cannot be kept";
@@ -82,7 +82,7 @@ SubscriptionService::Claim SubscriptionService::claim(const std::string& ref, co
     if (!row->error.empty()) {
       c.kind = Claim::Kind::Disabled;
       c.error = row->error;
-    } else if (!cloud::needsRefresh(c.cred, now_ms)) {
+    } else if (!cloud::needsRefresh(c.cred, now_ms) && (rejected.empty() || c.cred.access_token != rejected)) {
       c.kind = Claim::Kind::Fresh;
     } else if (db().leaseSubscription(ref, row->version, owner_, now_ms, now_ms + kLeaseMs)) {
       c.kind = Claim::Kind::Lease;
@@ -99,13 +99,18 @@ SubscriptionService::Claim SubscriptionService::claim(const std::string& ref, co
 }
 
 net::awaitable<SubscriptionAccess> SubscriptionService::access(const routing::Channel& ch,
-                                                               const routing::UpstreamKey& key, upstream::Pool& pool) {
+                                                               const routing::UpstreamKey& key, upstream::Pool& pool,
+                                                               std::string rejected) {
   const auto kind = cloud::parseSubscriptionKind(ch.cfg.subscription).value_or(cloud::SubscriptionKind::Claude);
   auto ok = [](const cloud::SubscriptionCredential& c) {
     SubscriptionAccess a;
     a.access_token = c.access_token;
     a.account_id = c.account_id;
     return a;
+  };
+  // A token the provider refused counts as expired, wherever it is kept.
+  auto usable = [&rejected](const cloud::SubscriptionCredential& c, std::int64_t now) {
+    return cloud::stillValid(c, now) && (rejected.empty() || c.access_token != rejected);
   };
   auto failed = [](std::string why, bool disable) {
     SubscriptionAccess a;
@@ -117,20 +122,22 @@ net::awaitable<SubscriptionAccess> SubscriptionService::access(const routing::Ch
     std::lock_guard lock(mu_);
     if (auto it = cache_.find(key.ref); it != cache_.end()) {
       if (!it->second.error.empty()) co_return failed(it->second.error, true);
-      if (!cloud::needsRefresh(it->second.cred, unixNowMs())) co_return ok(it->second.cred);
+      if (!cloud::needsRefresh(it->second.cred, unixNowMs()) && usable(it->second.cred, unixNowMs()))
+        co_return ok(it->second.cred);
     }
   }
   const std::int64_t give_up = unixNowMs() + kWaitMs;
   const std::string ref = key.ref, seed = key.secret;
   for (;;) {
     const std::int64_t now = unixNowMs();
-    auto task = [this, ref, seed, now]() -> net::awaitable<Claim> { co_return claim(ref, seed, now); };
+    auto task = [this, ref, seed, now, rejected]() -> net::awaitable<Claim> {
+      co_return claim(ref, seed, now, rejected);
+    };
     Claim c = co_await net::co_spawn(pool_, std::move(task), net::use_awaitable);
     if (c.kind == Claim::Kind::Unavailable) {
       // The store cannot be asked: a token known to still work is used; nothing is refreshed.
       std::lock_guard lock(mu_);
-      if (auto it = cache_.find(ref); it != cache_.end() && cloud::stillValid(it->second.cred, now))
-        co_return ok(it->second.cred);
+      if (auto it = cache_.find(ref); it != cache_.end() && usable(it->second.cred, now)) co_return ok(it->second.cred);
       co_return failed(c.error, false);
     }
     {
@@ -145,7 +152,7 @@ net::awaitable<SubscriptionAccess> SubscriptionService::access(const routing::Ch
       case Claim::Kind::Busy:
         // Another worker or instance is refreshing: while the current token works it is used;
         // once it lapsed, wait for the new one.
-        if (cloud::stillValid(c.cred, now)) co_return ok(c.cred);
+        if (usable(c.cred, now)) co_return ok(c.cred);
         if (now >= give_up)
           co_return failed("the subscription's access token expired and its refresh did not finish in time", false);
         {
@@ -223,7 +230,7 @@ net::awaitable<SubscriptionAccess> SubscriptionService::access(const routing::Ch
       co_return failed(stored_error, true);
     }
     spdlog::warn("subscription key {} of channel {}: {}", key.id, ch.cfg.name, out.error);
-    if (cloud::stillValid(c.cred, unixNowMs())) co_return ok(c.cred);
+    if (usable(c.cred, unixNowMs())) co_return ok(c.cred);
     co_return out;
   }
 }

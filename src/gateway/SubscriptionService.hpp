@@ -56,8 +56,10 @@ class SubscriptionService {
 
   // The access token (and account id) to send for `key` of subscription channel `ch`, refreshed
   // first when it nears expiry. `pool` is the calling worker's upstream pool.
+  // `rejected`: an access token the provider just answered 401 to (revoked before its expiry):
+  // it is not handed out again; the credential is refreshed (or another worker's newer one taken).
   boost::asio::awaitable<SubscriptionAccess> access(const routing::Channel& ch, const routing::UpstreamKey& key,
-                                                    upstream::Pool& pool);
+                                                    upstream::Pool& pool, std::string rejected = {});
 
   // For /metrics and tests: refreshes this process made, and those refused.
   std::uint64_t refreshes() const { return refreshes_.load(std::memory_order_relaxed); }
@@ -65,8 +67,9 @@ class SubscriptionService {
 
  private:
   struct Claim;
-  Claim claim(const std::string& ref, const std::string& seed, std::int64_t now_ms);  // the db thread only
-  store::Store& db();                                                                 // the db thread only
+  // The db thread only:
+  Claim claim(const std::string& ref, const std::string& seed, std::int64_t now_ms, const std::string& rejected);
+  store::Store& db();
 
   std::string url_;
   std::unique_ptr<SecretBox> box_;

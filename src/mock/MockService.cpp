@@ -32,6 +32,7 @@ enum Endpoint : int {
   kHealth,
   kStats,
   kStatsReset,
+  kOAuthRevoke,  // POST /mock/oauth/revoke[?refuse_new=1]: every issued Vertex/Entra token stops working
   kChat,
   kCompletions,
   kEmbeddings,
@@ -182,6 +183,7 @@ Route route(std::string_view path) {
   if (path == "/healthz") return {kHealth, bhttp::verb::get, {}};
   if (path == "/mock/stats") return {kStats, bhttp::verb::get, {}};
   if (path == "/mock/reset") return {kStatsReset, bhttp::verb::post, {}};
+  if (path == "/mock/oauth/revoke") return {kOAuthRevoke, bhttp::verb::post, {}};
   return {};
 }
 
@@ -216,7 +218,9 @@ ListPage listPage(const http::Request& req, std::string_view size_param, std::st
   return p;
 }
 
-bool internal(Endpoint e) { return e == kHealth || e == kStats || e == kStatsReset; }
+bool internal(Endpoint e) {
+  return e == kHealth || e == kStats || e == kStatsReset || e == kOAuthRevoke;
+}
 
 std::int64_t unixNow() { return static_cast<std::int64_t>(std::time(nullptr)); }
 
@@ -581,6 +585,7 @@ net::awaitable<void> MockService::handle(http::Request& req, http::Responder& r)
                                 {})
                   : familyError(Family::OpenAI, openai::simulatedFailure(401), {});
     res.set(bhttp::field::www_authenticate, "Bearer realm=\"mock\"");
+    stats_.bearerRefused();
     co_await r.send(std::move(res));
     co_return;
   }
@@ -594,6 +599,11 @@ net::awaitable<void> MockService::handle(http::Request& req, http::Responder& r)
     case kStatsReset:
       stats_.reset();
       co_await r.send(makeResponse(200, "{\"ok\":true}", "application/json", {}));
+      co_return;
+    case kOAuthRevoke:
+      co_await r.send(makeResponse(
+          200, "{\"revoked\":" + std::to_string(oauth_->revokeAll(queryParam(target, "refuse_new") == "1")) + "}",
+          "application/json", {}));
       co_return;
     default:
       break;

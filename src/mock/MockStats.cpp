@@ -76,6 +76,7 @@ void MockStats::reset() {
   streams_aborted_ = 0;
   token_requests_ = 0;
   token_refusals_ = 0;
+  bearer_refusals_ = 0;
   by_key_.clear();
   by_path_.clear();
   last_.reset();
@@ -91,6 +92,7 @@ std::string MockStats::toJson() const {
     o["streams_aborted"] = streams_aborted_.load();
     o["token_requests"] = token_requests_.load();
     o["token_refusals"] = token_refusals_.load();
+    o["bearer_refusals"] = bearer_refusals_.load();
     if (connections_) o["connections_accepted"] = connections_();
     json::object keys, paths;
     for (const auto& [k, n] : by_key_) keys[k] = n;

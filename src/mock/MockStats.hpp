@@ -46,6 +46,9 @@ class MockStats {
     token_requests_.fetch_add(1, std::memory_order_relaxed);
     if (refused) token_refusals_.fetch_add(1, std::memory_order_relaxed);
   }
+  // A Vertex or Entra-authenticated Azure request refused for its bearer (unknown, expired or
+  // revoked): answered 401.
+  void bearerRefused() { bearer_refusals_.fetch_add(1, std::memory_order_relaxed); }
   void reset();
   // Where toJson() reads "connections_accepted" (the server's count since start); unset: omitted.
   void countConnectionsWith(std::function<std::uint64_t()> source) { connections_ = std::move(source); }
@@ -62,6 +65,7 @@ class MockStats {
   std::atomic<std::uint64_t> streams_aborted_{0};
   std::atomic<std::uint64_t> token_requests_{0};
   std::atomic<std::uint64_t> token_refusals_{0};
+  std::atomic<std::uint64_t> bearer_refusals_{0};
   std::function<std::uint64_t()> connections_;  // set before the server runs, read-only after
 };
 

@@ -171,7 +171,7 @@ std::string OAuthMock::issue(std::string_view prefix, std::int64_t now) {
   // issued is always kept.
   if (tokens_.size() >= kMaxTokens) std::erase_if(tokens_, [now](const auto& kv) { return kv.second <= now; });
   if (tokens_.size() >= kMaxTokens) tokens_.erase(tokens_.begin());
-  tokens_[token] = now + lifetime_s_ + kGraceS;
+  if (!refuse_new_) tokens_[token] = now + lifetime_s_ + kGraceS;
   return token;
 }
 
@@ -209,6 +209,14 @@ OAuthMock::Answer OAuthMock::entra(std::string_view tenant, std::string_view for
                                             {"expires_in", lifetime_s_},
                                             {"ext_expires_in", lifetime_s_},
                                             {"access_token", token}})};
+}
+
+std::size_t OAuthMock::revokeAll(bool refuse_new) {
+  std::lock_guard lock(mu_);
+  refuse_new_ = refuse_new;
+  const std::size_t n = tokens_.size();
+  tokens_.clear();
+  return n;
 }
 
 bool OAuthMock::validBearer(std::string_view authorization, std::int64_t now) const {

@@ -53,6 +53,10 @@ class OAuthMock {
   Answer entra(std::string_view tenant, std::string_view form_body, std::int64_t now);
   // Whether `authorization` ("Bearer TOKEN") carries a token this mock issued that has not expired.
   bool validBearer(std::string_view authorization, std::int64_t now) const;
+  // Revokes every token issued so far (a provider revoking them before their expiry); how many.
+  // `refuse_new`: tokens issued from now on are refused too (a credential that gets tokens the
+  // API will not take), until a revokeAll(false).
+  std::size_t revokeAll(bool refuse_new);
 
  private:
   std::string issue(std::string_view prefix, std::int64_t now);
@@ -61,6 +65,7 @@ class OAuthMock {
   int lifetime_s_;
   mutable std::mutex mu_;
   std::map<std::string, std::int64_t> tokens_;  // token -> expiry
+  bool refuse_new_ = false;
 };
 
 }  // namespace sluice::mock

@@ -85,9 +85,10 @@ http::Response SubscriptionMock::serve(const http::Request& req, std::string_vie
   if (path == "/mock/subscription/reset" && post) {
     spent_.clear();
     revoked_.clear();
+    revoked_access_.clear();
     issued_access_.clear();
     exhausted_.clear();
-    refreshes_ = refused_ = reused_ = oauth_requests_ = expired_ = limited_ = 0;
+    refreshes_ = refused_ = reused_ = oauth_requests_ = expired_ = limited_ = revoked_refusals_ = 0;
     last_bearer_.clear();
     last_account_.clear();
     ttl_s_ = 3600;
@@ -108,7 +109,9 @@ http::Response SubscriptionMock::serve(const http::Request& req, std::string_vie
     return jsonAnswer(200, R"({"ok":true})");
   }
   if (path == "/mock/subscription/revoke") {
-    revoked_.insert(stringOf(*body, "refresh_token"));
+    // {"refresh_token"} and/or {"access_token"}: each stops working (an access token before its expiry).
+    if (const std::string rt = stringOf(*body, "refresh_token"); !rt.empty()) revoked_.insert(rt);
+    if (const std::string at = stringOf(*body, "access_token"); !at.empty()) revoked_access_.insert(at);
     return jsonAnswer(200, R"({"ok":true})");
   }
   return jsonAnswer(404, R"({"error":"unknown subscription control"})");
@@ -197,6 +200,13 @@ SubscriptionMock::Verdict SubscriptionMock::check(const http::Request& req, bool
     }
   }
   const std::int64_t now = nowS();
+  if (revoked_access_.contains(bearer)) {
+    ++revoked_refusals_;
+    v.refusal = claude ? anthropicError(401, "authentication_error", "OAuth token has been revoked.")
+                       : openaiError(401, "invalid_request_error", "token_revoked",
+                                     "Provided authentication token has been revoked.");
+    return v;
+  }
   if (auto it = issued_access_.find(bearer); it != issued_access_.end() && it->second <= now) {
     ++expired_;
     v.refusal = claude ? anthropicError(401, "authentication_error", "OAuth token has expired.")
@@ -250,6 +260,7 @@ std::string SubscriptionMock::statsJson() {
                                       {"oauth_requests", oauth_requests_},
                                       {"expired", expired_},
                                       {"limited", limited_},
+                                      {"revoked_refusals", revoked_refusals_},
                                       {"last_bearer", last_bearer_},
                                       {"last_account", last_account_}});
 }

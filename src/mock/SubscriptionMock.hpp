@@ -9,7 +9,7 @@
 // (429 with the window's reset).
 // Controls: POST /mock/subscription/config {"ttl_s"} (issued access tokens' lifetime),
 // POST /mock/subscription/exhaust {"token", "reset_after_s"} (an access token or account id is
-// used up until then), POST /mock/subscription/revoke {"refresh_token"}, GET
+// used up until then), POST /mock/subscription/revoke {"refresh_token", "access_token"}, GET
 // /mock/subscription/stats, POST /mock/subscription/reset.
 // Thread-safety: every method may run on any worker (one mutex; refreshes are rare).
 #pragma once
@@ -51,9 +51,11 @@ class SubscriptionMock {
   std::uint64_t serial_ = 0;
   std::set<std::string> spent_;                        // refresh tokens already exchanged
   std::set<std::string> revoked_;                      // refresh tokens revoked by a control
+  std::set<std::string> revoked_access_;               // access tokens revoked before their expiry
   std::map<std::string, std::int64_t> issued_access_;  // access token -> expiry (Unix s)
   std::map<std::string, std::int64_t> exhausted_;      // access token or account id -> reset (Unix s)
-  std::uint64_t refreshes_ = 0, refused_ = 0, reused_ = 0, oauth_requests_ = 0, expired_ = 0, limited_ = 0;
+  std::uint64_t refreshes_ = 0, refused_ = 0, reused_ = 0, oauth_requests_ = 0, expired_ = 0, limited_ = 0,
+                revoked_refusals_ = 0;
   std::string last_bearer_, last_account_;
 };
 

@@ -217,6 +217,34 @@ test('a token near its end is refreshed, once, and the new bearer is used', asyn
   assert.notEqual(st.last_request.headers.authorization, first);
 });
 
+test('a token the provider revokes before its end: dropped, fetched again once, the request resent; the SDK never sees the 401', async () => {
+  const m = await mockFor();
+  started.push(m);
+  const g = await startGateway(vertexOn(m, 'sa-revoke.json'));
+  started.push(g);
+  let r = await chat(g, { model: GEMINI, messages: user });
+  assert.equal(r.status, 200, await r.text());
+  const first = (await m.stats()).last_request.headers.authorization;
+  await m.reset();
+  assert.equal((await (await fetch(`${m.url}/mock/oauth/revoke`, { method: 'POST' })).json()).revoked, 1);
+  // Through the SDK, which would throw on a 401: plain, then streaming on the new token.
+  const out = await openai(g).chat.completions.create({ model: CLAUDE, messages: user, max_tokens: 20 });
+  assert.ok(out.choices[0].message.content.length > 0);
+  let st = await m.stats();
+  assert.equal(st.token_requests, 1, 'exactly one new token');
+  assert.equal(st.bearer_refusals, 1, 'one 401, to the revoked token');
+  assert.notEqual(st.last_request.headers.authorization, first);
+  let text = '';
+  for await (const c of await openai(g).chat.completions.create({ model: GEMINI, messages: user, stream: true }))
+    text += c.choices[0]?.delta?.content ?? '';
+  assert.ok(text.length > 0);
+  st = await m.stats();
+  assert.equal(st.token_requests, 1);
+  assert.equal(st.bearer_refusals, 1);
+  const keys = (await (await admin(g, '/upstream-keys')).json()).data;
+  assert.deepEqual(keys.map((k) => k.state), ['active'], JSON.stringify(keys));
+});
+
 test('a service account whose key the token endpoint refuses: the next channel serves, or a clear error names why', async () => {
   const wrong = saFile('wrong-sa.json', saJson(`${mock.url}/token`, OTHER_KEY));
   const g = await startGateway(vertexYaml([

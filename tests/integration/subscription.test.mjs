@@ -120,6 +120,27 @@ test('the Anthropic SDK through a Claude subscription: the near-expiry token is 
   assert.ok(rows, 'mock stats readable');
 });
 
+test('an access token revoked before its expiry: refreshed once and the request resent; the SDK never sees the 401', async () => {
+  const client = new Anthropic({ baseURL: `${gw.url}/anthropic`, apiKey: MASTER, maxRetries: 0 });
+  const ask = () => client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
+  await ask();
+  const before = await subStats();
+  assert.match(before.last_bearer, /^sk-ant-oat01-/);
+  await control('revoke', { access_token: before.last_bearer });
+  const msg = await ask();
+  assert.equal(msg.type, 'message');
+  const after1 = await subStats();
+  assert.equal(after1.revoked_refusals - before.revoked_refusals, 1, 'one 401, to the revoked token');
+  assert.equal(after1.refreshes - before.refreshes, 1, 'exactly one refresh');
+  assert.notEqual(after1.last_bearer, before.last_bearer);
+  await ask();
+  const after2 = await subStats();
+  assert.equal(after2.refreshes, after1.refreshes, 'the new token is kept');
+  assert.equal(after2.revoked_refusals, after1.revoked_refusals);
+  const keys = await keyHealth(gw, 'claude');
+  assert.deepEqual(keys.map((k) => k.state), ['active'], JSON.stringify(keys));
+});
+
 test('the openai SDK through a ChatGPT subscription: Responses to the Codex endpoint with the bearer token and account id', async () => {
   const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0 });
   const stream = await client.responses.create({ model: 'gpt-5-codex', input: 'Say hi', stream: true });

@@ -9,7 +9,10 @@ import {
   TableWrap, useAsync, usePoll,
 } from '../ui';
 
-const TYPES = ['openai', 'anthropic', 'gemini', 'azure', 'openai-compatible', 'mock', 'bedrock'];
+const TYPES = ['openai', 'anthropic', 'gemini', 'azure', 'openai-compatible', 'mock', 'bedrock', 'vertex'];
+// The text fields of the cloud providers: vertex's project and location, an azure channel's Entra ID.
+const CLOUD_TEXT = ['project', 'location', 'tenant_id', 'client_id', 'client_secret', 'token_url'] as const;
+type CloudText = (typeof CLOUD_TEXT)[number];
 const LIMITS = [
   ['rpm', 'Requests per minute'],
   ['tpm', 'Tokens per minute'],
@@ -150,6 +153,18 @@ function ChannelCard({ channel: ch, health, discovery, onChange }: {
                   <span class="muted"> listed by the provider {fmtRelative(discovery.refreshed_at_ms)}</span>
                 )}
                 {discovery.error && <span class="text-bad" role="status"> last refresh failed: {discovery.error}</span>}
+              </dd>
+            </div>
+          )}
+          {ch.type === 'vertex' && ch.project && (
+            <div><dt>Project / location</dt><dd><code>{ch.project}</code> / <code>{ch.location}</code></dd></div>
+          )}
+          {ch.subscription && <div><dt>Subscription</dt><dd>{ch.subscription}</dd></div>}
+          {ch.client_id && (
+            <div>
+              <dt>Entra ID</dt>
+              <dd data-testid="channel-entra">
+                application <code>{ch.client_id}</code>{ch.tenant_id ? <> in tenant <code>{ch.tenant_id}</code></> : null}
               </dd>
             </div>
           )}
@@ -392,6 +407,13 @@ interface FormState {
   enabled: boolean;
   api_version: string;
   region: string;
+  subscription: string;
+  project: string;
+  location: string;
+  tenant_id: string;
+  client_id: string;
+  client_secret: string;
+  token_url: string;
   model_map: string;
   headers: string;
   limits: Record<LimitName, string>;
@@ -410,6 +432,13 @@ function toForm(ch?: Channel): FormState {
     enabled: ch?.enabled ?? true,
     api_version: ch?.api_version ?? '',
     region: ch?.region ?? '',
+    subscription: ch?.subscription ?? '',
+    project: ch?.project ?? '',
+    location: ch?.location ?? '',
+    tenant_id: ch?.tenant_id ?? '',
+    client_id: ch?.client_id ?? '',
+    client_secret: ch?.client_secret ?? '',
+    token_url: ch?.token_url ?? '',
     model_map: Object.entries(ch?.model_map ?? {}).map(([a, b]) => `${a}=${b}`).join('\n'),
     headers: Object.entries(ch?.headers ?? {}).map(([a, b]) => `${a}: ${b}`).join('\n'),
     limits: Object.fromEntries(LIMITS.map(([k]) => [k, ch?.[k] != null ? String(ch[k]) : ''])) as Record<LimitName, string>,
@@ -462,6 +491,22 @@ function ChannelForm({ channel, onDone, onCancel }: { channel?: Channel; onDone:
       Object.assign(body, protectBody(f.protect));
       if (f.type === 'azure' || f.api_version) body.api_version = f.api_version.trim() || null;
       if (f.type === 'bedrock' || f.region) body.region = f.region.trim() || null;
+      if (f.type === 'vertex') {
+        body.project = f.project.trim() || null;
+        body.location = f.location.trim() || null;
+      }
+      const sub = (f.type === 'anthropic' || f.type === 'openai') && f.subscription ? f.subscription : '';
+      if (sub || channel?.subscription) body.subscription = sub || null;
+      if (f.type === 'azure') {
+        // Entra ID: all or none; a masked secret sent back keeps the stored one.
+        const entra = !!(f.tenant_id.trim() || f.client_id.trim() || f.client_secret || f.token_url.trim());
+        body.tenant_id = entra && f.tenant_id.trim() ? f.tenant_id.trim() : null;
+        body.client_id = entra ? f.client_id.trim() || null : null;
+        body.client_secret = entra ? f.client_secret || null : null;
+        body.token_url = entra && f.token_url.trim() ? f.token_url.trim() : null;
+      } else if (sub) {
+        body.token_url = f.token_url.trim() || null;
+      }
       const mm = parsePairs(f.model_map, '=', 'Model map');
       body.model_map = Object.keys(mm).length ? mm : null;
       const orig = toForm(channel);
@@ -471,7 +516,10 @@ function ChannelForm({ channel, onDone, onCancel }: { channel?: Channel; onDone:
         const before: Record<string, unknown> = {
           name: channel.name, type: channel.type, base_url: channel.base_url, models: channel.models,
           priority: channel.priority, weight: channel.weight, enabled: channel.enabled,
-          api_version: channel.api_version ?? null, region: channel.region || null, model_map: channel.model_map && Object.keys(channel.model_map).length ? channel.model_map : null,
+          api_version: channel.api_version ?? null, region: channel.region || null,
+          project: channel.project || null, location: channel.location || null, subscription: channel.subscription ?? null,
+          tenant_id: channel.tenant_id || null, client_id: channel.client_id || null,
+          client_secret: channel.client_secret || null, token_url: channel.token_url ?? null, model_map: channel.model_map && Object.keys(channel.model_map).length ? channel.model_map : null,
           ...Object.fromEntries(LIMITS.map(([k]) => [k, channel[k] ?? null])),
           ...protectBody(protectForm(channel)),
         };
@@ -482,6 +530,7 @@ function ChannelForm({ channel, onDone, onCancel }: { channel?: Channel; onDone:
       } else {
         if (body.api_version === null) delete body.api_version;
         if (body.region === null) delete body.region;
+        for (const k of [...CLOUD_TEXT, 'subscription']) if (body[k] === null) delete body[k];
         if (body.model_map === null) delete body.model_map;
         for (const k of [...LIMITS.map(([l]) => l), ...PROTECT_PARAMS]) if (body[k] === null) delete body[k];
         const created = await api<Channel>('/channels', { method: 'POST', body });
@@ -504,13 +553,13 @@ function ChannelForm({ channel, onDone, onCancel }: { channel?: Channel; onDone:
   };
 
   const fe = (p: string) => fieldError(error, p);
-  const text = (k: 'name' | 'base_url' | 'api_version' | 'region', label: string, hint?: string, extra: Record<string, unknown> = {}) => (
+  const text = (k: 'name' | 'base_url' | 'api_version' | 'region' | CloudText, label: string, hint?: string, extra: Record<string, unknown> = {}) => (
     <Field id={`${base}-${k}`} label={label} hint={hint} error={fe(k)}>
       <input id={`${base}-${k}`} name={k} value={f[k]} onInput={(e) => set(k, e.currentTarget.value)}
         aria-describedby={describedBy(`${base}-${k}`, hint, fe(k))} aria-invalid={!!fe(k)} {...extra} />
     </Field>
   );
-  const unmatched = error && !['name', 'type', 'base_url', 'models', 'priority', 'weight', 'enabled', 'api_version', 'region', 'model_map', 'headers', ...LIMITS.map(([k]) => k), ...PROTECT_PARAMS].some((p) => fe(p));
+  const unmatched = error && !['name', 'type', 'base_url', 'models', 'priority', 'weight', 'enabled', 'api_version', 'region', 'subscription', ...CLOUD_TEXT, 'model_map', 'headers', ...LIMITS.map(([k]) => k), ...PROTECT_PARAMS].some((p) => fe(p));
 
   return (
     <form class="form card" onSubmit={submit} aria-label={channel ? `Edit channel ${channel.name}` : 'New channel'} data-testid="channel-form">
@@ -545,6 +594,39 @@ function ChannelForm({ channel, onDone, onCancel }: { channel?: Channel; onDone:
         ))}
         <ProtectFields base={base} value={f.protect} onChange={(v) => set('protect', v)} error={fe} what="this channel" />
         {(f.type === 'azure' || f.api_version) && text('api_version', 'API version', 'Azure api-version, e.g. 2024-10-21')}
+        {f.type === 'vertex' && text('project', 'Google Cloud project', 'The project id in the model URLs, e.g. my-project', { required: true })}
+        {f.type === 'vertex' && text('location', 'Location', 'e.g. us-central1, or global', { required: true })}
+        {(f.type === 'anthropic' || f.type === 'openai') && (
+          <Field id={`${base}-subscription`} label="Subscription" error={fe('subscription')}
+            hint="Sign in with a Claude (anthropic) or ChatGPT (openai) subscription: keys are the CLI's credential file">
+            <select id={`${base}-subscription`} name="subscription" value={f.subscription}
+              onChange={(e) => set('subscription', e.currentTarget.value)}
+              aria-describedby={describedBy(`${base}-subscription`, 'h', fe('subscription'))}>
+              <option value="">none (API keys)</option>
+              {f.type === 'anthropic' && <option value="claude">claude</option>}
+              {f.type === 'openai' && <option value="chatgpt">chatgpt</option>}
+            </select>
+          </Field>
+        )}
+        {f.type === 'azure' && (
+          <fieldset class="field field-wide" aria-describedby={`${base}-entra-hint`}>
+            <legend>Entra ID (optional)</legend>
+            <small id={`${base}-entra-hint`} class="hint">
+              Instead of, or besides, API keys: an application's client credentials. Leave blank to use keys only.
+            </small>
+            <div class="form-grid">
+              {text('tenant_id', 'Tenant', 'A GUID or a domain such as contoso.onmicrosoft.com')}
+              {text('client_id', 'Client (application) id')}
+              <Field id={`${base}-client_secret`} label="Client secret" error={fe('client_secret')}
+                hint={channel?.client_secret ? 'Stored encrypted; leave the masked value to keep it.' : 'Encrypted before it is stored.'}>
+                <input id={`${base}-client_secret`} name="client_secret" type="password" autoComplete="off"
+                  value={f.client_secret} onInput={(e) => set('client_secret', e.currentTarget.value)}
+                  aria-describedby={describedBy(`${base}-client_secret`, 'h', fe('client_secret'))} aria-invalid={!!fe('client_secret')} />
+              </Field>
+              {text('token_url', 'Token URL (optional)', 'Default: https://login.microsoftonline.com/TENANT/oauth2/v2.0/token', { type: 'url', inputMode: 'url' })}
+            </div>
+          </fieldset>
+        )}
         {(f.type === 'bedrock' || f.region) && text('region', 'AWS region', 'Bedrock: the region requests are signed for, e.g. us-east-1; keys are ACCESS_KEY_ID:SECRET[:SESSION_TOKEN]')}
         <Field id={`${base}-model_map`} label="Model map" hint="One per line: client-name=upstream-name" error={fe('model_map')} wide>
           <textarea id={`${base}-model_map`} rows={2} value={f.model_map} onInput={(e) => set('model_map', e.currentTarget.value)}
@@ -554,7 +636,17 @@ function ChannelForm({ channel, onDone, onCancel }: { channel?: Channel; onDone:
           <textarea id={`${base}-headers`} rows={2} value={f.headers} onInput={(e) => set('headers', e.currentTarget.value)}
             aria-describedby={describedBy(`${base}-headers`, 'h', fe('headers'))} />
         </Field>
-        {!channel && (
+        {!channel && (f.type === 'vertex' || ((f.type === 'anthropic' || f.type === 'openai') && f.subscription)) && (
+          <Field id={`${base}-first_key`} wide
+            label={f.type === 'vertex' ? 'Service account JSON key (optional)' : 'Credential file (optional)'}
+            hint={f.type === 'vertex'
+              ? 'Paste the key file\'s content. Sealed before it is stored; shown by its client_email.'
+              : `Paste ${f.subscription === 'claude' ? '~/.claude/.credentials.json (after claude /login)' : '~/.codex/auth.json (after codex login)'}. Sealed before it is stored; never shown again.`}>
+            <textarea id={`${base}-first_key`} rows={4} autoComplete="off" spellcheck={false} value={f.first_key}
+              class="secret-paste" onInput={(e) => set('first_key', e.currentTarget.value)} aria-describedby={`${base}-first_key-hint`} />
+          </Field>
+        )}
+        {!channel && !(f.type === 'vertex' || ((f.type === 'anthropic' || f.type === 'openai') && f.subscription)) && (
           <Field id={`${base}-first_key`} label="Provider API key (optional)" hint="Added to the new channel's key pool, encrypted." wide>
             <input id={`${base}-first_key`} type="password" autoComplete="off" value={f.first_key}
               onInput={(e) => set('first_key', e.currentTarget.value)} aria-describedby={`${base}-first_key-hint`} />

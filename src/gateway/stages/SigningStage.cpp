@@ -48,6 +48,7 @@ class SigningStage final : public Stage {
         co_return;
       }
       a.header_lines.append("Authorization: Bearer ").append(tok.token).append("\r\n");
+      a.bearer = std::move(tok.token);
       co_return;
     }
     if (ch.cfg.type != config::ChannelType::Bedrock) co_return;

@@ -46,6 +46,7 @@ class SubscriptionStage final : public Stage {
     }
     std::string& h = a.header_lines;
     h.append("Authorization: Bearer ").append(acc.access_token).append("\r\n");
+    a.bearer = acc.access_token;
     if (ch.cfg.subscription == "claude") {
       std::string beta(ex.req["anthropic-beta"]);
       if (!oneLine(beta)) beta.clear();

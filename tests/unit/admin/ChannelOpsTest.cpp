@@ -116,6 +116,51 @@ TEST(ChannelOps, UpstreamKeysAreMaskedOnlyWhenTheyCanBeOpened) {
   EXPECT_TRUE(upstreamKeyJson(k, &other).at("masked").is_null());
 }
 
+TEST(ChannelOps, EntraFieldsAreCheckedAndTheClientSecretIsSealed) {
+  SecretBox box("a long random operator passphrase");
+  store::Channel ch;
+  applyChannelFields(ch, obj(R"({"name":"az","type":"azure","base_url":"https://r.openai.azure.com","models":["gpt-4o"],
+    "tenant_id":"contoso.onmicrosoft.com","client_id":"app-1","client_secret":"entra-secret-123456"})"),
+                     true, &box);
+  const auto settings = json::parse(ch.settings).as_object();
+  EXPECT_EQ(settings.at("tenant_id"), "contoso.onmicrosoft.com");
+  ASSERT_TRUE(settings.at("client_secret").is_string());
+  EXPECT_TRUE(SecretBox::looksSealed(settings.at("client_secret").get_string()));
+  EXPECT_EQ(ch.settings.find("entra-secret"), std::string::npos) << "sealed, not in clear";
+  EXPECT_EQ(box.open(settings.at("client_secret").get_string()), "entra-secret-123456");
+  const auto shown = channelJson(ch, json::array{}, &box);
+  EXPECT_EQ(shown.at("client_secret"), json::value(config::maskSecret("entra-secret-123456")));
+  EXPECT_EQ(shown.at("client_id"), "app-1");
+  EXPECT_EQ(channelJson(ch, json::array{}).at("client_secret"), "***") << "cannot be opened: still no secret";
+  // The mask sent back keeps the sealed value as it is.
+  const std::string sealed(settings.at("client_secret").get_string());
+  applyChannelFields(ch, json::object{{"client_secret", config::maskSecret("entra-secret-123456")}}, false, &box);
+  EXPECT_EQ(json::parse(ch.settings).at("client_secret"), json::value(sealed));
+
+  auto refused = [&](std::string_view body, const SecretBox* b = nullptr) {
+    store::Channel c = ch;
+    try {
+      applyChannelFields(c, obj(body), false, b ? b : &box);
+    } catch (const FieldError& e) {
+      EXPECT_EQ(std::string(e.what()).find("S3CRET"), std::string::npos) << e.what();
+      return e.param();
+    }
+    return std::string();
+  };
+  EXPECT_EQ(refused(R"({"tenant_id":"a\r\nX: 1"})"), "tenant_id");
+  EXPECT_EQ(refused(R"({"tenant_id":7})"), "tenant_id");
+  EXPECT_EQ(refused(R"({"client_id":""})"), "client_id");
+  EXPECT_EQ(refused(R"({"client_secret":"S3CRET\n"})"), "client_secret");
+  EXPECT_EQ(refused(R"({"client_secret":{}})"), "client_secret");
+  EXPECT_EQ(refused(R"({"token_url":"https://u:S3CRET@login.example.com/t"})"), "token_url");
+  EXPECT_EQ(refused(R"({"token_url":"http://login.example.com/t"})"), "token_url");
+  EXPECT_EQ(refused(R"({"token_url":"http://127.0.0.1:9/t"})"), "");
+  EXPECT_EQ(refused(R"({"token_url":"https://login.example.com/t"})"), "");
+  EXPECT_EQ(refused(R"({"client_secret":null})"), "client_secret") << "Entra ID needs all three";
+  EXPECT_EQ(refused(R"({"type":"openai"})"), "tenant_id") << "only an azure channel";
+  EXPECT_EQ(refused(R"({"tenant_id":null,"client_id":null,"client_secret":null})"), "");
+}
+
 TEST(ChannelOps, UpstreamSecretMessagesNeverQuoteTheSecret) {
   try {
     upstreamSecretField(json::value("sk-secret-value\n"));
