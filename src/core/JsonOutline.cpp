@@ -1,6 +1,7 @@
 #include "core/JsonOutline.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <boost/json/array.hpp>
 #include <boost/json/basic_parser_impl.hpp>
 #include <boost/json/error.hpp>
@@ -203,7 +204,7 @@ JsonOutline::Node JsonOutline::member(Node o, std::string_view key) const {
   Node found = kNone;
   for (Node c = first(o); c != kNone; c = next(c)) {
     const Rec& r = nodes_[static_cast<std::size_t>(c)];
-    if (std::string_view(keys_).substr(r.key_at, r.key_len) == key) found = c;
+    if (r.key_len == key.size() && std::memcmp(keys_.data() + r.key_at, key.data(), key.size()) == 0) found = c;
   }
   return found;
 }

@@ -985,6 +985,9 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
       std::tie(ec, got) = co_await conn->readBody(parser, deadline.cap(wait));
     }
     out.clear();
+    // One allocation for a read that found several events, not a doubling per event appended
+    // (the filter's output is about its input's size: the usage nulls it drops are the difference).
+    if (out.capacity() < got.size()) out.reserve(got.size() + 64);
     if (!filter.feed(got, out)) ec = boost::beast::errc::make_error_code(boost::beast::errc::message_size);
     // An error event after the answer began, held by the splice: a break like a cut one.
     std::optional<providers::ApiError> inband = sp ? sp->takeHeldError() : std::nullopt;
