@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/JsonText.hpp"
+#include "core/ThreadScratch.hpp"
 
 namespace sluice::gateway {
 
@@ -61,10 +62,13 @@ BodyFacts inspectBody(std::string_view text, const ClientCall& call, json::value
   };
   if (text.empty())
     return bad("invalid_json", "request body is empty: send a JSON object with \"model\" and the request fields");
-  thread_local unsigned char arena[16 * 1024];
-  thread_local unsigned char scratch[4 * 1024];
-  json::monotonic_resource mr(arena, sizeof arena);  // overflows to the heap for big bodies
-  json::parser jp(json::storage_ptr(), jsonParseOptions(), scratch, sizeof scratch);
+  struct ArenaTag;
+  struct ScratchTag;
+  constexpr std::size_t kArena = 16 * 1024, kScratch = 4 * 1024;
+  unsigned char* const arena = threadScratch<ArenaTag, kArena>();
+  unsigned char* const scratch = threadScratch<ScratchTag, kScratch>();
+  json::monotonic_resource mr(arena, kArena);  // overflows to the heap for big bodies
+  json::parser jp(json::storage_ptr(), jsonParseOptions(), scratch, kScratch);
   jp.reset(keep != nullptr ? keep->storage() : json::storage_ptr(&mr));
   boost::system::error_code ec;
   std::size_t used = jp.write(text.data(), text.size(), ec);

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/JsonText.hpp"
+#include "core/ThreadScratch.hpp"
 #include "redact/Redactor.hpp"
 #include "redact/Restorer.hpp"
 #include "redact/TokenCipher.hpp"
@@ -640,11 +641,14 @@ RequestScan scanRequest(Format client, std::string_view body, const redact::Reda
   // own stack comes from a per-thread buffer (no allocation for ordinary nesting). The same
   // parser parses tool-call arguments given as JSON text. A caller that parsed the body already
   // hands its document over instead.
-  thread_local unsigned char arena[16 * 1024];
-  thread_local unsigned char scratch[4 * 1024];
-  json::monotonic_resource mr(arena, sizeof arena);
+  struct ArenaTag;
+  struct ScratchTag;
+  constexpr std::size_t kArena = 16 * 1024, kScratch = 4 * 1024;
+  unsigned char* const arena = threadScratch<ArenaTag, kArena>();
+  unsigned char* const scratch = threadScratch<ScratchTag, kScratch>();
+  json::monotonic_resource mr(arena, kArena);
   json::storage_ptr sp(&mr);
-  json::parser parser(json::storage_ptr(), jsonParseOptions(), scratch, sizeof scratch);
+  json::parser parser(json::storage_ptr(), jsonParseOptions(), scratch, kScratch);
   json::value own;
   if (parsed == nullptr) {
     parser.reset(sp);

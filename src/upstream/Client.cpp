@@ -16,6 +16,8 @@
 
 #include <openssl/ssl.h>
 
+#include "core/ThreadScratch.hpp"
+
 namespace sluice::upstream {
 
 namespace {
@@ -184,12 +186,12 @@ namespace {
 // suspension in between (a coroutine resumes its caller directly when it returns). What does not
 // fit in one pass stays in the connection's buffer for the next call, which decodes it without I/O.
 constexpr std::size_t kBodyScratch = 2 * Connection::kReadBuffer;
-thread_local std::array<char, kBodyScratch> tBodyScratch;
+struct BodyScratchTag;
 }  // namespace
 
 net::awaitable<std::pair<beast::error_code, std::string_view>> Connection::readBody(ResponseParser& p,
                                                                                   Millis timeout) {
-  char* const scratch = tBodyScratch.data();
+  char* const scratch = reinterpret_cast<char*>(threadScratch<BodyScratchTag, kBodyScratch>());
   bool armed = false;  // one deadline for the whole call, as many reads as it takes
   struct Disarm {
     Connection* c;
