@@ -48,10 +48,10 @@ std::shared_ptr<const Safety> Safety::build(const config::Config& cfg) {
                                "openssl rand -base64 32)");
   }
   s->screen_default_ = cfg.screening.action;
-  // Loaded even when the gateway default is off: a channel or a key can turn screening on.
-  s->detector_ = cfg.screening.model.empty() ? guard::InjectionDetector::builtin()
-                                             : guard::InjectionDetector::load(cfg.screening.model);
-  s->threshold_ = cfg.screening.threshold > 0 ? cfg.screening.threshold : s->detector_->threshold();
+  // A model file is loaded even when the gateway default is off (a channel or a key can turn
+  // screening on); the built-in one on first use.
+  if (!cfg.screening.model.empty()) s->detector_ = guard::InjectionDetector::load(cfg.screening.model);
+  s->threshold_ = cfg.screening.threshold > 0 ? cfg.screening.threshold : 0;
   s->scope_user_ = cfg.screening.scope_user;
   s->scope_tool_ = cfg.screening.scope_tool;
   for (const auto& p : cfg.screening.deny) {
@@ -96,9 +96,16 @@ ScreenResult Safety::screen(std::string_view text) const {
       return r;
     }
   }
-  r.score = detector_->score(text);
-  r.flagged = r.score >= threshold_;
+  r.score = detector().score(text);
+  r.flagged = r.score >= threshold();
   return r;
+}
+
+const guard::InjectionDetector& Safety::detector() const {
+  std::call_once(detector_once_, [this] {
+    if (!detector_) detector_.emplace(guard::InjectionDetector::builtin());
+  });
+  return *detector_;
 }
 
 }  // namespace sluice::pipeline

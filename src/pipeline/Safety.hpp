@@ -5,6 +5,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <shared_mutex>
 #include <string>
@@ -45,7 +46,8 @@ class Safety {
 
   // Screening.
   config::ScreenAction screenDefault() const { return screen_default_; }
-  double threshold() const { return threshold_; }
+  // screening.threshold, else the model's own (which loads the built-in model: see detector()).
+  double threshold() const { return threshold_ > 0 ? threshold_ : detector().threshold(); }
   bool scopeUser() const { return scope_user_; }  // screening.scope
   bool scopeTool() const { return scope_tool_; }
   ScreenResult screen(std::string_view text) const;
@@ -64,9 +66,15 @@ class Safety {
   mutable std::shared_mutex ciphers_mu_;
   mutable std::map<std::string, std::shared_ptr<const redact::TokenCipher>, std::less<>> ciphers_;
 
+  // The built-in model is parsed on first use, not at start-up: its weights (about 1.5 MB of
+  // memory) stay out of an instance that never screens. A model file named in the config is
+  // loaded by build(), so that a bad file fails the config at once.
+  const guard::InjectionDetector& detector() const;
+
   config::ScreenAction screen_default_ = config::ScreenAction::Off;
-  std::optional<guard::InjectionDetector> detector_;
-  double threshold_ = 0.5;
+  mutable std::once_flag detector_once_;
+  mutable std::optional<guard::InjectionDetector> detector_;
+  double threshold_ = 0;  // 0: the model's
   bool scope_user_ = true;
   bool scope_tool_ = true;
   std::vector<std::string> deny_patterns_;
