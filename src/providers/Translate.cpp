@@ -74,11 +74,15 @@ void applyResume(Request& req, const Resume& r) {
 
 }  // namespace
 
+// The gateway's request id, so a client's answer id and the request log's id are one, and a
+// translation does not depend on chance.
+std::string unnamedAnswerId(std::string_view request_id) {
+  return "msg_bdrk_" + (request_id.empty() ? std::string("0") : std::string(request_id));
+}
+
 namespace {
-// The id of an answer whose upstream names none (Bedrock): the gateway's, so a client's answer id
-// and the request log's id are one, and a translation does not depend on chance.
 std::string answerId(const TranslateContext& ctx) {
-  return "msg_bdrk_" + (ctx.answer_id.empty() ? std::string("0") : ctx.answer_id);
+  return unnamedAnswerId(ctx.answer_id);
 }
 }  // namespace
 

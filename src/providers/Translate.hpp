@@ -81,6 +81,10 @@ struct TranslateContext {
   const Resume* resume = nullptr;
 };
 
+// The id given to an answer whose upstream names none (Bedrock Converse), made from the gateway's
+// request id (TranslateContext::answer_id). The cache names the entries of such answers with it.
+std::string unnamedAnswerId(std::string_view request_id);
+
 // What the gateway needs to know about a translated request.
 struct RequestInfo {
   std::shared_ptr<const openai::ResponsesEcho> responses_echo;  // Responses clients only
