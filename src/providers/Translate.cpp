@@ -8,6 +8,7 @@
 #include "providers/gemini/GenerateCodec.hpp"
 #include "providers/openai/ChatCodec.hpp"
 #include "providers/openai/ResponsesCodec.hpp"
+#include "providers/openai/ResponsesUpstream.hpp"
 
 namespace sluice::providers {
 
@@ -40,7 +41,7 @@ std::optional<ApiError> encodeRequest(Format f, const Request& req, const Encode
     case Format::BedrockConverse:
       return bedrock::encodeConverseRequest(req, opts, out);
     case Format::OpenAIResponses:
-      break;  // a client format only
+      return openai::encodeResponsesRequest(req, opts, out);
   }
   return ApiError::invalid("", "unknown upstream format");
 }
@@ -119,6 +120,7 @@ std::optional<TranslateError> translateRequest(Format client, Format upstream, s
   EncodeOptions opts;
   opts.model = ctx.upstream_model;
   opts.openai_max_completion_tokens = ctx.openai_max_completion_tokens;
+  opts.codex = ctx.codex;
   return encodeRequest(upstream, req, opts, upstream_body);
 }
 
@@ -143,7 +145,13 @@ std::optional<TranslateError> translateResponse(Format client, Format upstream, 
       if (!err && res.id.empty()) res.id = answerId(ctx);
       break;
     case Format::OpenAIResponses:
-      err = ApiError{502, ErrorKind::Api, "OpenAI Responses is not an upstream format for translation", {}, {}};
+      if (openai::looksLikeSse(upstream_body)) {  // the Codex endpoint streams every answer
+        std::string assembled;
+        err = openai::assembleResponsesStream(upstream_body, assembled);
+        if (!err) err = openai::decodeResponsesResponse(assembled, res);
+      } else {
+        err = openai::decodeResponsesResponse(upstream_body, res);
+      }
       break;
   }
   if (err) return err;
@@ -272,7 +280,7 @@ std::unique_ptr<StreamTranslator> makeStreamTranslator(Format client, Format ups
       dec = bedrock::makeConverseStreamDecoder();
       break;
     case Format::OpenAIResponses:
-      dec = openai::makeChatStreamDecoder();  // never an upstream by translation; keep it total
+      dec = openai::makeResponsesStreamDecoder();
       break;
   }
   std::unique_ptr<StreamEncoder> enc;
