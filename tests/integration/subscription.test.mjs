@@ -307,6 +307,31 @@ test('a tool call round trip through a ChatGPT subscription (openai SDK): functi
   ] });
 });
 
+test("the Codex endpoint's error event: a whole answer is not assembled from it, a stream ends with the client's error event", async () => {
+  // The mock's stream carries response.failed (a server error) after one content chunk.
+  const headers = { 'content-type': 'application/json', 'x-mock-error-event-rate': '1', 'x-mock-error-event-after': '1' };
+  const body = JSON.stringify({ model: 'gpt-5', messages: [{ role: 'user', content: 'Say hi' }] });
+  const whole = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', headers: { ...headers, authorization: `Bearer ${MASTER}` }, body,
+  });
+  const answer = await whole.json();
+  assert.equal(whole.status, 502, JSON.stringify(answer));
+  assert.match(answer.error.message, /The server had an error while processing your request/);
+  assert.equal(answer.choices, undefined, 'no answer made of the part before the error');
+
+  const res = await fetch(`${gw.url}/anthropic/v1/messages`, {
+    method: 'POST', headers: { ...headers, 'x-api-key': MASTER, 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify({ model: 'gpt-5', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'Say hi' }] }),
+  });
+  assert.equal(res.status, 200);
+  const raw = await res.text();
+  const events = raw.split('\n\n').filter((b) => b.trim()).map((b) => b.match(/^event: (\S+)/m)?.[1]);
+  assert.equal(events[0], 'message_start', raw);
+  assert.ok(events.includes('content_block_delta'), raw);
+  assert.equal(events.at(-1), 'error', raw);
+  assert.match(raw, /The server had an error while processing your request/);
+});
+
 // The Gemini SDK against both subscriptions: generateContent and generateContentStream.
 for (const [kind, model] of [['chatgpt', 'gpt-5'], ['claude', 'claude-sonnet-4-5']]) {
   test(`the Gemini SDK through a ${kind === 'chatgpt' ? 'ChatGPT' : 'Claude'} subscription: generateContent and a stream`, async () => {
