@@ -40,8 +40,9 @@
 # rate, TTFB / close, upstream calls per request); its own block, its knobs (STREAMS_*) in its header.
 # Nor BENCH_ONLY=mcp, bench/mcp.sh (~2 min): MCP tool calls through /mcp against the MCP server
 # itself (server-everything over HTTP, and as a stdio child), the added latency at p50 and p99.
-# Nor BENCH_ONLY=bedrock, bench/bedrock.sh (~1 min): streams through a Bedrock channel (SigV4,
-# the AWS event stream decoded) against an OpenAI channel on the same mock, its own block.
+# Nor BENCH_ONLY=bedrock, bench/bedrock.sh (~1.5 min): streams through a Bedrock channel (SigV4,
+# the AWS event stream decoded) and a Vertex channel (a service account's token, Gemini) against
+# an OpenAI channel on the same mock, its own block.
 # Nor BENCH_ONLY=ws, bench/ws.sh (~2 min): an agent loop's turns over the Responses WebSocket mode
 # against POSTs, native and translated, with the mock itself as the floor; its own block, its knobs
 # (WS_*) in its header.
@@ -115,7 +116,7 @@ case $BENCH_ONLY in
   ws) exec bash "$ROOT/bench/ws.sh" ;;
   # MCP tool calls through /mcp against the MCP server itself (bench/mcp.sh); ~2 minutes.
   mcp) exec bash "$ROOT/bench/mcp.sh" ;;
-  # A Bedrock channel (signing, event-stream decoding) against an OpenAI one (bench/bedrock.sh); ~1 minute.
+  # Bedrock (signing, event-stream decoding) and Vertex channels against an OpenAI one (bench/bedrock.sh); ~1.5 minutes.
   bedrock) exec bash "$ROOT/bench/bedrock.sh" ;;
   # System calls per request of Sluice, nginx and haproxy on the same streams (bench/syscalls.sh); ~1 minute.
   syscalls) exec bash "$ROOT/bench/syscalls.sh" ;;

@@ -11,6 +11,7 @@
 #include "providers/anthropic/MessagesCodec.hpp"
 #include "providers/gemini/GenerateCodec.hpp"
 #include "providers/openai/ChatCodec.hpp"
+#include "providers/openai/ResponsesUpstream.hpp"
 
 namespace sluice::cache {
 
@@ -135,8 +136,8 @@ std::unique_ptr<providers::StreamDecoder> decoderFor(Format f) {
       return providers::gemini::makeGenerateStreamDecoder();
     case Format::BedrockConverse:
       return providers::bedrock::makeConverseStreamDecoder();
-    case Format::OpenAIResponses:
-      break;
+    case Format::OpenAIResponses:  // a ChatGPT subscription channel's upstream
+      return providers::openai::makeResponsesStreamDecoder();
   }
   return nullptr;
 }
@@ -217,7 +218,8 @@ std::optional<Entry> Recorder::fromWhole(Format f, int status, std::string_view 
       err = providers::bedrock::decodeConverseResponse(body, e.response);
       break;
     case Format::OpenAIResponses:
-      return fail("OpenAI Responses bodies cannot be decoded");
+      err = providers::openai::decodeResponsesResponse(body, e.response);
+      break;
   }
   if (err) return fail("the body is not a response of its format");
   if (e.response.finish == providers::FinishReason::Unset) return fail("the answer has no finish reason");

@@ -5,9 +5,9 @@
 // Which bytes to feed: those of a format that has a decoder: OpenAI Chat, Anthropic Messages,
 // Gemini (SSE, i.e. alt=sse; a JSON-array stream is given up on). The simplest rule in the relay
 // is "the upstream's bytes in the upstream's format" (the OpenAI upstream always reports usage
-// there, since the gateway asks for it). OpenAI Responses has no decoder: forStream() and
-// fromWhole() refuse it (a Responses client is cacheable when its answer comes translated from
-// a Chat, Anthropic or Gemini upstream: record those bytes).
+// there, since the gateway asks for it). OpenAI Responses is decoded as an upstream's (a ChatGPT
+// subscription channel's); a Responses client of another channel is recorded from the Chat,
+// Anthropic or Gemini bytes its answer is translated from.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -24,7 +24,7 @@ inline constexpr std::size_t kDefaultMaxEntryBytes = 1u << 20;
 
 class Recorder {
  public:
-  // Null when `f` cannot be decoded (OpenAIResponses).
+  // Null when `f` cannot be decoded.
   static std::unique_ptr<Recorder> forStream(providers::Format f, std::size_t max_bytes = kDefaultMaxEntryBytes);
   ~Recorder();
 

@@ -36,6 +36,7 @@
 #include "pipeline/Protect.hpp"
 #include "providers/Translate.hpp"
 #include "providers/UpstreamPath.hpp"
+#include "providers/openai/ResponsesUpstream.hpp"
 #include "redact/Redactor.hpp"
 #include "redact/Restorer.hpp"
 #include "routing/ModelName.hpp"
@@ -239,12 +240,14 @@ void Relay::noteUsageWindows(const routing::Pick& p, const bhttp::fields& head, 
 
 bool Relay::translating(const routing::Pick& p) const {
   if (continuing()) return true;  // a continuation is a request of the gateway's making
+  if (codex(p) && call.translatable()) return !call.responses() || plan.force_translate || splice != nullptr;
   if (upWire(p) != call.wire) return true;
   return call.responses() &&
          (p.channel->cfg.type != config::ChannelType::OpenAI || plan.force_translate || splice != nullptr);
 }
 
 providers::Format Relay::upstreamFormat(const routing::Pick& p) const {
+  if (codex(p)) return providers::Format::OpenAIResponses;
   return chatFormat(upWire(p));
 }
 
@@ -258,6 +261,7 @@ providers::TranslateContext Relay::translateContext(const routing::Pick& p) cons
   tc.gemini_json_array = ex.geminiJsonArray();
   tc.responses_echo = responses_echo;
   tc.answer_id = ctx.id;
+  tc.codex = codex(p);
   return tc;
 }
 
@@ -271,6 +275,7 @@ ResponseHead Relay::responseHead(const routing::Pick& p, int status, bool sse) {
 std::optional<providers::TranslateError> Relay::prepareBody(const routing::Pick& p, std::string_view& out) {
   upstream_model = p.channel->upstreamModel(routed_model);
   std::string key = std::string(wireName(upWire(p))) + '\n' + upstream_model;
+  if (codex(p)) key += "\ncodex";  // the Responses API, made fit for the Codex endpoint
   // A continuation: the client's request with the answer so far (which grows with every break).
   providers::Resume resume;
   if (continuing()) {
@@ -296,7 +301,17 @@ std::optional<providers::TranslateError> Relay::prepareBody(const routing::Pick&
       // Gemini: the model is in the path; the rest of the OpenAI API: only a JSON body names it.
       bool rename = upstream_model != facts.model && call.wire != Wire::Gemini &&
                     (!call.passthrough || (call.json_body && !facts.model.empty() && !req.body().empty()));
-      if (rename || strip_usage) {
+      if (codex(p) && call.responses()) {
+        // A Responses client's own request: the Codex endpoint wants it streamed, kept nowhere and
+        // with instructions.
+        auto made = providers::openai::codexRequestBody(req.body(), upstream_model);
+        if (!made) {
+          body_key.clear();
+          return providers::TranslateError{
+              400, providers::ErrorKind::InvalidRequest, "the request body must be a JSON object", {}, {}};
+        }
+        body_made = std::move(*made);
+      } else if (rename || strip_usage) {
         body_made = rewriteBody(req.body(), facts, rename ? &upstream_model : nullptr, strip_usage);
       } else {
         body_is_original = true;
@@ -325,6 +340,7 @@ std::string Relay::target(const routing::Pick& p) const {
   const auto& ch = *p.channel;
   providers::TargetParts target{ch.endpoint.base_path, ch.cfg.type, ch.cfg.api_version, translating(p), stream, call.op,
                                 upstream_model,        call.query,  ch.cfg.project,     ch.cfg.location};
+  target.responses = codex(p);
   return providers::upstreamTarget(target);
 }
 
@@ -820,6 +836,19 @@ boost::asio::awaitable<Attempt> Relay::relayWhole(const routing::Pick& p, int at
       co_return a;
     }
   }
+  // ChatGPT's Codex endpoint streams every answer: a client that asked for one piece gets the
+  // Responses object assembled from the stream, read as any whole answer from here on.
+  const bool assembled = codex(p) && providers::openai::looksLikeSse(whole);
+  if (assembled) {
+    std::string made;
+    if (auto err = providers::openai::assembleResponsesStream(whole, made)) {
+      giveBack(std::move(conn), parser);
+      a.outcome = Outcome::ChannelFailure;
+      a.why = "the Codex endpoint's stream could not be assembled: " + err->message;
+      co_return a;
+    }
+    whole = std::move(made);
+  }
   auto& head = parser.get();
   const ResponseHead rh = responseHead(p, a.status, false);
   // The client's body: translated, or the upstream's own bytes; the stages' hooks get both (a
@@ -882,6 +911,7 @@ boost::asio::awaitable<Attempt> Relay::relayWhole(const routing::Pick& p, int at
   if (wayback::takes(ex, Stage::kResponseCommit)) co_await wayback::commit(ex, end);
   http::Response res{head.result(), 11};
   copyResponseHeaders(head, res, p, attemptNo);
+  if (assembled) res.set(bhttp::field::content_type, "application/json");
   res.body() = std::move(body);
   co_await r.send(std::move(res));
   a.outcome = Outcome::Success;

@@ -157,6 +157,9 @@ struct Relay {
     if (p.channel->cfg.type != config::ChannelType::Vertex) return channelWire(p.channel->cfg.type);
     return channelWire(p.channel->cfg.type, p.channel->upstreamModel(routed_model));
   }
+  // A ChatGPT subscription channel: its upstream is ChatGPT's Codex endpoint, which speaks only the
+  // Responses API and streams every answer (a client that asked for one piece gets it assembled).
+  static bool codex(const routing::Pick& p) { return p.channel->cfg.subscription == "chatgpt"; }
   // Same format: relayed as it is. Responses requests go natively only to `openai` channels;
   // other OpenAI-format upstreams (vLLM, Ollama, DeepSeek...) get them as chat completions.
   bool translating(const routing::Pick& p) const;

@@ -69,6 +69,24 @@ http::Response openaiError(int status, std::string_view type, std::string_view c
   return jsonAnswer(status, json::serialize(json::object{{"error", std::move(err)}}));
 }
 
+// What ChatGPT's Codex endpoint refuses of a request body, as it answers ({"detail":...}): it
+// streams every answer, keeps none (store must be there and false), needs the instructions the
+// Codex CLI always sends, and takes no max_output_tokens. Empty: none of that.
+std::string codexBodyProblem(std::string_view body) {
+  boost::system::error_code ec;
+  json::value v = sluice::parseJson(body, ec);
+  if (ec || !v.is_object()) return "Invalid JSON in request body";
+  const json::object& o = v.as_object();
+  const auto* stream = o.if_contains("stream");
+  if (!stream || !stream->is_bool() || !stream->as_bool()) return "Stream must be set to true";
+  const auto* store = o.if_contains("store");
+  if (!store || !store->is_bool() || store->as_bool()) return "Store must be set to false";
+  const auto* ins = o.if_contains("instructions");
+  if (!ins || !ins->is_string() || ins->as_string().empty()) return "Instructions are required";
+  if (o.contains("max_output_tokens")) return "Unsupported parameter: max_output_tokens";
+  return {};
+}
+
 }  // namespace
 
 bool SubscriptionMock::handles(std::string_view path) {
@@ -88,7 +106,7 @@ http::Response SubscriptionMock::serve(const http::Request& req, std::string_vie
     revoked_access_.clear();
     issued_access_.clear();
     exhausted_.clear();
-    refreshes_ = refused_ = reused_ = oauth_requests_ = expired_ = limited_ = revoked_refusals_ = 0;
+    refreshes_ = refused_ = reused_ = oauth_requests_ = expired_ = limited_ = revoked_refusals_ = codex_refused_ = 0;
     last_bearer_.clear();
     last_account_.clear();
     ttl_s_ = 3600;
@@ -175,6 +193,7 @@ SubscriptionMock::Verdict SubscriptionMock::check(const http::Request& req, bool
   Verdict v;
   const std::string bearer = bearerOf(req);
   const std::string account(req["chatgpt-account-id"]);
+  const std::string bad_body = claude ? std::string() : codexBodyProblem(req.body());
   std::lock_guard lock(mu_);
   ++oauth_requests_;
   last_bearer_ = bearer;
@@ -196,6 +215,11 @@ SubscriptionMock::Verdict SubscriptionMock::check(const http::Request& req, bool
     }
     if (account.empty()) {
       v.refusal = openaiError(401, "invalid_request_error", "missing_account", "Missing chatgpt-account-id");
+      return v;
+    }
+    if (!bad_body.empty()) {
+      ++codex_refused_;
+      v.refusal = jsonAnswer(400, json::serialize(json::object{{"detail", bad_body}}));
       return v;
     }
   }
@@ -261,6 +285,7 @@ std::string SubscriptionMock::statsJson() {
                                       {"expired", expired_},
                                       {"limited", limited_},
                                       {"revoked_refusals", revoked_refusals_},
+                                      {"codex_refused", codex_refused_},
                                       {"last_bearer", last_bearer_},
                                       {"last_account", last_account_}});
 }

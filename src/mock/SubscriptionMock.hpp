@@ -4,7 +4,9 @@
 // refuse a refresh token that was already used (invalid_grant / refresh_token_reused), so a test
 // proves a token was never spent twice; the checks the subscription endpoints make of an OAuth
 // request (Anthropic Messages with a bearer token needs the oauth beta flag; ChatGPT's
-// /backend-api/codex/responses needs a bearer token and chatgpt-account-id); and the usage
+// /backend-api/codex/responses needs a bearer token and chatgpt-account-id, and a body that
+// streams (stream: true), stores nothing (store: false), has instructions and no
+// max_output_tokens, refused with the endpoint's {"detail":...} as the real one does); and the usage
 // windows they report in rate-limit headers, with an account that can be told to be used up
 // (429 with the window's reset).
 // Controls: POST /mock/subscription/config {"ttl_s"} (issued access tokens' lifetime),
@@ -56,6 +58,7 @@ class SubscriptionMock {
   std::map<std::string, std::int64_t> exhausted_;      // access token or account id -> reset (Unix s)
   std::uint64_t refreshes_ = 0, refused_ = 0, reused_ = 0, oauth_requests_ = 0, expired_ = 0, limited_ = 0,
                 revoked_refusals_ = 0;
+  std::uint64_t codex_refused_ = 0;  // Codex requests refused for their body (not streamed, stored...)
   std::string last_bearer_, last_account_;
 };
 

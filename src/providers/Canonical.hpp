@@ -29,8 +29,8 @@
 namespace sluice::providers {
 
 // The wire formats the translator speaks.
-// OpenAIResponses is a client format only: requests are decoded from it and answers encoded
-// into it; no upstream is spoken to in it by translation (an `openai` channel gets it natively).
+// OpenAIResponses is a client format, and the upstream format of a ChatGPT subscription channel
+// (openai/ResponsesUpstream.hpp); an `openai` channel gets Responses clients natively.
 // BedrockConverse is an upstream format only (AWS Bedrock's Converse API): no client speaks it.
 enum class Format { OpenAIChat, AnthropicMessages, GeminiGenerate, OpenAIResponses, BedrockConverse };
 
@@ -241,6 +241,9 @@ struct EncodeOptions {
   // OpenAI upstream: send max_completion_tokens instead of max_tokens (OpenAI reasoning models
   // reject max_tokens; many OpenAI-compatible servers know only max_tokens).
   bool openai_max_completion_tokens = false;
+  // OpenAI Responses upstream: ChatGPT's Codex endpoint, which takes streams only, keeps nothing
+  // and requires instructions (openai/ResponsesUpstream.hpp).
+  bool codex = false;
 };
 
 }  // namespace sluice::providers

@@ -8,6 +8,7 @@
 #include "providers/gemini/GenerateCodec.hpp"
 #include "providers/openai/ChatCodec.hpp"
 #include "providers/openai/ResponsesCodec.hpp"
+#include "providers/openai/ResponsesUpstream.hpp"
 
 namespace sluice::providers {
 
@@ -40,7 +41,7 @@ std::optional<ApiError> encodeRequest(Format f, const Request& req, const Encode
     case Format::BedrockConverse:
       return bedrock::encodeConverseRequest(req, opts, out);
     case Format::OpenAIResponses:
-      break;  // a client format only
+      return openai::encodeResponsesRequest(req, opts, out);
   }
   return ApiError::invalid("", "unknown upstream format");
 }
@@ -74,11 +75,15 @@ void applyResume(Request& req, const Resume& r) {
 
 }  // namespace
 
+// The gateway's request id, so a client's answer id and the request log's id are one, and a
+// translation does not depend on chance.
+std::string unnamedAnswerId(std::string_view request_id) {
+  return "msg_bdrk_" + (request_id.empty() ? std::string("0") : std::string(request_id));
+}
+
 namespace {
-// The id of an answer whose upstream names none (Bedrock): the gateway's, so a client's answer id
-// and the request log's id are one, and a translation does not depend on chance.
 std::string answerId(const TranslateContext& ctx) {
-  return "msg_bdrk_" + (ctx.answer_id.empty() ? std::string("0") : ctx.answer_id);
+  return unnamedAnswerId(ctx.answer_id);
 }
 }  // namespace
 
@@ -115,6 +120,7 @@ std::optional<TranslateError> translateRequest(Format client, Format upstream, s
   EncodeOptions opts;
   opts.model = ctx.upstream_model;
   opts.openai_max_completion_tokens = ctx.openai_max_completion_tokens;
+  opts.codex = ctx.codex;
   return encodeRequest(upstream, req, opts, upstream_body);
 }
 
@@ -139,7 +145,13 @@ std::optional<TranslateError> translateResponse(Format client, Format upstream, 
       if (!err && res.id.empty()) res.id = answerId(ctx);
       break;
     case Format::OpenAIResponses:
-      err = ApiError{502, ErrorKind::Api, "OpenAI Responses is not an upstream format for translation", {}, {}};
+      if (openai::looksLikeSse(upstream_body)) {  // the Codex endpoint streams every answer
+        std::string assembled;
+        err = openai::assembleResponsesStream(upstream_body, assembled);
+        if (!err) err = openai::decodeResponsesResponse(assembled, res);
+      } else {
+        err = openai::decodeResponsesResponse(upstream_body, res);
+      }
       break;
   }
   if (err) return err;
@@ -268,7 +280,7 @@ std::unique_ptr<StreamTranslator> makeStreamTranslator(Format client, Format ups
       dec = bedrock::makeConverseStreamDecoder();
       break;
     case Format::OpenAIResponses:
-      dec = openai::makeChatStreamDecoder();  // never an upstream by translation; keep it total
+      dec = openai::makeResponsesStreamDecoder();
       break;
   }
   std::unique_ptr<StreamEncoder> enc;

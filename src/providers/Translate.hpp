@@ -1,5 +1,6 @@
 // Translate: the one entry point the gateway calls to serve a client of one wire format from an
-// upstream of another (OpenAI Chat, Anthropic Messages, Gemini generateContent: any to any).
+// upstream of another (OpenAI Chat, Anthropic Messages, Gemini generateContent: any to any; the
+// Responses API and Bedrock Converse as upstreams too).
 // Requests, whole responses, errors
 // and streams. Pure code, no I/O. Functions are thread-safe; a StreamTranslator is one per
 // stream and not thread-safe.
@@ -59,6 +60,7 @@ inline constexpr std::string_view kResumeInstruction =
 struct TranslateContext {
   std::string upstream_model;                 // model name to send upstream; empty keeps the client's
   bool openai_max_completion_tokens = false;  // see EncodeOptions
+  bool codex = false;                         // see EncodeOptions (a ChatGPT subscription channel)
   bool include_usage = false;                 // OpenAI clients: the client asked for the usage chunk
   std::int64_t created = 0;                   // OpenAI `created`; 0: now (tests pin it)
   // Gemini clients (the body has neither): the model from the URL path, and whether the method
@@ -80,6 +82,10 @@ struct TranslateContext {
   // Requests: the answer to resume (see Resume); null for a request as the client sent it.
   const Resume* resume = nullptr;
 };
+
+// The id given to an answer whose upstream names none (Bedrock Converse), made from the gateway's
+// request id (TranslateContext::answer_id). The cache names the entries of such answers with it.
+std::string unnamedAnswerId(std::string_view request_id);
 
 // What the gateway needs to know about a translated request.
 struct RequestInfo {

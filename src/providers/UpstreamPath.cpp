@@ -181,7 +181,9 @@ std::string upstreamTarget(const TargetParts& t) {
       break;
     }
     default:
-      out.append(t.translated ? std::string_view("/chat/completions") : t.op);
+      out.append(!t.translated ? std::string_view(t.op)
+                 : t.responses ? std::string_view("/responses")
+                               : std::string_view("/chat/completions"));
       break;
   }
   if (azure) {

@@ -57,6 +57,8 @@ struct TargetParts {
   std::string_view query;  // forwardQuery(...).query: already encoded
   std::string_view project;   // Vertex (validated by the config; encoded all the same)
   std::string_view location;
+  // Translated to the Responses API (a ChatGPT subscription channel): POST {base}/responses.
+  bool responses = false;
 };
 
 // The request target ("/v1beta/models/gemini-2.5-flash:generateContent?alt=sse"; Vertex:

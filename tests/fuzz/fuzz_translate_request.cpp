@@ -1,5 +1,6 @@
 // Request translation (providers/Translate.hpp translateRequest) for every (client, upstream)
-// format pair. Input: [client | upstream << 4] [flags] [request body]. Checks: no crash; a
+// format pair. Input: [client | upstream << 4] [flags: 1 max_completion_tokens, 2 a model name,
+// 4 no RequestInfo, 8 the Codex endpoint's rules] [request body]. Checks: no crash; a
 // translated body is JSON and is accepted again as a request of the upstream's own format;
 // a rejection is a 4xx rendered as JSON in the client's format.
 #include <string>
@@ -16,6 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   providers::TranslateContext ctx;
   ctx.openai_max_completion_tokens = data[1] & 1;
   if (data[1] & 2) ctx.upstream_model = "fuzz-upstream-model";
+  ctx.codex = data[1] & 8;  // a Responses upstream that is ChatGPT's Codex endpoint
   ctx.created = 1700000000;
   const std::string_view body(reinterpret_cast<const char*>(data) + 2, size - 2);
 

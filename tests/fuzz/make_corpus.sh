@@ -115,6 +115,9 @@ seed $C/translate_request/gemini_to_anthropic     12 00 $GX/gemini_request_full.
 seed $C/translate_request/gemini_snake_to_openai  02 01 $GX/reference_request_snake_case.json
 seed $C/translate_request/openai_to_gemini        20 00 $FX/providers/openai_request_full.json
 seed $C/translate_request/responses_to_anthropic  13 00 $RX/request_codex.json
+seed $C/translate_request/openai_to_codex         30 08 $FX/providers/openai_request_full.json
+seed $C/translate_request/anthropic_to_codex      31 0a $FX/providers/anthropic_request_full.json
+seed $C/translate_request/gemini_to_codex         32 08 $GX/gemini_request_full.json
 seed $C/translate_request/responses_lite_to_anthropic 13 00 $RX/request_codex_lite.json
 seed $C/translate_request/responses_lite_to_gemini    23 02 $RX/request_codex_lite.json
 seed $C/translate_request/anthropic_to_responses  31 02 $FX/providers/anthropic_request_full.json
@@ -145,6 +148,9 @@ seed $C/translate_response/gemini_text_to_responses        23 00 $GX/reference_r
 seed $C/translate_response/gemini_quota_error_to_anthropic 21 08 $GX/reference_error_quota.json
 seed $C/translate_response/responses_full_to_anthropic     31 00 $RX/response_full.json
 seed $C/translate_response/responses_call_to_gemini        32 00 $RX/reference_function_call_response.json
+# The Codex endpoint streams every answer: a whole answer is assembled from its stream.
+seed $C/translate_response/responses_stream_to_openai      30 10 $FX/mock/responses_function_call_stream.sse
+seed $C/translate_response/responses_stream_to_anthropic   31 10 $RX/reference_text_stream.sse
 { printf '\x00\x08'
   printf '{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}'
 } >$C/translate_response/openai_error
@@ -164,6 +170,10 @@ seed $C/translate_stream/gemini_tools_to_anthropic      21 02 $GX/gemini_stream_
 seed $C/translate_stream/gemini_text_to_openai          28 00 $GX/reference_stream_text.sse
 seed $C/translate_stream/openai_tools_to_gemini         02 05 $FX/providers/openai_stream_parallel_tools.sse
 seed $C/translate_stream/responses_text_to_openai       30 01 $RX/stream_text.sse
+# A ChatGPT subscription channel's upstream (the Codex endpoint): Responses streams to each client.
+seed $C/translate_stream/responses_call_to_anthropic    31 03 $RX/reference_function_call_stream.sse
+seed $C/translate_stream/responses_call_to_gemini       32 00 $FX/mock/responses_function_call_stream.sse
+seed $C/translate_stream/responses_text_to_openai_usage 38 ff $RX/reference_text_stream.sse
 seed $C/translate_stream/anthropic_patch_to_responses   13 02 $RX/anthropic_stream_apply_patch.sse
 { printf '\x20\x03'
   printf 'data: {"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"t","args":{"a":%s1%s}}}]},"finishReason":"STOP"}]}\r\n\r\n' "$(rep '[' 128)" "$(rep ']' 128)"

@@ -472,3 +472,45 @@ test('an immediate repeat of a cached answer is a hit (the entry is stored befor
   }
   assert.deepEqual(misses, [], `${misses.length} of 200 immediate repeats missed`);
 });
+
+// Regression: a Bedrock answer served from the cache had an empty id (and model). AWS Converse
+// names neither; the live translation gives the answer msg_bdrk_<request id>, but the entry was
+// recorded from the upstream's bytes without it, so every replay said "id": "".
+test('a Bedrock answer served from the cache carries the id and model the live answer had, in every client format', async () => {
+  const bgw = await startGateway({ channels: [{
+    name: 'br', type: 'bedrock', base_url: mock.url, region: 'us-east-1',
+    keys: ['AKIAMOCKACCESSKEY001:mock/secret+AccessKey0000000000000000000'], models: ['anthropic.claude-*'],
+  }], extra: 'cache:\n  enabled: true\n  ttl: 1h\n' });
+  started.push(bgw);
+  const model = 'anthropic.claude-sonnet-4';
+  const idOf = (format, r) => {
+    if (r.events) {
+      const first = r.events[0];
+      return format === 'openai' ? first.id : format === 'anthropic' ? first.message.id : first.responseId;
+    }
+    return format === 'gemini' ? r.body.responseId : r.body.id;
+  };
+  const modelOf = (format, r) => {
+    if (format === 'gemini') return (r.events ? r.events[0] : r.body).modelVersion;
+    if (r.events) return format === 'openai' ? r.events[0].model : r.events[0].message.model;
+    return r.body.model;
+  };
+  for (const format of FORMATS) {
+    for (const stream of [false, true]) {
+      const what = `${format} ${stream ? 'stream' : 'whole'}`;
+      const user = unique(`bedrock ${what}`);
+      const live = await ask(bgw, format, { model, user, stream });
+      assert.equal(live.status, 200, `${what}: ${live.body}`);
+      assert.equal(live.cache, 'miss', what);
+      assert.ok(live.stored, `${what}: stored`);
+      const id = idOf(format, live);
+      assert.match(id, /^msg_bdrk_\S+$/, `${what}: the live answer's id`);
+      const hit = await ask(bgw, format, { model, user, stream, chunks: 2 });
+      assert.equal(hit.cache, 'hit', what);
+      assert.equal(hit.text, live.text, what);
+      assert.equal(idOf(format, hit), id, `${what}: the replay carries the live answer's id`);
+      assert.equal(modelOf(format, hit), modelOf(format, live), `${what}: and its model`);
+      assert.equal(modelOf(format, hit), model, what);
+    }
+  }
+});

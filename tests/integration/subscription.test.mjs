@@ -2,7 +2,10 @@
 // with, against `sluice mock`, whose token endpoints rotate the pair and refuse a refresh token
 // used twice, and whose subscription endpoints insist on what the CLIs send (a bearer token with
 // Anthropic's oauth beta flag; a bearer token with chatgpt-account-id) and report usage windows.
-// The official @anthropic-ai/sdk and openai SDKs (tests/e2e's packages) are the clients.
+// The official @anthropic-ai/sdk, openai and @google/genai SDKs (tests/e2e's packages) are the
+// clients: a ChatGPT subscription (the Codex endpoint, which speaks only the Responses API, streams
+// every answer and keeps none) serves Chat Completions, Anthropic Messages and Gemini clients by
+// translation, and a Claude subscription serves Gemini clients.
 // The last test runs two instances on one PostgreSQL (tests/scripts/with-postgres.sh) and a
 // redis-server started here, hammering one account across several expiries.
 import { test, before, after } from 'node:test';
@@ -19,6 +22,7 @@ import { startRedis } from '../lib/services.mjs';
 const sdk = (p) => fileURLToPath(new URL(`../e2e/node_modules/${p}`, import.meta.url));
 const { default: OpenAI } = await import(sdk('openai/index.mjs'));
 const { default: Anthropic } = await import(sdk('@anthropic-ai/sdk/index.mjs'));
+const { GoogleGenAI } = await import(sdk('@google/genai/dist/node/index.mjs'));
 
 const PG = process.env.SLUICE_TEST_POSTGRES_URL;
 const SECRET_KEY = 'test-secret-key-for-sealing-0123456789';
@@ -154,13 +158,253 @@ test('the openai SDK through a ChatGPT subscription: Responses to the Codex endp
   const s = await subStats();
   assert.equal(s.last_bearer, CODEX_ACCESS);
   assert.equal(s.last_account, `acct-${RUN}`);
-  const plain = await client.responses.create({ model: 'gpt-5-codex', input: 'Again' });
-  assert.ok(plain.output_text.length > 0);
+  // Not streamed by the client: streamed from the Codex endpoint (which takes nothing else) and
+  // assembled; the client's max_output_tokens, which the endpoint refuses, is not sent.
+  const plain = await client.responses.create({ model: 'gpt-5-codex', input: 'Again', max_output_tokens: 64 });
+  assert.equal(plain.object, 'response');
+  assert.equal(plain.status, 'completed');
+  assert.equal(plain.output_text, TEXT);
+  assert.equal(plain.usage.output_tokens, 3);
+  const sent = (await mock.stats()).last_request.body;
+  assert.equal(sent.stream, true);
+  assert.equal(sent.store, false);
+  assert.equal(sent.instructions, 'You are a helpful assistant.');
+  assert.equal(sent.max_output_tokens, undefined);
+  assert.equal((await subStats()).codex_refused, 0, 'the Codex endpoint refused nothing');
   // The usage window the Codex endpoint reported is on the key's health.
   const [k] = await keyHealth(gw, 'codex');
   assert.equal(k.subscription, 'chatgpt');
   assert.equal(k.usage, 0.12);
   assert.equal(k.masked, '{credential}#0');
+});
+
+// --- Every client format through the subscriptions -------------------------------------------
+// The mock's answer is its first --chunks (3) words; the request log's row of each request holds
+// the tokens the answer reported and its cost at the model's price ($ per million tokens).
+const TEXT = 'Hello from sluice';
+const PRICE = { 'gpt-5': [1.25, 10], 'claude-sonnet-4-5': [3, 15] };
+const lastUpstream = async () => (await mock.stats()).last_request;
+const newestLog = async () => (await (await admin(gw, '/logs?limit=1')).json()).data[0];
+// The row of the request made after `before` (the newest row then), once it is written.
+async function loggedAfter(before) {
+  let row;
+  await waitFor(async () => {
+    row = await newestLog();
+    return row && row.id !== before?.id;
+  }, 5000, 25);
+  return row;
+}
+function assertRecorded(row, { model, input, output, what }) {
+  assert.equal(row.status, 200, what);
+  assert.equal(row.model, model, what);
+  assert.equal(row.input_tokens, input, `${what}: input tokens`);
+  assert.equal(row.output_tokens, output, `${what}: output tokens`);
+  const [pin, pout] = PRICE[model];
+  const want = (input * pin + output * pout) / 1e6;
+  assert.ok(Math.abs(row.cost_usd - want) < 1e-12, `${what}: cost ${row.cost_usd}, want ${want}`);
+}
+// What the Codex endpoint got: the subscription's bearer token and account id, Codex's headers,
+// and a Responses body it accepts (streamed, stored nowhere, with instructions).
+async function assertCodexRequest(what, { instructions = 'You are a helpful assistant.', input } = {}) {
+  const r = await lastUpstream();
+  assert.equal(r.method, 'POST', what);
+  assert.equal(r.path, '/backend-api/codex/responses', what);
+  assert.equal(r.headers.authorization, `Bearer ${CODEX_ACCESS}`, what);
+  assert.equal(r.headers['chatgpt-account-id'], `acct-${RUN}`, what);
+  assert.equal(r.headers['openai-beta'], 'responses=experimental', what);
+  assert.equal(r.headers.originator, 'codex_cli_rs', what);
+  assert.equal(r.headers['x-api-key'], undefined, what);
+  assert.equal(r.headers['x-goog-api-key'], undefined, what);
+  assert.equal(r.body.model, 'gpt-5', what);
+  assert.equal(r.body.stream, true, what);
+  assert.equal(r.body.store, false, what);
+  assert.equal(r.body.instructions, instructions, what);
+  assert.equal(r.body.max_output_tokens, undefined, what);
+  if (input) assert.deepEqual(r.body.input, input, what);
+  return r;
+}
+const userItem = (text) => [{ type: 'message', role: 'user', content: [{ type: 'input_text', text }] }];
+// The Claude endpoint got the subscription's token with the oauth beta flag, an Anthropic body.
+async function assertClaudeRequest(what, { stream }) {
+  const r = await lastUpstream();
+  assert.equal(r.path, '/v1/messages', what);
+  assert.match(r.headers.authorization, /^Bearer sk-ant-oat01-mock-/, `${what}: the refreshed token`);
+  assert.equal(r.headers.authorization, `Bearer ${(await subStats()).last_bearer}`, what);
+  assert.match(r.headers['anthropic-beta'], /(^|,)oauth-2025-04-20(,|$)/, what);
+  assert.equal(r.headers['anthropic-version'], '2023-06-01', what);
+  assert.equal(r.headers['x-api-key'], undefined, what);
+  assert.equal(r.body.model, 'claude-sonnet-4-5', what);
+  assert.equal(r.body.stream ?? false, stream, what);
+  assert.deepEqual(r.body.messages, [{ role: 'user', content: [{ type: 'text', text: 'Say hi' }] }], what);
+}
+
+test('the openai SDK chat.completions through a ChatGPT subscription: translated to the Codex endpoint, whole and streamed', async () => {
+  const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0 });
+  let before = await newestLog();
+  const { data: plain, response } = await client.chat.completions.create({
+    model: 'gpt-5', max_tokens: 64, temperature: 0.5, messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Say hi' }],
+  }).withResponse();
+  assert.equal(response.headers.get('x-sluice-channel'), 'codex');
+  assert.equal(plain.object, 'chat.completion');
+  assert.equal(plain.choices[0].message.content, TEXT);
+  assert.equal(plain.choices[0].finish_reason, 'stop');
+  assert.match(plain.id, /^resp_/);
+  const r1 = await assertCodexRequest('chat, whole', { instructions: 'Be brief.', input: userItem('Say hi') });
+  assert.equal(r1.body.temperature, undefined, 'the Codex endpoint takes no temperature');
+  let row = await loggedAfter(before);
+  assertRecorded(row, { model: 'gpt-5', input: plain.usage.prompt_tokens, output: plain.usage.completion_tokens, what: 'chat, whole' });
+  assert.ok(plain.usage.prompt_tokens > 0 && plain.usage.completion_tokens === 3, JSON.stringify(plain.usage));
+
+  before = row;
+  const stream = await client.chat.completions.create({
+    model: 'gpt-5', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Say hi' }],
+  });
+  let text = '';
+  let usage;
+  let finish;
+  for await (const chunk of stream) {
+    text += chunk.choices[0]?.delta?.content ?? '';
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+    if (chunk.usage) usage = chunk.usage;
+  }
+  assert.equal(text, TEXT);
+  assert.equal(finish, 'stop');
+  await assertCodexRequest('chat, stream', { input: userItem('Say hi') });
+  row = await loggedAfter(before);
+  assert.equal(usage.completion_tokens, 3);
+  assertRecorded(row, { model: 'gpt-5', input: usage.prompt_tokens, output: usage.completion_tokens, what: 'chat, stream' });
+});
+
+test('the Anthropic SDK through a ChatGPT subscription: messages whole and streamed', async () => {
+  const client = new Anthropic({ baseURL: `${gw.url}/anthropic`, apiKey: MASTER, maxRetries: 0 });
+  let before = await newestLog();
+  const msg = await client.messages.create({
+    model: 'gpt-5', max_tokens: 64, system: 'Answer in English.', messages: [{ role: 'user', content: 'Say hi' }],
+  });
+  assert.equal(msg.type, 'message');
+  assert.deepEqual(msg.content, [{ type: 'text', text: TEXT }]);
+  assert.equal(msg.stop_reason, 'end_turn');
+  assert.equal(msg.usage.output_tokens, 3);
+  await assertCodexRequest('anthropic, whole', { instructions: 'Answer in English.', input: userItem('Say hi') });
+  let row = await loggedAfter(before);
+  assertRecorded(row, { model: 'gpt-5', input: msg.usage.input_tokens, output: msg.usage.output_tokens, what: 'anthropic, whole' });
+
+  before = row;
+  const stream = client.messages.stream({ model: 'gpt-5', max_tokens: 64, messages: [{ role: 'user', content: 'Say hi' }] });
+  const final = await stream.finalMessage();
+  assert.deepEqual(final.content, [{ type: 'text', text: TEXT }]);
+  assert.equal(final.stop_reason, 'end_turn');
+  assert.equal(final.usage.output_tokens, 3);
+  await assertCodexRequest('anthropic, stream', { input: userItem('Say hi') });
+  row = await loggedAfter(before);
+  assertRecorded(row, { model: 'gpt-5', input: final.usage.input_tokens, output: final.usage.output_tokens, what: 'anthropic, stream' });
+});
+
+test('a tool call round trip through a ChatGPT subscription (openai SDK): function_call items out, the result back', async () => {
+  const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0 });
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'The weather in a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+  const ask = [{ role: 'user', content: 'What is the weather in Paris? Use get_weather.' }];
+  const first = await client.chat.completions.create({ model: 'gpt-5', messages: ask, tools });
+  const [call] = first.choices[0].message.tool_calls;
+  assert.equal(first.choices[0].finish_reason, 'tool_calls');
+  assert.equal(call.function.name, 'get_weather');
+  assert.deepEqual(JSON.parse(call.function.arguments), { city: 'example' });
+  const sent = await assertCodexRequest('tools, first turn');
+  assert.deepEqual(sent.body.tools, [{ type: 'function', name: 'get_weather', description: 'The weather in a city',
+    parameters: tools[0].function.parameters, strict: false }]);
+
+  const stream = await client.chat.completions.create({
+    model: 'gpt-5', stream: true, tools,
+    messages: [...ask, first.choices[0].message, { role: 'tool', tool_call_id: call.id, content: 'sunny' }],
+  });
+  let text = '';
+  for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+  assert.equal(text, 'The tool returned: sunny');
+  await assertCodexRequest('tools, second turn', { input: [
+    ...userItem('What is the weather in Paris? Use get_weather.'),
+    { type: 'function_call', call_id: call.id, name: 'get_weather', arguments: call.function.arguments },
+    { type: 'function_call_output', call_id: call.id, output: 'sunny' },
+  ] });
+});
+
+test("the Codex endpoint's error event: a whole answer is not assembled from it, a stream ends with the client's error event", async () => {
+  // The mock's stream carries response.failed (a server error) after one content chunk.
+  const headers = { 'content-type': 'application/json', 'x-mock-error-event-rate': '1', 'x-mock-error-event-after': '1' };
+  const body = JSON.stringify({ model: 'gpt-5', messages: [{ role: 'user', content: 'Say hi' }] });
+  const whole = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', headers: { ...headers, authorization: `Bearer ${MASTER}` }, body,
+  });
+  const answer = await whole.json();
+  assert.equal(whole.status, 502, JSON.stringify(answer));
+  assert.match(answer.error.message, /The server had an error while processing your request/);
+  assert.equal(answer.choices, undefined, 'no answer made of the part before the error');
+
+  const res = await fetch(`${gw.url}/anthropic/v1/messages`, {
+    method: 'POST', headers: { ...headers, 'x-api-key': MASTER, 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify({ model: 'gpt-5', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'Say hi' }] }),
+  });
+  assert.equal(res.status, 200);
+  const raw = await res.text();
+  const events = raw.split('\n\n').filter((b) => b.trim()).map((b) => b.match(/^event: (\S+)/m)?.[1]);
+  assert.equal(events[0], 'message_start', raw);
+  assert.ok(events.includes('content_block_delta'), raw);
+  assert.equal(events.at(-1), 'error', raw);
+  assert.match(raw, /The server had an error while processing your request/);
+});
+
+// The Gemini SDK against both subscriptions: generateContent and generateContentStream.
+for (const [kind, model] of [['chatgpt', 'gpt-5'], ['claude', 'claude-sonnet-4-5']]) {
+  test(`the Gemini SDK through a ${kind === 'chatgpt' ? 'ChatGPT' : 'Claude'} subscription: generateContent and a stream`, async () => {
+    const ai = new GoogleGenAI({ apiKey: MASTER, httpOptions: { baseUrl: `${gw.url}/gemini` } });
+    let before = await newestLog();
+    const res = await ai.models.generateContent({ model, contents: 'Say hi' });
+    assert.equal(res.text, TEXT);
+    assert.equal(res.candidates[0].finishReason, 'STOP');
+    assert.equal(res.usageMetadata.candidatesTokenCount, 3);
+    if (kind === 'chatgpt') await assertCodexRequest('gemini, whole', { input: userItem('Say hi') });
+    else await assertClaudeRequest('gemini, whole', { stream: false });
+    let row = await loggedAfter(before);
+    assertRecorded(row, { model, input: res.usageMetadata.promptTokenCount, output: res.usageMetadata.candidatesTokenCount, what: 'gemini, whole' });
+
+    before = row;
+    let text = '';
+    let usage;
+    let finish;
+    for await (const chunk of await ai.models.generateContentStream({ model, contents: 'Say hi' })) {
+      text += chunk.text ?? '';
+      if (chunk.usageMetadata) usage = chunk.usageMetadata;
+      finish = chunk.candidates?.[0]?.finishReason ?? finish;
+    }
+    assert.equal(text, TEXT);
+    assert.equal(finish, 'STOP');
+    assert.equal(usage.candidatesTokenCount, 3);
+    if (kind === 'chatgpt') await assertCodexRequest('gemini, stream', { input: userItem('Say hi') });
+    else await assertClaudeRequest('gemini, stream', { stream: true });
+    row = await loggedAfter(before);
+    assertRecorded(row, { model, input: usage.promptTokenCount, output: usage.candidatesTokenCount, what: 'gemini, stream' });
+  });
+}
+
+test('the Codex endpoint of the mock refuses what the real one does: a request not streamed, stored, or without instructions', async () => {
+  const url = `${mock.url}/backend-api/codex/responses`;
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${CODEX_ACCESS}`, 'chatgpt-account-id': `acct-${RUN}` };
+  const ok = { model: 'gpt-5', instructions: 'x', input: 'hi', stream: true, store: false };
+  for (const [body, detail] of [
+    [{ ...ok, stream: false }, 'Stream must be set to true'],
+    [{ ...ok, stream: undefined }, 'Stream must be set to true'],
+    [{ ...ok, store: undefined }, 'Store must be set to false'],
+    [{ ...ok, store: true }, 'Store must be set to false'],
+    [{ ...ok, instructions: undefined }, 'Instructions are required'],
+    [{ ...ok, max_output_tokens: 10 }, 'Unsupported parameter: max_output_tokens'],
+  ]) {
+    const r = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
+    assert.equal(r.status, 400, detail);
+    assert.deepEqual(await r.json(), { detail });
+  }
+  const r = await fetch(url, { method: 'POST', headers, body: JSON.stringify(ok) });
+  assert.equal(r.status, 200);
+  assert.match(r.headers.get('content-type'), /^text\/event-stream/);
 });
 
 test('an account whose usage window is used up is cooled down until its reset; the pool serves from the other', async () => {

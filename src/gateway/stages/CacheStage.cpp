@@ -15,6 +15,7 @@
 #include "gateway/stages/Stages.hpp"
 #include "metrics/Metrics.hpp"
 #include "pipeline/Pricing.hpp"
+#include "providers/Translate.hpp"
 #include "redact/Restorer.hpp"
 #include "telemetry/RequestTrace.hpp"
 
@@ -175,13 +176,13 @@ class CacheStage final : public Stage {
     status_ = h.status;
   }
 
-  DataStep onResponseData(Exchange&, ResponseData& d) override {
+  DataStep onResponseData(Exchange& ex, ResponseData& d) override {
     if (!recorder_) {  // a whole answer: one piece
-      if (d.end_of_stream) keep(cache::Recorder::fromAnswer(format_, status_, d.upstream, max_entry_));
+      if (d.end_of_stream) keep(ex, cache::Recorder::fromAnswer(format_, status_, d.upstream, max_entry_));
       return DataStep::Continue;
     }
     recorder_->feed(d.upstream);
-    if (d.end_of_stream) keep(recorder_->finish());
+    if (d.end_of_stream) keep(ex, recorder_->finish());
     return DataStep::Continue;
   }
 
@@ -193,8 +194,14 @@ class CacheStage final : public Stage {
   }
 
  private:
-  void keep(std::optional<cache::Entry> entry) {
+  void keep(const Exchange& ex, std::optional<cache::Entry> entry) {
     if (!entry) return;
+    // Bedrock Converse answers name neither an id nor a model: the entry is recorded as the client
+    // got the answer, with the id and model the translation gave it, so a replay carries both.
+    if (format_ == providers::Format::BedrockConverse) {
+      if (entry->response.id.empty()) entry->response.id = providers::unnamedAnswerId(ex.ctx.id);
+      if (entry->response.model.empty()) entry->response.model = ex.route.upstream_model;
+    }
     entry->stored_at_ms = unixNowMs();
     recorded_ = std::make_shared<const cache::Entry>(std::move(*entry));
   }

@@ -1489,7 +1489,15 @@ void encodeResponsesError(const ApiError& err, std::string& out) {
 }
 
 ApiError decodeResponsesError(int status, std::string_view body) {
-  return decodeChatError(status, body);
+  ApiError err = decodeChatError(status, body);
+  // ChatGPT's Codex endpoint refuses a request with {"detail":"..."}.
+  boost::system::error_code ec;
+  const json::value root = sluice::parseJson(body, ec);
+  if (!ec && root.is_object() && !root.as_object().contains("error")) {
+    if (const auto said = detail::asStr(root.as_object().if_contains("detail")); !said.empty())
+      err.message = std::string(said);
+  }
+  return err;
 }
 
 std::unique_ptr<StreamEncoder> makeResponsesStreamEncoder(ResponsesStreamOptions opts) {

@@ -281,10 +281,36 @@ TEST(CacheRecord, GivesUpOnWhatMustNotBeCached) {
     rec->feed("[{\"candidates\":[]}");
     EXPECT_FALSE(rec->finish());
   }
-  EXPECT_FALSE(Recorder::forStream(Format::OpenAIResponses));
+  {  // a Responses stream (a ChatGPT subscription channel's) that ends with an error event
+    auto rec = Recorder::forStream(Format::OpenAIResponses);
+    ASSERT_TRUE(rec);
+    rec->feed("event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"boom\"}\n\n");
+    EXPECT_FALSE(rec->finish());
+  }
   EXPECT_FALSE(Recorder::fromWhole(Format::OpenAIChat, 500, readFixture("openai_response_tools.json")));
   EXPECT_FALSE(Recorder::fromWhole(Format::OpenAIChat, 200, "{}"));
   EXPECT_FALSE(Recorder::fromWhole(Format::OpenAIChat, 200, readFixture("openai_response_tools.json"), 16));
+}
+
+TEST(CacheRecord, RecordsAResponsesStreamAndAnswer) {
+  const std::string s =
+      "event: response.created\ndata: "
+      "{\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"model\":\"gpt-5\"}}\n\n"
+      "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"Hi\"}\n\n"
+      "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\","
+      "\"usage\":{\"input_tokens\":5,\"output_tokens\":2}}}\n\n";
+  auto rec = Recorder::forStream(Format::OpenAIResponses);
+  ASSERT_TRUE(rec);
+  rec->feed(s);
+  auto e = rec->finish();
+  ASSERT_TRUE(e) << rec->why();
+  EXPECT_EQ("resp_1", e->response.id);
+  EXPECT_EQ("text=Hi\nreasoning=\ntools=finish=1\nusage=5/2\n", content(*e));
+  auto whole = Recorder::fromWhole(
+      Format::OpenAIResponses, 200,
+      R"({"id":"resp_2","model":"gpt-5","status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"Hi"}]}],"usage":{"input_tokens":5,"output_tokens":2}})");
+  ASSERT_TRUE(whole);
+  EXPECT_EQ("text=Hi\nreasoning=\ntools=finish=1\nusage=5/2\n", content(*whole));
 }
 
 TEST(CacheRecord, AcceptsAFinalEventWithoutItsBlankLine) {

@@ -159,6 +159,10 @@ TEST(UpstreamPath, BuildsEachProvidersTarget) {
   EXPECT_EQ(upstreamTarget(t), "/v1/chat/completions?a=1");
   t.translated = true;
   EXPECT_EQ(upstreamTarget(t), "/v1/chat/completions");
+  // A ChatGPT subscription: translated to the Responses API of the Codex endpoint.
+  t.base_path = "/backend-api/codex";
+  t.responses = true;
+  EXPECT_EQ(upstreamTarget(t), "/backend-api/codex/responses");
 
   t = TargetParts{};
   t.type = ChannelType::Gemini;
