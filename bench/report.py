@@ -747,12 +747,14 @@ def build_screen(ev, cli, micro, meta, everyday=None):
         L.append(f"- Load average (1/5/15 min) before: {m('loadavg_screen_start')}, after: "
                  f"{m('loadavg_screen_end', '?')}")
     L.append("- Model: models/injection.model (logistic regression over hashed character 3-5-grams and word "
-             "1-2-grams of the normalised text, int8 weights; a long text is scored by its most suspicious window), "
+             "1-2-grams of the normalised text, int8 weights; a long text is scored by its most suspicious window; "
+             "a text up to 2 KB also by three character-surprisal features, weighed by a second stage), "
              "trained by `build/sluice_train_screen` on the 80% of models/prompt-injection/train.jsonl outside the "
              "held-out split; the split is by a MinHash of each text's word 4-grams, so near-duplicate templates "
-             "fall on one side. The threshold is the lowest at which at most 1% of the out-of-fold scores of the "
-             "80%'s everyday requests are flagged; the held-out 20% was used for nothing but these figures. "
-             "Quality on sources never trained on: the leave-one-source-out table above.")
+             "fall on one side. The second stage and the threshold come from out-of-fold scores on folds of whole "
+             "sources: the threshold is the lowest at which at most 2.5% of the everyday requests of the 80% are "
+             "flagged by models that never saw their source; the held-out 20% was used for nothing but these "
+             "figures. Quality on sources never trained on: the leave-one-source-out table above.")
     L.append("")
     checks = []
     if ev:

@@ -126,6 +126,13 @@ int main(int argc, char** argv) {
   app.add_option("--benign-windows", o.benign_windows,
                  "also train on up to N windows of each long benign text (0: off)")
       ->capture_default_str();
+  app.add_option("--surprisal-bits", o.surprisal_bits,
+                 "dense character-surprisal features over a 2^N-entry trigram table, with stacking (0: none)")
+      ->capture_default_str();
+  bool noStack = false;
+  app.add_flag("--no-stack", noStack,
+               "folds by near-duplicate cluster and no stage 2 (default: folds of whole sources; stage 2 over the "
+               "n-gram logit and the surprisal features, and the threshold, from their out-of-fold scores)");
   bool noBalance = false;
   app.add_flag("--no-balance", noBalance,
                "weigh every text alike (default: by the square root of mean group size / its (source, label) "
@@ -142,6 +149,7 @@ int main(int argc, char** argv) {
   app.add_option("--clip-quantile", o.clip_quantile, "int8 range = this quantile of |w|")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (noBalance) o.balance_sources = false;
+  if (noStack) o.stack = false;
 
   try {
     const auto rows = readLabelledJsonl(data);

@@ -15,7 +15,10 @@ namespace sluice::guard {
 namespace {
 
 constexpr std::string_view kMagic = "SLUICEPI";
-constexpr std::uint32_t kFormatVersion = 1;
+constexpr std::uint32_t kFormatVersion = 1;       // hashed weights only
+constexpr std::uint32_t kDenseFormatVersion = 2;  // + dense features and their trigram table
+constexpr std::uint32_t kMinSurprisalBits = 8;
+constexpr std::uint32_t kMaxSurprisalBits = 20;
 constexpr std::size_t kHeaderBytes = 8 + 4 * 7;
 constexpr std::uint32_t kMinBucketBits = 8;
 constexpr std::uint32_t kMaxBucketBits = 24;
@@ -45,8 +48,12 @@ std::string serializeInjectionModel(const InjectionModel& m) {
   if (m.bucket_bits < kMinBucketBits || m.bucket_bits > kMaxBucketBits ||
       m.weights.size() != (std::size_t{1} << m.bucket_bits))
     throw std::invalid_argument("serializeInjectionModel: weights do not match bucket_bits");
+  const bool dense = !m.dense.empty();
+  if (dense && (m.dense.size() != kDenseFeatures || m.surprisal_bits < kMinSurprisalBits ||
+                m.surprisal_bits > kMaxSurprisalBits || m.surprisal.size() != (std::size_t{1} << m.surprisal_bits)))
+    throw std::invalid_argument("serializeInjectionModel: dense weights or surprisal table malformed");
   std::string out(kMagic);
-  putU32(out, kFormatVersion);
+  putU32(out, dense ? kDenseFormatVersion : kFormatVersion);
   putU32(out, kFeatureVersion);
   putU32(out, m.bucket_bits);
   putU32(out, std::bit_cast<std::uint32_t>(m.bias));
@@ -70,6 +77,12 @@ std::string serializeInjectionModel(const InjectionModel& m) {
     } while (gap);
     out.push_back(static_cast<char>(m.weights[i]));
   }
+  if (dense) {
+    putU32(out, static_cast<std::uint32_t>(m.dense.size()));
+    for (float w : m.dense) putU32(out, std::bit_cast<std::uint32_t>(w));
+    putU32(out, m.surprisal_bits);
+    out.append(reinterpret_cast<const char*>(m.surprisal.data()), m.surprisal.size());
+  }
   putU32(out, fnv1a32(out));
   return out;
 }
@@ -79,8 +92,10 @@ InjectionModel parseInjectionModel(std::string_view b, std::string_view what) {
     fail(what, "truncated: " + std::to_string(b.size()) + " bytes, a model file has at least " +
                    std::to_string(kHeaderBytes + 4));
   if (b.substr(0, kMagic.size()) != kMagic) fail(what, "not a Sluice injection model (bad magic bytes)");
-  if (auto v = getU32(b, 8); v != kFormatVersion)
-    fail(what, "format version " + std::to_string(v) + ", this build reads version " + std::to_string(kFormatVersion));
+  const std::uint32_t format = getU32(b, 8);
+  if (format != kFormatVersion && format != kDenseFormatVersion)
+    fail(what, "format version " + std::to_string(format) + ", this build reads versions " +
+                   std::to_string(kFormatVersion) + " and " + std::to_string(kDenseFormatVersion));
   const std::size_t body = b.size() - 4;
   if (getU32(b, body) != fnv1a32(b.substr(0, body)))
     fail(what, "checksum mismatch: the file is corrupt or truncated (" + std::to_string(b.size()) + " bytes)");
@@ -118,6 +133,26 @@ InjectionModel parseInjectionModel(std::string_view b, std::string_view what) {
     if (at >= body) fail(what, "weight " + std::to_string(k) + " of " + std::to_string(count) + " is cut short");
     m.weights[index] = static_cast<std::int8_t>(b[at++]);
   }
+  if (format == kDenseFormatVersion) {
+    if (body - at < 4 || getU32(b, at) != kDenseFeatures)
+      fail(what, "dense section: expected " + std::to_string(kDenseFeatures) + " dense weights");
+    at += 4;
+    if (body - at < 4 * (kDenseFeatures + 1)) fail(what, "dense section is cut short");
+    for (std::uint32_t k = 0; k < kDenseFeatures; ++k, at += 4) {
+      m.dense.push_back(std::bit_cast<float>(getU32(b, at)));
+      if (!std::isfinite(m.dense.back())) fail(what, "dense weight " + std::to_string(k) + " is not finite");
+    }
+    m.surprisal_bits = getU32(b, at);
+    at += 4;
+    if (m.surprisal_bits < kMinSurprisalBits || m.surprisal_bits > kMaxSurprisalBits)
+      fail(what, "surprisal bits " + std::to_string(m.surprisal_bits) + " outside " +
+                     std::to_string(kMinSurprisalBits) + ".." + std::to_string(kMaxSurprisalBits));
+    const std::size_t entries = std::size_t{1} << m.surprisal_bits;
+    if (body - at < entries) fail(what, "surprisal table is cut short");
+    m.surprisal.assign(reinterpret_cast<const std::uint8_t*>(b.data() + at),
+                       reinterpret_cast<const std::uint8_t*>(b.data() + at + entries));
+    at += entries;
+  }
   if (at != body) fail(what, std::to_string(body - at) + " unexpected bytes after the weights");
   return m;
 }
@@ -125,7 +160,11 @@ InjectionModel parseInjectionModel(std::string_view b, std::string_view what) {
 InjectionDetector::InjectionDetector(InjectionModel model) {
   if (model.weights.size() != (std::size_t{1} << model.bucket_bits))
     throw std::invalid_argument("InjectionDetector: weights do not match bucket_bits");
+  if (!model.dense.empty() &&
+      (model.dense.size() != kDenseFeatures || model.surprisal.size() != (std::size_t{1} << model.surprisal_bits)))
+    throw std::invalid_argument("InjectionDetector: dense weights or surprisal table malformed");
   shift_ = 64 - model.bucket_bits;
+  if (!model.dense.empty()) surprisalShift_ = 64 - model.surprisal_bits;
   model_ = std::make_shared<const InjectionModel>(std::move(model));
 }
 
@@ -142,8 +181,22 @@ double InjectionDetector::score(std::string_view text) const {
   const std::int8_t* w = model_->weights.data();
   const unsigned shift = shift_;
   WindowedSum<std::int64_t> sum;
-  forEachFeatureHash(text, [&](std::uint64_t h) { sum.add(w[h >> shift]); });
-  const double z = model_->bias + static_cast<double>(model_->scale) * sum.result();
+  if (model_->dense.empty() || text.size() > kSurprisalMaxBytes) {
+    forEachFeatureHash(text, [&](std::uint64_t h) { sum.add(w[h >> shift]); });
+    const double z = model_->bias + static_cast<double>(model_->scale) * sum.result();
+    return 1.0 / (1.0 + std::exp(-z));
+  }
+  const std::uint8_t* table = model_->surprisal.data();
+  const unsigned tableShift = surprisalShift_;
+  SurprisalStats stats;
+  forEachFeatureHash(text, [&](std::uint64_t h, Lane lane, std::uint32_t trigram) {
+    sum.add(w[h >> shift]);
+    if (lane == kLane3 && SurprisalStats::counts(trigram)) stats.add(table[h >> tableShift]);
+  });
+  float f[kDenseFeatures];
+  stats.features(f);
+  double z = model_->bias + static_cast<double>(model_->scale) * sum.result();
+  for (std::uint32_t k = 0; k < kDenseFeatures; ++k) z += static_cast<double>(model_->dense[k]) * f[k];
   return 1.0 / (1.0 + std::exp(-z));
 }
 
@@ -151,9 +204,17 @@ Explanation InjectionDetector::explain(std::string_view text, std::size_t top) c
   const std::int8_t* w = model_->weights.data();
   std::map<std::pair<std::string, int>, std::pair<int, std::int64_t>> byFeature;  // (text, lane) -> (count, sum)
   std::uint32_t n = 0;
+  SurprisalStats stats;
+  const bool dense = !model_->dense.empty() && text.size() <= kSurprisalMaxBytes;
   forEachFeatureHash(text, [&](std::uint64_t h, Lane lane, std::string_view feature) {
     const std::int8_t wi = w[h >> shift_];
     ++n;
+    if (dense && lane == kLane3 && feature.size() == 3) {
+      const std::uint32_t trigram = (std::uint32_t{static_cast<unsigned char>(feature[0])} << 16) |
+                                    (std::uint32_t{static_cast<unsigned char>(feature[1])} << 8) |
+                                    static_cast<unsigned char>(feature[2]);
+      if (SurprisalStats::counts(trigram)) stats.add(model_->surprisal[h >> surprisalShift_]);
+    }
     auto& slot = byFeature[{std::string(feature), static_cast<int>(lane)}];
     ++slot.first;
     slot.second += wi;
@@ -173,6 +234,20 @@ Explanation InjectionDetector::explain(std::string_view text, std::size_t top) c
     if (std::fabs(a.logit) != std::fabs(b.logit)) return std::fabs(a.logit) > std::fabs(b.logit);
     return a.feature < b.feature;
   });
+  if (dense) {
+    static constexpr const char* kDenseNames[kDenseFeatures] = {"surprisal (mean)", "surprisal (peak)",
+                                                                "surprisal (rare trigrams)"};
+    float f[kDenseFeatures];
+    stats.features(f);
+    for (std::uint32_t k = 0; k < kDenseFeatures; ++k) {
+      const double c = static_cast<double>(model_->dense[k]) * f[k];
+      if (c != 0) e.top.push_back({kDenseNames[k], "dense", 1, c});
+    }
+    std::sort(e.top.begin(), e.top.end(), [](const auto& a, const auto& b) {
+      if (std::fabs(a.logit) != std::fabs(b.logit)) return std::fabs(a.logit) > std::fabs(b.logit);
+      return a.feature < b.feature;
+    });
+  }
   if (e.top.size() > top) e.top.resize(top);
   return e;
 }

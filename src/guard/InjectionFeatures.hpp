@@ -29,6 +29,8 @@ namespace sluice::guard {
 // 3: zero-width and bidi control characters, soft hyphens and byte-order marks are skipped, and
 //    fullwidth ASCII (U+FF01..U+FF5E) is read as ASCII; a text is scored as its most suspicious
 //    window (WindowedSum), so an instruction planted in a long document is not averaged away.
+// The surprisal features (SurprisalStats, below) read the same stream; a model that has them is
+// file format 2 (InjectionDetector.hpp), which carries their trigram table.
 inline constexpr std::uint32_t kFeatureVersion = 3;
 inline constexpr std::size_t kScanHeadBytes = 8 * 1024;
 inline constexpr std::size_t kScanTailBytes = 8 * 1024;
@@ -95,6 +97,9 @@ class Extractor {
   // An emitter taking (hash, lane, text) is also told each feature as text (--explain); the
   // scoring path does not pay for it.
   static constexpr bool kDescribe = std::is_invocable_v<Emit&, std::uint64_t, Lane, std::string_view>;
+  // An emitter taking (hash, lane, std::uint32_t) is also given the last three normalised bytes
+  // (the trigram of a kLane3 feature), for the surprisal features.
+  static constexpr bool kTrigram = std::is_invocable_v<Emit&, std::uint64_t, Lane, std::uint32_t>;
   using Text = std::conditional_t<kDescribe, std::string, NoText>;
 
  public:
@@ -148,6 +153,8 @@ class Extractor {
       char gram[5];
       for (int i = 0; i < n; ++i) gram[i] = static_cast<char>((window_ >> (8 * (n - 1 - i))) & 0xFF);
       emit_(h, lane, std::string_view(gram, static_cast<std::size_t>(n)));
+    } else if constexpr (kTrigram) {
+      emit_(h, lane, static_cast<std::uint32_t>(window_ & 0xFFFFFFu));
     } else if constexpr (std::is_invocable_v<Emit&, std::uint64_t, Lane>) {
       emit_(h, lane);
     } else {
@@ -184,6 +191,10 @@ class Extractor {
               std::string_view(prevWordText_ + " " + wordText_));
       prevWordText_ = std::move(wordText_);
       wordText_.clear();
+    } else if constexpr (kTrigram) {
+      emit_(fmix64(word_ ^ kUnigramTag), kLaneWord, std::uint32_t{0});
+      if (havePrev_)
+        emit_(fmix64((prevWord_ * 0x9E3779B97F4A7C15ULL + word_) ^ kBigramTag), kLaneWord, std::uint32_t{0});
     } else {
       emit(fmix64(word_ ^ kUnigramTag), kLaneWord);
       if (havePrev_) emit(fmix64((prevWord_ * 0x9E3779B97F4A7C15ULL + word_) ^ kBigramTag), kLaneWord);
@@ -263,6 +274,59 @@ class WindowedSum {
   std::uint32_t blocks_ = 0;
   T ring_[kWindowBlocks] = {};
   double best_ = -1e300;
+};
+
+// Dense features: how surprising the text's characters are to a character trigram model of
+// benign text (a table of -log2 P(c | the two characters before), indexed by the top bits of the
+// kLane3 hash, in 1/16 bit, 0..255). Optimised adversarial suffixes (GCG, DSN, random search) are
+// runs of rare character sequences in otherwise fluent text; the n-gram weights only know the
+// suffixes they saw, a surprisal measure carries over to suffixes never seen. Fed one trigram at a
+// time (no allocation); the same code for the trainer and the runtime. Only ASCII trigrams count:
+// byte trigrams of CJK or Cyrillic text are sparse and would read as noise to any table.
+inline constexpr std::uint32_t kDenseFeatures = 3;
+// Texts longer than this get no surprisal features (all 0) and the plain scorer: optimised suffixes
+// ride on short requests, and a long text would pay ~1.5x per byte for them.
+inline constexpr std::size_t kSurprisalMaxBytes = 2048;
+inline constexpr std::uint32_t kSurprisalChunk = 32;     // trigrams per chunk for the peak (~32 bytes)
+inline constexpr std::uint8_t kSurprisalHigh = 12 * 16;  // 12 bits: a trigram benign text (nearly) never has
+
+class SurprisalStats {
+ public:
+  static constexpr bool counts(std::uint32_t trigram) { return (trigram & 0x808080u) == 0; }
+  void add(std::uint8_t s) {
+    total_ += s;
+    high_ += s >= kSurprisalHigh;
+    chunk_ += s;
+    if (++inChunk_ == kSurprisalChunk) [[unlikely]] {
+      peak_ = std::max(peak_, chunk_);
+      chunk_ = 0;
+      inChunk_ = 0;
+    }
+    ++n_;
+  }
+  // How far the text is past what benign text reaches (each 0 for most benign texts, so they do
+  // not act as a second bias): [0] mean surprisal above 3.5 bits, per 0.5 bit; [1] the largest mean
+  // over one chunk (a shorter text: its mean) above 4.5 bits, per bit; [2] the fraction of
+  // trigrams at or above kSurprisalHigh, x20. Each capped at 4; all 0 for no trigrams.
+  void features(float out[kDenseFeatures]) const {
+    if (n_ == 0) {
+      for (std::uint32_t k = 0; k < kDenseFeatures; ++k) out[k] = 0.0f;
+      return;
+    }
+    const double mean = double(total_) / double(n_) / 16.0;
+    const double peak = n_ < kSurprisalChunk ? mean : double(peak_) / double(kSurprisalChunk) / 16.0;
+    out[0] = static_cast<float>(std::clamp((mean - 3.5) / 0.5, 0.0, 4.0));
+    out[1] = static_cast<float>(std::clamp(peak - 4.5, 0.0, 4.0));
+    out[2] = static_cast<float>(std::min(4.0, 20.0 * double(high_) / double(n_)));
+  }
+
+ private:
+  std::uint64_t total_ = 0;
+  std::uint32_t high_ = 0;
+  std::uint32_t chunk_ = 0;
+  std::uint32_t inChunk_ = 0;
+  std::uint32_t peak_ = 0;
+  std::uint32_t n_ = 0;
 };
 
 // Calls emit(std::uint64_t hash) -- or emit(hash, Lane), or emit(hash, Lane, std::string_view

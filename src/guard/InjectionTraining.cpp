@@ -186,6 +186,53 @@ void BinaryMetrics::add(int label, bool predicted) {
   }
 }
 
+std::vector<std::uint8_t> buildSurprisalTable(const std::vector<LabelledText>& samples,
+                                              const std::vector<std::size_t>& rows, std::uint32_t bits) {
+  // Exact counts of trigrams (24-bit keys) and of their two-character contexts, then per table
+  // entry the lowest surprisal of the trigrams that hash to it (add-alpha smoothing over an
+  // alphabet of kAlphabet). Entries no trigram reached stay at 255.
+  constexpr double kAlpha = 0.5;
+  constexpr double kAlphabet = 96;
+  std::vector<std::uint32_t> tri(std::size_t{1} << 24, 0);
+  std::vector<std::uint32_t> ctx(std::size_t{1} << 16, 0);
+  for (std::size_t r : rows) {
+    if (samples[r].label != 0) continue;
+    forEachFeatureHash(samples[r].text, [&](std::uint64_t, Lane lane, std::string_view gram) {
+      if (lane != kLane3 || gram.size() != 3) return;
+      const std::uint32_t key = (std::uint32_t{static_cast<unsigned char>(gram[0])} << 16) |
+                                (std::uint32_t{static_cast<unsigned char>(gram[1])} << 8) |
+                                static_cast<unsigned char>(gram[2]);
+      if (!SurprisalStats::counts(key)) return;
+      ++tri[key];
+      ++ctx[key >> 8];
+    });
+  }
+  std::vector<std::uint8_t> table(std::size_t{1} << bits, 255);
+  const unsigned shift = 64 - bits;
+  for (std::uint32_t key = 0; key < tri.size(); ++key) {
+    if (tri[key] == 0) continue;
+    const double bitsOf = -std::log2((tri[key] + kAlpha) / (ctx[key >> 8] + kAlpha * kAlphabet));
+    const auto q = static_cast<std::uint8_t>(std::clamp(std::round(bitsOf * 16.0), 0.0, 255.0));
+    const std::size_t at = features_detail::mixNgram(std::uint64_t{key} | (3ULL << 56)) >> shift;
+    table[at] = std::min(table[at], q);
+  }
+  return table;
+}
+
+void denseFeaturesOf(std::string_view text, const std::vector<std::uint8_t>& table, std::uint32_t bits,
+                     float out[kDenseFeatures]) {
+  if (text.size() > kSurprisalMaxBytes) {
+    for (std::uint32_t k = 0; k < kDenseFeatures; ++k) out[k] = 0.0f;
+    return;
+  }
+  const unsigned shift = 64 - bits;
+  SurprisalStats stats;
+  forEachFeatureHash(text, [&](std::uint64_t h, Lane lane, std::uint32_t trigram) {
+    if (lane == kLane3 && SurprisalStats::counts(trigram)) stats.add(table[h >> shift]);
+  });
+  stats.features(out);
+}
+
 std::vector<std::string> TrainOptions::defaultCalibrationSources() {
   // Everyday requests people send an assistant: code, writing, questions, agent tasks, several languages.
   return {"arena_hard",        "bfcl_queries", "clinc150",      "fastchat_bench",
@@ -250,15 +297,16 @@ Featurized featurizeAll(const std::vector<LabelledText>& samples, const TrainOpt
     for (std::size_t i = 0; i < samples.size(); ++i) {
       if (samples[i].label != 0) continue;
       all.clear();
-      forEachFeatureHash(samples[i].text, [&](std::uint64_t h) { all.push_back(static_cast<std::uint32_t>(h >> shift)); });
+      forEachFeatureHash(samples[i].text,
+                         [&](std::uint64_t h) { all.push_back(static_cast<std::uint32_t>(h >> shift)); });
       if (all.size() < 2 * kWindow) continue;
       const std::size_t starts = all.size() - kWindow;  // the last window starts here
       const auto count = static_cast<std::size_t>(o.benign_windows);
       for (std::size_t k = 0; k < count; ++k) {
         const std::size_t at = count == 1 ? 0 : starts * k / (count - 1);
         f.extra[i].push_back(f.X.size());
-        f.X.push_back(sparseOf({all.begin() + static_cast<std::ptrdiff_t>(at),
-                                all.begin() + static_cast<std::ptrdiff_t>(at + kWindow)}));
+        f.X.push_back(sparseOf(
+            {all.begin() + static_cast<std::ptrdiff_t>(at), all.begin() + static_cast<std::ptrdiff_t>(at + kWindow)}));
         f.y.push_back(0.0f);
         f.weight.push_back(f.weight[i]);
         f.fold.push_back(f.fold[i]);
@@ -303,9 +351,136 @@ InjectionModel quantize(const FloatModel& m, const TrainOptions& o, double thres
   return q;
 }
 
+// Stage 2 of a stacked model: logistic regression of the label on (the n-gram model's windowed
+// logit, the dense features, 1) by Newton's method with a small ridge. Few parameters, so
+// deterministic and exact. Returns the coefficients in that order.
+std::vector<double> fitStage2(const std::vector<std::vector<double>>& x, const std::vector<int>& y,
+                              const std::vector<float>& weight) {
+  const std::size_t p = x.empty() ? 0 : x[0].size();
+  std::vector<double> beta(p, 0.0);
+  if (p == 0) return beta;
+  beta[0] = 1.0;
+  for (int iter = 0; iter < 30; ++iter) {
+    std::vector<double> g(p, 0.0), h(p * p, 0.0);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      double z = 0;
+      for (std::size_t a = 0; a < p; ++a) z += beta[a] * x[i][a];
+      const double q = 1.0 / (1.0 + std::exp(-z));
+      const double wi = weight[i];
+      for (std::size_t a = 0; a < p; ++a) {
+        g[a] += wi * (q - y[i]) * x[i][a];
+        for (std::size_t b = 0; b < p; ++b) h[a * p + b] += wi * q * (1 - q) * x[i][a] * x[i][b];
+      }
+    }
+    for (std::size_t a = 0; a < p; ++a) {
+      g[a] += 1e-2 * beta[a];
+      h[a * p + a] += 1e-2;
+    }
+    // Solve h d = g (Gaussian elimination with partial pivoting).
+    std::vector<double> d = g;
+    for (std::size_t c = 0; c < p; ++c) {
+      std::size_t piv = c;
+      for (std::size_t r = c + 1; r < p; ++r)
+        if (std::fabs(h[r * p + c]) > std::fabs(h[piv * p + c])) piv = r;
+      for (std::size_t k = 0; k < p; ++k) std::swap(h[c * p + k], h[piv * p + k]);
+      std::swap(d[c], d[piv]);
+      for (std::size_t r = c + 1; r < p; ++r) {
+        const double f = h[r * p + c] / h[c * p + c];
+        for (std::size_t k = c; k < p; ++k) h[r * p + k] -= f * h[c * p + k];
+        d[r] -= f * d[c];
+      }
+    }
+    for (std::size_t c = p; c-- > 0;) {
+      for (std::size_t k = c + 1; k < p; ++k) d[c] -= h[c * p + k] * d[k];
+      d[c] /= h[c * p + c];
+    }
+    double step = 0;
+    for (std::size_t a = 0; a < p; ++a) {
+      beta[a] -= d[a];
+      step = std::max(step, std::fabs(d[a]));
+    }
+    if (step < 1e-9) break;
+  }
+  return beta;
+}
+
+// Stacked training (TrainOptions::stack): the folds are whole sources (round robin over the
+// sorted source names), so each out-of-fold score is a score on sources the fold's model never
+// saw; stage 2 learns from those scores how far to trust the n-gram logit and how much the dense
+// features add on an unseen source, and the threshold is calibrated on the same stage-2 scores.
+InjectionModel trainStacked(const std::vector<LabelledText>& samples, const Featurized& f,
+                            const std::vector<std::size_t>& rows, const TrainOptions& o, std::ostream* log) {
+  std::map<std::string, int> foldOfSource;
+  for (std::size_t r : rows) foldOfSource.emplace(samples[r].source, 0);
+  int next = 0;
+  for (auto& [source, fold] : foldOfSource) fold = next++ % o.folds;
+  const bool dense = o.surprisal_bits > 0;
+  std::vector<std::vector<double>> x;
+  std::vector<int> y;
+  std::vector<float> w;
+  std::vector<char> calibration;
+  for (int k = 0; k < o.folds; ++k) {
+    std::vector<std::size_t> in, out;
+    for (std::size_t r : rows) (foldOfSource[samples[r].source] == k ? out : in).push_back(r);
+    if (out.empty()) continue;
+    const std::vector<std::uint8_t> table =
+        dense ? buildSurprisalTable(samples, in, o.surprisal_bits) : std::vector<std::uint8_t>{};
+    const FloatModel m = fit(f.X, f.y, f.weight, withWindows(f, std::move(in)), o);
+    for (std::size_t r : out) {
+      std::vector<double> row{windowedLogit(m, samples[r].text, o.bucket_bits)};
+      if (dense) {
+        float d[kDenseFeatures];
+        denseFeaturesOf(samples[r].text, table, o.surprisal_bits, d);
+        for (float v : d) row.push_back(v);
+      }
+      row.push_back(1.0);
+      x.push_back(std::move(row));
+      y.push_back(samples[r].label);
+      w.push_back(f.weight[r]);
+      calibration.push_back(samples[r].label == 0 &&
+                            std::find(o.calibration_sources.begin(), o.calibration_sources.end(), samples[r].source) !=
+                                o.calibration_sources.end());
+    }
+  }
+  const std::vector<double> beta = fitStage2(x, y, w);
+  std::vector<std::pair<double, int>> oof;
+  std::vector<double> cal;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    double z = 0;
+    for (std::size_t a = 0; a < beta.size(); ++a) z += beta[a] * x[i][a];
+    const double p = sigmoid(z);
+    oof.emplace_back(p, y[i]);
+    if (calibration[i]) cal.push_back(p);
+  }
+  const double threshold = o.fpr_budget > 0 && !cal.empty() ? budgetThreshold(cal, o.fpr_budget) : bestThreshold(oof);
+  const FloatModel m = fit(f.X, f.y, f.weight, withWindows(f, rows), o);
+  std::size_t nonzero = 0;
+  InjectionModel q = quantize(m, o, threshold, &nonzero);
+  // z = a * (bias + scale * sum) + dense . f + c
+  const double a = beta[0];
+  q.bias = static_cast<float>(a * q.bias + beta.back());
+  q.scale = static_cast<float>(a * q.scale);
+  if (dense) {
+    q.dense.assign(beta.begin() + 1, beta.begin() + 1 + kDenseFeatures);
+    q.surprisal_bits = o.surprisal_bits;
+    q.surprisal = buildSurprisalTable(samples, rows, o.surprisal_bits);
+  }
+  if (log) {
+    BinaryMetrics bm;
+    for (const auto& [p, l] : oof) bm.add(l, p >= threshold);
+    *log << "stacked, " << o.folds << " folds of whole sources: stage 2";
+    for (double b : beta) *log << " " << b;
+    *log << "; threshold " << threshold << " (" << cal.size() << " everyday requests), out-of-fold precision "
+         << bm.precision() << " recall " << bm.recall() << " f1 " << bm.f1() << "\n"
+         << "trained on " << rows.size() << " texts, " << nonzero << " non-zero int8 weights\n";
+  }
+  return q;
+}
+
 // Trains on `rows` of `f` (threshold from out-of-fold scores of those rows only).
 InjectionModel trainRows(const std::vector<LabelledText>& samples, const Featurized& f,
                          const std::vector<std::size_t>& rows, const TrainOptions& o, std::ostream* log) {
+  if (o.stack && o.folds > 1) return trainStacked(samples, f, rows, o, log);
   double threshold = 0.5;
   if (o.folds > 1) {
     std::vector<std::pair<double, int>> oof;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "guard/InjectionDetector.hpp"
+#include "guard/InjectionFeatures.hpp"
 
 namespace sluice::guard {
 
@@ -42,8 +43,9 @@ struct TrainOptions {
   double clip_quantile = 1.0;  // int8 step = this quantile of |w| / 127 (1.0: the largest weight)
   // The threshold: 0 = the best F1 on out-of-fold scores; > 0 = a false-positive budget, the
   // lowest threshold at which at most this fraction of the out-of-fold scores of benign texts of
-  // `calibration_sources` (everyday requests) is flagged.
-  double fpr_budget = 0.01;
+  // `calibration_sources` (everyday requests) is flagged. With stack the folds are whole sources,
+  // so this is a budget for everyday requests of sources the model never saw.
+  double fpr_budget = 0.025;
   // Each row's loss is weighted by sqrt(mean group size / its (source, label) group's size), so a
   // 150-row source of attacks is not drowned by 3,000 tool outputs (the square root keeps a
   // 7-row source from weighing like a thousand).
@@ -52,6 +54,13 @@ struct TrainOptions {
   // its windows (first, last and evenly between), each a benign row of its own, so the model
   // learns that any stretch of a clean document is clean (the runtime scores the worst window).
   int benign_windows = 0;
+  // Folds of whole sources, and a stage 2 (n-gram logit, dense features) fitted on their
+  // out-of-fold scores; the threshold from the same scores. Off: folds by split key (near-duplicate
+  // clusters), no stage 2 (the models before 2026-12-05).
+  bool stack = true;
+  // With stack: dense surprisal features (InjectionFeatures.hpp) over a character trigram table of
+  // 2^surprisal_bits entries built from the benign texts trained on; 0 = none (a format-1 model).
+  std::uint32_t surprisal_bits = 14;
   std::vector<std::string> calibration_sources = defaultCalibrationSources();
   static std::vector<std::string> defaultCalibrationSources();
 };
@@ -72,6 +81,14 @@ struct BinaryMetrics {
 // Progress goes to `log` when given.
 InjectionModel trainInjectionModel(const std::vector<LabelledText>& samples, const TrainOptions& options,
                                    std::ostream* log = nullptr);
+
+// The character trigram surprisal table (-log2 P(c | two characters before), 1/16 bit, 255 for a
+// trigram the texts never had) of the texts `rows` of `samples` with label 0. Deterministic.
+std::vector<std::uint8_t> buildSurprisalTable(const std::vector<LabelledText>& samples,
+                                              const std::vector<std::size_t>& rows, std::uint32_t bits);
+// The dense features of `text` under `table` (2^bits entries), as the runtime computes them.
+void denseFeaturesOf(std::string_view text, const std::vector<std::uint8_t>& table, std::uint32_t bits,
+                     float out[kDenseFeatures]);
 
 // Leave-one-source-out: for each source, a model trained (threshold included, out-of-fold on the
 // training part only) on every other source, minus the texts synthesized from that source, and

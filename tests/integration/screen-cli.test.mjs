@@ -71,7 +71,7 @@ test('--explain names the features that drove each score, largest first, as vali
     assert.equal(l.features.length, 4);
     for (const f of l.features) {
       assert.deepEqual(Object.keys(f).sort(), ['count', 'feature', 'kind', 'logit']);
-      assert.match(f.kind, /^(char[345]|word)$/);
+      assert.match(f.kind, /^(char[345]|word|dense)$/);
     }
     const mags = l.features.map((f) => Math.abs(f.logit));
     assert.deepEqual(mags, [...mags].sort((a, b) => b - a));
