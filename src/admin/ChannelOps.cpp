@@ -83,18 +83,10 @@ std::string entraTokenUrlField(const json::value& v) {
     why = "it contains a control character";
   } else if (const auto parsed = boost::urls::parse_uri(url); !parsed) {
     why = "not a valid URL";
-  } else if (!parsed->has_authority() || parsed->encoded_host().empty()) {
-    why = "missing host";
   } else if (parsed->has_userinfo()) {
     why = "credentials in the URL are not allowed (the client secret is its own field)";
-  } else if (parsed->has_fragment()) {
-    why = "a fragment (#...) is not allowed";
-  } else if (parsed->scheme_id() == boost::urls::scheme::http) {
-    const std::string host(parsed->encoded_host());
-    if (host != "localhost" && !host.starts_with("127.") && host != "[::1]")
-      why = "the scheme must be https (http only for a loopback host)";
-  } else if (parsed->scheme_id() != boost::urls::scheme::https) {
-    why = "the scheme must be https";
+  } else {
+    why = config::credentialUrlProblem(*parsed);
   }
   // The message does not repeat the URL: it may hold what was meant to be a credential.
   if (!why.empty())

@@ -646,18 +646,7 @@ class Loader {
   std::string idpUrl(const YAML::Node& n, const std::string& path) {
     std::string url = scalar(n, path, "a URL");
     const auto parsed = boost::urls::parse_uri(url);
-    std::string why;
-    if (!parsed || !parsed->has_authority() || parsed->encoded_host().empty()) {
-      why = "not an absolute URL with a host";
-    } else if (parsed->has_fragment()) {
-      why = "a fragment (#...) is not allowed";
-    } else if (parsed->scheme_id() == boost::urls::scheme::http) {
-      const std::string host(parsed->encoded_host());
-      if (host != "localhost" && !host.starts_with("127.") && host != "[::1]")
-        why = "the scheme must be https (http only for a loopback host)";
-    } else if (parsed->scheme_id() != boost::urls::scheme::https) {
-      why = "the scheme must be https";
-    }
+    const std::string why = parsed ? credentialUrlProblem(*parsed) : "not an absolute URL with a host";
     if (!why.empty()) fail(n, path + ": " + why + ", got " + quote(url));
     return url;
   }
@@ -1548,6 +1537,19 @@ bool validEntraTenant(std::string_view t) {
   return std::all_of(t.begin(), t.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
   });
+}
+
+std::string credentialUrlProblem(const boost::urls::url_view& url) {
+  if (!url.has_authority() || url.encoded_host().empty()) return "not an absolute URL with a host";
+  if (url.has_fragment()) return "a fragment (#...) is not allowed";
+  if (url.scheme_id() == boost::urls::scheme::http) {
+    const std::string host(url.encoded_host());
+    if (host != "localhost" && !host.starts_with("127.") && host != "[::1]")
+      return "the scheme must be https (http only for a loopback host)";
+    return "";
+  }
+  if (url.scheme_id() != boost::urls::scheme::https) return "the scheme must be https";
+  return "";
 }
 
 std::string ChannelConfig::entraTokenUrl() const {

@@ -14,6 +14,10 @@
 
 #include "http/ClientAddress.hpp"
 
+namespace boost::urls {
+class url_view;
+}  // namespace boost::urls
+
 namespace sluice::config {
 
 using Millis = std::chrono::milliseconds;
@@ -376,6 +380,9 @@ bool validGcpProject(std::string_view project);
 // An Entra tenant: a GUID or a domain name (contoso.onmicrosoft.com): letters, digits, '-' and '.',
 // never "." or ".." alone.
 bool validEntraTenant(std::string_view tenant);
+// Why a parsed URL that a credential is sent to (an IdP, a token endpoint) is not acceptable, or
+// empty: it needs a host, https (http only on a loopback host: a test's service) and no fragment.
+std::string credentialUrlProblem(const boost::urls::url_view& url);
 // A vertex key as the config file or the admin API gives it: the service-account JSON itself
 // (starting with '{') or, from the config file only, the path of a file holding it. Returns the
 // compact JSON; throws std::runtime_error saying why (never quoting the key) when it is unusable.
