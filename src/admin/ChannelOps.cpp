@@ -71,9 +71,10 @@ std::string baseUrlField(const json::value& v) {
   return url;
 }
 
-// An azure channel's Entra token endpoint: https, or http only on a loopback host (a test's
-// token service), as auth.oidc's issuer; no credentials in it. The client secret goes in the body.
-std::string entraTokenUrlField(const json::value& v) {
+// A token endpoint (an azure channel's Entra ID one, a subscription's OAuth one): https, or http
+// only on a loopback host (a test's token service), as auth.oidc's issuer; no credentials in it.
+// The client secret or the refresh token goes in the body.
+std::string tokenUrlField(const json::value& v, std::string_view whose) {
   if (!v.is_string()) throw FieldError("token_url", "token_url must be an https:// URL string; got " + describeJson(v));
   std::string url(v.get_string());
   std::string why;
@@ -84,13 +85,13 @@ std::string entraTokenUrlField(const json::value& v) {
   } else if (const auto parsed = boost::urls::parse_uri(url); !parsed) {
     why = "not a valid URL";
   } else if (parsed->has_userinfo()) {
-    why = "credentials in the URL are not allowed (the client secret is its own field)";
+    why = "credentials in the URL are not allowed";
   } else {
     why = config::credentialUrlProblem(*parsed);
   }
   // The message does not repeat the URL: it may hold what was meant to be a credential.
   if (!why.empty())
-    throw FieldError("token_url", "token_url must be the Entra ID token endpoint's https:// URL: " + why);
+    throw FieldError("token_url", fmt::format("token_url must be the {} token endpoint's https:// URL: {}", whose, why));
   return url;
 }
 
@@ -240,14 +241,8 @@ void applyChannelFields(store::Channel& ch, const json::object& body, bool creat
   if (const auto* v = body.if_contains("token_url")) {
     if (v->is_null()) {
       set("token_url", json::value());
-    } else if (azure) {
-      set("token_url", json::value(entraTokenUrlField(*v)));
     } else {
-      try {
-        set("token_url", json::value(baseUrlField(*v)));
-      } catch (const FieldError& e) {
-        throw FieldError("token_url", std::string("token_url: ") + e.what());
-      }
+      set("token_url", json::value(tokenUrlField(*v, azure ? "Entra ID" : "subscription's OAuth")));
     }
   }
   // Entra ID (an azure channel): the client secret is sealed as upstream keys are, and a client

@@ -1253,7 +1253,10 @@ class Loader {
           ch.client_secret = str(v, kpath);
           if (hasControlChar(ch.client_secret)) fail(v, kpath + ": the client secret contains a control character (not shown)");
         } else if (key == "token_url") {
+          // A refresh token or a client secret is sent to it: https (http on loopback only).
           ch.token_url = baseUrl(v, kpath);
+          if (const auto why = credentialUrlProblem(*boost::urls::parse_uri(ch.token_url)); !why.empty())
+            fail(v, kpath + ": " + why);
         } else if (key == "api_version") {
           ch.api_version = str(v, kpath);
           if (ch.api_version.empty() || hasControlChar(ch.api_version)) fail(v, kpath + ": expected a version string");

@@ -307,7 +307,7 @@ test('a vertex key given as the JSON itself through the admin API: sealed at res
   assert.equal(status, 200);
 });
 
-test('azure with Entra ID: a client-credentials token as the Bearer; a wrong secret fails over with the reason', async () => {
+test('azure with Entra ID (openai, Anthropic and Gemini SDKs): a client-credentials token as the Bearer; a wrong secret fails over with the reason', async () => {
   await mock.reset();
   const g = await startGateway(vertexYaml([
     { name: 'az', type: 'azure', base_url: mock.url, client_id: 'app-1', client_secret: 'right-secret',
@@ -322,8 +322,24 @@ test('azure with Entra ID: a client-credentials token as the Bearer; a wrong sec
     if (stream) { let t = ''; for await (const c of r) t += c.choices[0]?.delta?.content ?? ''; assert.ok(t.length > 0); }
     else assert.ok(r.choices[0].message.content.length > 0);
   }
+  // The Anthropic and Gemini SDKs reach the same deployment, translated, on the same token.
+  const ant = new Anthropic({ baseURL: `${g.url}/anthropic`, apiKey: MASTER, maxRetries: 0 });
+  const m = await ant.messages.create({ model: 'gpt-4o-az', max_tokens: 64, messages: user });
+  assert.equal(m.type, 'message');
+  assert.ok(m.content[0].text.length > 0);
+  const s = ant.messages.stream({ model: 'gpt-4o-az', max_tokens: 64, messages: user });
+  let antText = '';
+  s.on('text', (t) => { antText += t; });
+  assert.ok((await s.finalMessage()).usage.output_tokens > 0);
+  assert.ok(antText.length > 0);
+  const gem = new GoogleGenAI({ apiKey: MASTER, httpOptions: { baseUrl: `${g.url}/gemini` } });
+  assert.ok((await gem.models.generateContent({ model: 'gpt-4o-az', contents: 'Say hi' })).text.length > 0);
+  let gemText = '';
+  for await (const c of await gem.models.generateContentStream({ model: 'gpt-4o-az', contents: 'Say hi' }))
+    gemText += c.text ?? '';
+  assert.ok(gemText.length > 0);
   const st = await mock.stats();
-  assert.equal(st.token_requests, 1);
+  assert.equal(st.token_requests, 1, 'one Entra token for the requests of all three SDKs');
   assert.match(st.last_request.path, /^\/openai\/deployments\/gpt-4o-az\/chat\/completions$/);
   assert.match(st.last_request.headers.authorization, /^Bearer eyJ0\.mock-entra-/);
   assert.equal(st.last_request.headers['api-key'], undefined);

@@ -156,6 +156,23 @@ TEST(ChannelOps, EntraFieldsAreCheckedAndTheClientSecretIsSealed) {
   EXPECT_EQ(refused(R"({"token_url":"http://login.example.com/t"})"), "token_url");
   EXPECT_EQ(refused(R"({"token_url":"http://127.0.0.1:9/t"})"), "");
   EXPECT_EQ(refused(R"({"token_url":"https://login.example.com/t"})"), "");
+  // A subscription's OAuth endpoint gets the refresh token: the same rule.
+  auto subscriptionUrl = [&](std::string_view url) {
+    store::Channel sub;
+    try {
+      applyChannelFields(sub,
+                         obj(std::string(R"({"name":"s","type":"anthropic","base_url":"https://api.anthropic.com","subscription":"claude","models":["m"],"token_url":")") +
+                             std::string(url) + "\"}"),
+                         true, &box);
+    } catch (const FieldError& e) {
+      return e.param();
+    }
+    return std::string();
+  };
+  EXPECT_EQ(subscriptionUrl("http://oauth.example.com/token"), "token_url");
+  EXPECT_EQ(subscriptionUrl("https://u:p@oauth.example.com/token"), "token_url");
+  EXPECT_EQ(subscriptionUrl("http://127.0.0.1:9/token"), "");
+  EXPECT_EQ(subscriptionUrl("https://oauth.example.com/token"), "");
   EXPECT_EQ(refused(R"({"client_secret":null})"), "client_secret") << "Entra ID needs all three";
   EXPECT_EQ(refused(R"({"type":"openai"})"), "tenant_id") << "only an azure channel";
   EXPECT_EQ(refused(R"({"tenant_id":null,"client_id":null,"client_secret":null})"), "");

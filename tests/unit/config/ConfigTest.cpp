@@ -268,6 +268,10 @@ TEST(ConfigParse, SubscriptionChannels) {
   EXPECT_NE(f.what.find("valid: claude, chatgpt"), std::string::npos) << f.what;
   f = failure(channel("    token_url: https://x/token\n"));
   EXPECT_NE(f.what.find("only a subscription channel or an azure channel with Entra ID takes a token_url"), std::string::npos) << f.what;
+  // The refresh token goes to it: https, or http on a loopback host only.
+  f = failure("channels:\n  - {name: c, type: anthropic, subscription: claude, models: [m], "
+              "token_url: \"http://oauth.example.com/token\"}\n");
+  EXPECT_NE(f.what.find("token_url: the scheme must be https (http only for a loopback host)"), std::string::npos) << f.what;
 }
 
 // A bedrock channel: the region (required unless the base URL names it), the region's endpoint
