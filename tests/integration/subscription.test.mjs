@@ -185,12 +185,15 @@ const TEXT = 'Hello from sluice';
 const PRICE = { 'gpt-5': [1.25, 10], 'claude-sonnet-4-5': [3, 15] };
 const lastUpstream = async () => (await mock.stats()).last_request;
 const newestLog = async () => (await (await admin(gw, '/logs?limit=1')).json()).data[0];
-// The row of the request made after `before` (the newest row then), once it is written.
-async function loggedAfter(before) {
+// The row of the request made after `before` (the newest row then), once it is written: the newest
+// later row of that model, streamed or not. The log writer is asynchronous, so the previous test's
+// last row can land after `before` was read; it is told apart by its model or its stream flag.
+async function loggedAfter(before, { model, stream }) {
   let row;
   await waitFor(async () => {
-    row = await newestLog();
-    return row && row.id !== before?.id;
+    const rows = (await (await admin(gw, '/logs?limit=20')).json()).data;
+    row = rows.find((r) => r.id > (before?.id ?? 0) && r.model === model && Boolean(r.stream) === stream);
+    return row !== undefined;
   }, 5000, 25);
   return row;
 }
@@ -251,7 +254,7 @@ test('the openai SDK chat.completions through a ChatGPT subscription: translated
   assert.match(plain.id, /^resp_/);
   const r1 = await assertCodexRequest('chat, whole', { instructions: 'Be brief.', input: userItem('Say hi') });
   assert.equal(r1.body.temperature, undefined, 'the Codex endpoint takes no temperature');
-  let row = await loggedAfter(before);
+  let row = await loggedAfter(before, { model: 'gpt-5', stream: false });
   assertRecorded(row, { model: 'gpt-5', input: plain.usage.prompt_tokens, output: plain.usage.completion_tokens, what: 'chat, whole' });
   assert.ok(plain.usage.prompt_tokens > 0 && plain.usage.completion_tokens === 3, JSON.stringify(plain.usage));
 
@@ -270,7 +273,7 @@ test('the openai SDK chat.completions through a ChatGPT subscription: translated
   assert.equal(text, TEXT);
   assert.equal(finish, 'stop');
   await assertCodexRequest('chat, stream', { input: userItem('Say hi') });
-  row = await loggedAfter(before);
+  row = await loggedAfter(before, { model: 'gpt-5', stream: true });
   assert.equal(usage.completion_tokens, 3);
   assertRecorded(row, { model: 'gpt-5', input: usage.prompt_tokens, output: usage.completion_tokens, what: 'chat, stream' });
 });
@@ -286,7 +289,7 @@ test('the Anthropic SDK through a ChatGPT subscription: messages whole and strea
   assert.equal(msg.stop_reason, 'end_turn');
   assert.equal(msg.usage.output_tokens, 3);
   await assertCodexRequest('anthropic, whole', { instructions: 'Answer in English.', input: userItem('Say hi') });
-  let row = await loggedAfter(before);
+  let row = await loggedAfter(before, { model: 'gpt-5', stream: false });
   assertRecorded(row, { model: 'gpt-5', input: msg.usage.input_tokens, output: msg.usage.output_tokens, what: 'anthropic, whole' });
 
   before = row;
@@ -296,7 +299,7 @@ test('the Anthropic SDK through a ChatGPT subscription: messages whole and strea
   assert.equal(final.stop_reason, 'end_turn');
   assert.equal(final.usage.output_tokens, 3);
   await assertCodexRequest('anthropic, stream', { input: userItem('Say hi') });
-  row = await loggedAfter(before);
+  row = await loggedAfter(before, { model: 'gpt-5', stream: true });
   assertRecorded(row, { model: 'gpt-5', input: final.usage.input_tokens, output: final.usage.output_tokens, what: 'anthropic, stream' });
 });
 
@@ -364,7 +367,7 @@ for (const [kind, model] of [['chatgpt', 'gpt-5'], ['claude', 'claude-sonnet-4-5
     assert.equal(res.usageMetadata.candidatesTokenCount, 3);
     if (kind === 'chatgpt') await assertCodexRequest('gemini, whole', { input: userItem('Say hi') });
     else await assertClaudeRequest('gemini, whole', { stream: false });
-    let row = await loggedAfter(before);
+    let row = await loggedAfter(before, { model, stream: false });
     assertRecorded(row, { model, input: res.usageMetadata.promptTokenCount, output: res.usageMetadata.candidatesTokenCount, what: 'gemini, whole' });
 
     before = row;
@@ -381,7 +384,7 @@ for (const [kind, model] of [['chatgpt', 'gpt-5'], ['claude', 'claude-sonnet-4-5
     assert.equal(usage.candidatesTokenCount, 3);
     if (kind === 'chatgpt') await assertCodexRequest('gemini, stream', { input: userItem('Say hi') });
     else await assertClaudeRequest('gemini, stream', { stream: true });
-    row = await loggedAfter(before);
+    row = await loggedAfter(before, { model, stream: true });
     assertRecorded(row, { model, input: usage.promptTokenCount, output: usage.candidatesTokenCount, what: 'gemini, stream' });
   });
 }
