@@ -50,6 +50,8 @@ std::string_view genAiProvider(config::ChannelType t) {
       return "sluice.mock";
     case config::ChannelType::Bedrock:
       return "aws.bedrock";
+    case config::ChannelType::Vertex:
+      return "gcp.vertex_ai";
   }
   return "unknown";
 }

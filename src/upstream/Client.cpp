@@ -1,5 +1,7 @@
 #include "upstream/Client.hpp"
 
+#include "core/SocketDrained.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/write.hpp>
@@ -230,6 +232,9 @@ net::awaitable<std::pair<beast::error_code, std::string_view>> Connection::readB
     if (auto* s = std::get_if<0>(&stream_)) {
       // The socket itself: the stream's per-read timer is what the deadline replaces.
       std::tie(ec, n) = co_await s->socket().async_read_some(buffer_.prepare(room), kTuple);
+      // A short read emptied the socket: the next waits for the kernel's event instead of a recv
+      // that can only answer EAGAIN, unless the provider's end may be pending (core/SocketDrained.hpp).
+      if (!ec) socket_drained::afterRead(s->socket(), room, n);
     } else {
       std::tie(ec, n) = co_await std::get<1>(stream_).async_read_some(buffer_.prepare(room), kTuple);
     }
