@@ -111,12 +111,16 @@ test('a server added through the admin API serves at once; connected clients are
 
 test('PATCH changes a store server (a masked header sent back keeps its value); DELETE removes it', async () => {
   const before = await serverOf('remote');
+  const announced = changes.length;
   const res = await admin(gw, '/mcp-servers/remote', { method: 'PATCH', body: { timeout_ms: 15000, headers: before.headers } });
   assert.equal(res.status, 200);
   const patched = await res.json();
   assert.equal(patched.timeout_ms, 15000);
   assert.deepEqual(patched.headers, before.headers);
-  // The server reconnected with the changed settings, the same header still sent (it would refuse none).
+  // The gateway applies the change (announced as a list change), then the server reconnects with
+  // the changed settings, the same header still sent (it would refuse none). Until the change is
+  // applied the old connection still reads "up", so the state alone proves nothing.
+  assert.ok(await waitFor(() => changes.length > announced, 20000), 'the change is applied and announced');
   assert.ok(await waitFor(() => upState('remote'), 20000));
   const echo = await client.callTool({ name: 'remote__echo', arguments: { message: 'after the change' } });
   assert.equal(echo.content[0].text, 'Echo: after the change');
