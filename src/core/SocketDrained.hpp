@@ -49,11 +49,12 @@ namespace sluice::socket_drained {
 // unless the peer's end or new data may be pending (see above).
 void afterRead(boost::asio::ip::tcp::socket& socket, std::size_t asked, std::size_t got);
 
-// What the reactor knows of the socket (for tests): whether its next read is tried at once, and
-// whether the peer's end was reported. Both true where SLUICE_SOCKET_DRAINED is 0.
+// What the reactor knows of the socket: whether its next read is tried at once, and whether the
+// peer's end (FIN, reset) was reported, e.g. by a provider that closed an idle pooled connection.
+// Where SLUICE_SOCKET_DRAINED is 0: tried at once, no end known.
 struct ReadState {
   bool try_at_once = true;
-  bool peer_end_reported = true;
+  bool peer_end_reported = false;
 };
 ReadState readState(boost::asio::ip::tcp::socket& socket);
 

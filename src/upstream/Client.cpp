@@ -261,9 +261,11 @@ void Connection::close() {
 }
 
 bool Connection::looksAlive() {
-  // No syscall here: a connection the provider closed while idle fails on first use, and the
-  // proxy retries that once on a fresh connection.
-  return buffer_.size() == 0 && tcpStream().socket().is_open();
+  // No syscall here. A provider that closed the connection while it was idle is known from the
+  // event the reactor already handled (EPOLLRDHUP, core/SocketDrained.hpp); one whose end has not
+  // come yet fails on first use, and the proxy retries that once on a fresh connection.
+  return buffer_.size() == 0 && tcpStream().socket().is_open() &&
+         !socket_drained::readState(tcpStream().socket()).peer_end_reported;
 }
 
 // ---------------------------------------------------------------- Pool
