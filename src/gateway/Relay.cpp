@@ -701,7 +701,9 @@ boost::asio::awaitable<void> Relay::failBegunStream(int status, std::string_view
                  out);
   else
     out = streamErrorEvent(call.wire, status, code, message, call.format() == providers::Format::OpenAIResponses);
-  r.setKeepAlive(false);
+  // The answer still ends well framed (the error event, then the last chunk), so the client's
+  // connection stays open for its next request: closing it here made a client that reuses it (as
+  // fetch and the SDKs do) fail that next request with "other side closed".
   if (!out.empty()) co_await r.writeChunk(out);
   co_await r.endStream();
   rec.status = status;

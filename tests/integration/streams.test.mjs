@@ -3,7 +3,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { startMock, startGateway, chat, readSse, sleep, waitForAccessLine } from '../lib/harness.mjs';
+import { connect } from 'node:net';
+import { MASTER, startMock, startGateway, chat, readSse, sleep, waitForAccessLine } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { for (const p of started.reverse()) await p.stop(); });
@@ -78,6 +79,30 @@ test('idle timeout mid-stream: the stream ends with an error event and the conne
   assert.notEqual(last, '[DONE]');
   assert.equal(last.error.code, 'upstream_timeout');
   assert.match(last.error.message, /idle/);
+});
+
+test('after a stream ends with an error event, the same client connection serves the next request', async () => {
+  const m = await mockP(['--chunks', '5', '--chunk-interval-ms', '2000']);
+  const gw = await gwP({ channels: [{ name: 'm', url: m.url }], routing: { timeouts: { idle: '300ms', first_byte: '5s' } } });
+  const port = new URL(gw.url).port;
+  const sock = connect(Number(port), '127.0.0.1');
+  let got = '';
+  sock.on('data', (d) => { got += d.toString('latin1'); });
+  const closed = new Promise((r) => sock.on('close', r));
+  const body = JSON.stringify({ ...msg, stream: true });
+  sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${MASTER}\r\n` +
+    `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  const until = async (pred, what) => {
+    for (let i = 0; i < 200 && !pred(); i++) await sleep(25);
+    assert.ok(pred(), what);
+  };
+  await until(() => got.includes('upstream_timeout') && got.endsWith('0\r\n\r\n'), 'the stream ends with its error event and the last chunk');
+  assert.doesNotMatch(got.slice(0, got.indexOf('\r\n\r\n')), /\r\nconnection: close/i);
+  const first = got.length;
+  sock.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+  await until(() => /HTTP\/1\.1 200/.test(got.slice(first)), 'the next request on the connection is answered');
+  sock.end();
+  await closed;
 });
 
 test('the idle deadline restarts with every chunk: a slow, steady stream outlives it many times over', async () => {
