@@ -11,6 +11,7 @@
 #include <boost/asio/write.hpp>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -58,15 +59,26 @@ bool finish(Pair& p, const std::optional<Read>& out) {
   return out.has_value();
 }
 
-// The read is waiting when the bytes come, as in a relayed stream between two chunks.
-Read waitingRead(Pair& p, const std::string& bytes, std::size_t room = 64) {
+// The read is waiting when the bytes come, as in a relayed stream between two chunks; `then` runs
+// right after they are sent, before the reactor looks (the peer's end, a reset).
+Read waitingRead(Pair& p, const std::string& bytes, std::size_t room = 64, const std::function<void()>& then = {}) {
   std::optional<Read> r;
   startRead(p, r, room);
   p.ctx.restart();
   p.ctx.poll();
   p.send(bytes);
+  if (then) then();
   EXPECT_TRUE(finish(p, r)) << "the read never completed";
   return r.value_or(Read{net::error::timed_out, {}});
+}
+
+// The next read on the socket, tried with nothing sent: it must complete (with what is pending, or
+// the peer's end) rather than wait for an event that will not come.
+std::optional<Read> nextRead(Pair& p) {
+  std::optional<Read> r;
+  startRead(p, r, 64);
+  finish(p, r);
+  return r;
 }
 
 TEST(SocketDrained, AShortReadMakesTheNextWaitForTheEventAndItStillGetsTheData) {
@@ -86,47 +98,34 @@ TEST(SocketDrained, AShortReadMakesTheNextWaitForTheEventAndItStillGetsTheData) 
   const Read full = waitingRead(p, std::string(64, 'x') + "tail", 64);
   EXPECT_EQ(full.bytes.size(), 64u);
   EXPECT_TRUE(readState(p.ours).try_at_once);
-  std::optional<Read> rest;
-  startRead(p, rest, 64);
-  ASSERT_TRUE(finish(p, rest));
+  const auto rest = nextRead(p);
+  ASSERT_TRUE(rest.has_value());
   EXPECT_EQ(rest->bytes, "tail");
 }
 
 TEST(SocketDrained, ThePeersEndThatCameWithTheLastBytesIsFoundAtOnce) {
   Pair p;
-  std::optional<Read> r;
-  startRead(p, r, 64);
-  p.ctx.restart();
-  p.ctx.poll();
   // The last bytes and the end together, before the reactor looks: one event for both.
-  p.send("bye");
-  p.peer.shutdown(tcp::socket::shutdown_send);
-  ASSERT_TRUE(finish(p, r));
-  EXPECT_FALSE(r->ec);
-  EXPECT_EQ(r->bytes, "bye");
+  const Read r = waitingRead(p, "bye", 64, [&] { p.peer.shutdown(tcp::socket::shutdown_send); });
+  EXPECT_FALSE(r.ec);
+  EXPECT_EQ(r.bytes, "bye");
   EXPECT_EQ(readState(p.ours).peer_end_reported, SLUICE_SOCKET_DRAINED == 1);
   EXPECT_TRUE(readState(p.ours).try_at_once);
-  std::optional<Read> end;
-  startRead(p, end, 64);
-  ASSERT_TRUE(finish(p, end)) << "the end was pending with no event to come: the read must not wait";
+  const auto end = nextRead(p);
+  ASSERT_TRUE(end.has_value()) << "the end was pending with no event to come: the read must not wait";
   EXPECT_EQ(end->ec, net::error::eof);
 }
 
 TEST(SocketDrained, AResetThatCameWithTheLastBytesIsFoundAtOnce) {
   Pair p;
-  std::optional<Read> r;
-  startRead(p, r, 64);
-  p.ctx.restart();
-  p.ctx.poll();
-  p.send("partial");
-  p.peer.set_option(net::socket_base::linger(true, 0));
-  p.peer.close();  // a reset
-  ASSERT_TRUE(finish(p, r));
-  if (r->ec) return;  // the kernel reported the reset at once: nothing is left to wait for
-  EXPECT_EQ(r->bytes, "partial");
-  std::optional<Read> after;
-  startRead(p, after, 64);
-  ASSERT_TRUE(finish(p, after)) << "the reset was pending with no event to come: the read must not wait";
+  const Read r = waitingRead(p, "partial", 64, [&] {
+    p.peer.set_option(net::socket_base::linger(true, 0));
+    p.peer.close();  // a reset
+  });
+  if (r.ec) return;  // the kernel reported the reset at once: nothing is left to wait for
+  EXPECT_EQ(r.bytes, "partial");
+  const auto after = nextRead(p);
+  ASSERT_TRUE(after.has_value()) << "the reset was pending with no event to come: the read must not wait";
   EXPECT_TRUE(after->ec);
 }
 
@@ -148,9 +147,8 @@ TEST(SocketDrained, DataWhoseEventCameBeforeTheHandlerIsNotLost) {
   if (got == "bc") return;  // both were there for the one read
   EXPECT_EQ(got, "b");
   EXPECT_TRUE(readState(p.ours).try_at_once) << "an event came after the read: the next is tried at once";
-  std::optional<Read> next;
-  startRead(p, next, 64);
-  ASSERT_TRUE(finish(p, next)) << "the event for \"c\" was handled already: the read must not wait";
+  const auto next = nextRead(p);
+  ASSERT_TRUE(next.has_value()) << "the event for \"c\" was handled already: the read must not wait";
   EXPECT_EQ(next->bytes, "c");
 }
 
