@@ -74,7 +74,6 @@ template struct Grant<Impl, &Socket::impl_>;
 
 namespace {
 
-
 // Bits of the registered-events word that the kernel never sees (stripped before epoll_ctl) and
 // Asio only carries along (it tests EPOLLOUT and != 0, and ORs in what it registers).
 constexpr std::uint32_t kTracked = 1u << 24;  // EPOLLRDHUP is registered, the events below are noted
