@@ -116,6 +116,13 @@ net::awaitable<http::Response> AdminGate::handle(const Snapshot& snap, upstream:
   }
 
   const bhttp::verb method = req.method();
+  // The role table matches whole segments, but the stored-object handlers skip empty ones: with
+  // "/tokens/" or "//tokens" the table would find no entry (so no role check) and the handler
+  // would still serve /tokens. A path with an empty segment is no endpoint, for any role.
+  if (path.size() < 2 || path.find("//") != std::string::npos || path.ends_with('/'))
+    co_return refusal(
+        404, "not_found",
+        fmt::format("no admin endpoint {}; the endpoints are listed at /admin/api/openapi.json", path.substr(0, 200)));
   if (path == "/me" && method == bhttp::verb::get) {
     http::Response res{bhttp::status::ok, 11};
     res.set(bhttp::field::content_type, "application/json");

@@ -182,6 +182,39 @@ test('the role table: every endpoint with every role, 403 naming the role beyond
   }
 });
 
+// The role table matches whole segments; a path with an empty segment ("/tokens/", "//tokens",
+// "/keys//1") matches no entry of it. Such a path must reach no handler either, for any role:
+// otherwise a viewer's POST /tokens/ mints an admin token with no role check at all.
+test('attack table: an empty path segment walks around no role check', async () => {
+  const tokensBefore = (await call(MASTER, 'GET', '/tokens')).json.data.length;
+  const escalations = [
+    ['viewer', 'POST', '/tokens/', { name: 'evil-1', role: 'admin' }],
+    ['viewer', 'POST', '//tokens', { name: 'evil-2', role: 'admin' }],
+    ['member', 'POST', '/tokens//', { name: 'evil-3', role: 'admin' }],
+    ['operator', 'GET', '/audit/'],
+    ['viewer', 'PATCH', '/settings/', { cache: { enabled: null } }],
+    ['viewer', 'POST', '/reload/'],
+    ['member', 'GET', '//logs'],
+  ];
+  for (const [role, m, path, body] of escalations) {
+    const r = await call(tokens[role], m, path, body);
+    assert.equal(r.status, 404, `${role} ${m} ${path}: ${r.status} ${r.text.slice(0, 200)}`);
+  }
+  // Every endpoint, every role (the master key too), the empty segment in each place.
+  for (const [m, p] of ROLE_TABLE) {
+    const path = p.replace('{id}', '999999').replace('{key_id}', '999999').replace('{ref}', 'no-such-ref');
+    const at = path.indexOf('/', 1);
+    const variants = [`${path}/`, `/${path}`, at > 0 ? `${path.slice(0, at)}/${path.slice(at)}` : `${path}//`];
+    for (const v of variants) {
+      for (const key of [MASTER, ...Object.values(tokens)]) {
+        const r = await call(key, m, v, m === 'GET' || m === 'DELETE' ? undefined : {});
+        assert.equal(r.status, 404, `${m} ${v}: ${r.status} ${r.text.slice(0, 200)}`);
+      }
+    }
+  }
+  assert.equal((await call(MASTER, 'GET', '/tokens')).json.data.length, tokensBefore, 'no token was made');
+});
+
 test('viewers read request logs without their bodies; operators see them', async () => {
   const res = await chat(gw, { model: 'm-1', messages: [{ role: 'user', content: 'body-marker-4711' }] });
   assert.equal(res.status, 200);
