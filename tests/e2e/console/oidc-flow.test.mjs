@@ -348,6 +348,81 @@ test('bogus session cookies are refused; the master key still works beside SSO; 
   assert.equal((await (await fetch(`${gwUrl}/admin/api/me`, { headers: { authorization: `Bearer ${MASTER}` } })).json()).kind, 'master_key');
 });
 
+// A person whose groups map only through "*" to member reaches the teams that name them, by
+// OIDC subject or by e-mail (without case), and nothing else; an e-mail the IdP says it has not
+// verified names no one.
+test('an OIDC member reaches the keys of the teams naming their subject or e-mail, and no others', async () => {
+  const port = await freePort();
+  const other = await startGateway(config(port, idp.issuer, { roleMap: '{platform-admins: admin, "*": member}' }));
+  const saved = idp.user;
+  try {
+    const base = other.url;
+    const adm = async (method, path, body) => {
+      const res = await fetch(`${base}/admin/api${path}`, { method, body: body && JSON.stringify(body),
+        headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' } });
+      const text = await res.text();
+      assert.ok(res.status < 300, `${method} ${path}: ${text}`);
+      return text ? JSON.parse(text) : null;
+    };
+    const byMail = await adm('POST', '/teams', { name: 'by-mail', members: [{ email: 'Mia@Acme.test' }] });
+    const bySub = await adm('POST', '/teams', { name: 'by-sub', members: [{ subject: 'member-sub-1' }] });
+    await adm('POST', '/teams', { name: 'not-mine', members: [{ email: 'other@acme.test' }] });
+    await adm('POST', '/keys', { name: 'mail-key', team_id: 'by-mail' });
+    await adm('POST', '/keys', { name: 'sub-key', team_id: 'by-sub' });
+    const foreign = (await adm('POST', '/keys', { name: 'other-key', team_id: 'not-mine' })).key;
+    await adm('POST', '/keys', { name: 'no-team-key' });
+
+    const signInHere = async (alter) => {
+      const { login, location } = await startLogin(base);
+      idp.next = alter ?? null;
+      const res = await callback(await authorize(location), login);
+      assert.equal(res.status, 302, await res.text());
+      const session = cookieOf(res, 'sluice_session');
+      const call = async (method, path, body, headers = {}) => {
+        const r = await fetch(`${base}/admin/api${path}`, { method, body: body && JSON.stringify(body),
+          headers: { cookie: `sluice_session=${session}`, 'content-type': 'application/json', ...headers } });
+        const text = await r.text();
+        return { status: r.status, json: text ? JSON.parse(text) : null, text };
+      };
+      return { call, who: (await call('GET', '/me')).json };
+    };
+    const names = (r) => r.json.data.map((x) => x.name).sort();
+
+    idp.user = { sub: 'member-sub-1', email: 'mia@acme.test', name: 'Mia', groups: ['staff'] };
+    const mia = await signInHere();
+    assert.equal(mia.who.role, 'member');
+    assert.equal(mia.who.actor, 'oidc:member-sub-1 <mia@acme.test>');
+    assert.deepEqual(names(await mia.call('GET', '/teams')), ['by-mail', 'by-sub']);
+    assert.deepEqual(names(await mia.call('GET', '/keys')), ['mail-key', 'sub-key']);
+    assert.equal((await mia.call('GET', `/keys/${foreign.id}`)).status, 404);
+    assert.equal((await mia.call('GET', '/logs')).status, 403);
+    const csrf = { 'x-sluice-csrf': mia.who.csrf_token };
+    const made = await mia.call('POST', '/keys', { name: 'mia-made', team_id: 'by-sub' }, csrf);
+    assert.equal(made.status, 201, made.text);
+    assert.equal(made.json.key.team_id, bySub.id);
+    assert.equal((await mia.call('POST', '/keys', { name: 'mia-elsewhere', team_id: 'not-mine' }, csrf)).status, 403);
+    const audit = await adm('GET', `/audit?target=/keys/${made.json.key.id}`);
+    assert.deepEqual(audit.data.map((r) => [r.actor, r.role, r.action]), [['oidc:member-sub-1 <mia@acme.test>', 'member', 'create']]);
+
+    // The same person with an e-mail the IdP has not verified: the subject's team only.
+    const unverified = await signInHere((c) => ({ claims: { ...c, email_verified: false } }));
+    assert.equal(unverified.who.email, '');
+    assert.deepEqual(names(await unverified.call('GET', '/teams')), ['by-sub']);
+    // Someone else claiming Mia's address, unverified: no team at all.
+    idp.user = { sub: 'impostor-9', email: 'MIA@acme.test', name: 'Not Mia', groups: [] };
+    const impostor = await signInHere((c) => ({ claims: { ...c, email_verified: 'false' } }));
+    assert.deepEqual((await impostor.call('GET', '/teams')).json.data, []);
+    assert.deepEqual((await impostor.call('GET', '/keys')).json.data, []);
+    assert.equal((await impostor.call('GET', `/teams/${byMail.id}`)).status, 404);
+    // Verified, the address is theirs.
+    const verified = await signInHere((c) => ({ claims: { ...c, email_verified: true } }));
+    assert.deepEqual(names(await verified.call('GET', '/teams')), ['by-mail']);
+  } finally {
+    idp.user = saved;
+    await stop(other.proc);
+  }
+});
+
 test('an IdP that is down gives a clear error page, not a hang', async () => {
   const port = await freePort();
   const dead = await freePort();
