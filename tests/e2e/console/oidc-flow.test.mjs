@@ -348,6 +348,42 @@ test('bogus session cookies are refused; the master key still works beside SSO; 
   assert.equal((await (await fetch(`${gwUrl}/admin/api/me`, { headers: { authorization: `Bearer ${MASTER}` } })).json()).kind, 'master_key');
 });
 
+// CSRF on every state-changing call a cookie can make, not only the one the console makes most:
+// each write endpoint of the API document (and a method none has), with the session cookie and
+// no token, or the token from another site, is refused before it runs.
+test('every write endpoint refuses the session cookie without the CSRF token', async () => {
+  const { session } = await signIn();
+  const { csrf_token: csrf } = await (await me(session)).json();
+  const asMaster = async (path) => (await fetch(`${gwUrl}/admin/api${path}`, { headers: { authorization: `Bearer ${MASTER}` } })).json();
+  const doc = await asMaster('/openapi.json');
+  const writes = Object.entries(doc.paths).flatMap(([p, item]) =>
+    Object.keys(item).filter((m) => ['post', 'patch', 'put', 'delete'].includes(m)).map((m) => [m.toUpperCase(), p]));
+  assert.ok(writes.length >= 24, `the document lists the writes: ${writes.length}`);
+  writes.push(['PUT', '/keys']);
+  // Bodies that would work, where a write makes something; ids that exist nowhere elsewhere.
+  const bodies = {
+    'POST /keys': { name: 'csrf-key' }, 'POST /tokens': { name: 'csrf-token', role: 'admin' },
+    'POST /teams': { name: 'csrf-team' }, 'PATCH /settings': { cache: { enabled: false } },
+    'POST /channels': { name: 'csrf-ch', type: 'openai-compatible', base_url: 'http://127.0.0.1:1/v1', models: ['c-*'] },
+  };
+  const counts = async () => [(await asMaster('/audit?limit=1000')).data.length, (await asMaster('/tokens')).data.length,
+    (await asMaster('/keys')).data.length, (await asMaster('/teams')).data.length, (await asMaster('/channels')).data.length];
+  const was = await counts();
+  for (const [m, p] of writes) {
+    const path = p.replace('{id}', '999999').replace('{key_id}', '999999').replace('{ref}', 'no-such-ref');
+    for (const extra of [{}, { 'x-sluice-csrf': csrf, 'sec-fetch-site': 'cross-site' }, { 'x-sluice-csrf': `${csrf}x` }]) {
+      const res = await fetch(`${gwUrl}/admin/api${path}`, {
+        method: m, headers: { cookie: `sluice_session=${session}`, 'content-type': 'application/json', ...extra },
+        body: m === 'DELETE' ? undefined : JSON.stringify(bodies[`${m} ${p}`] ?? {}),
+      });
+      const text = await res.text();
+      assert.equal(res.status, 403, `${m} ${path} ${JSON.stringify(extra)}: ${text}`);
+      assert.equal(JSON.parse(text).error.code, 'csrf', `${m} ${path}`);
+    }
+  }
+  assert.deepEqual(await counts(), was, 'nothing was made, and nothing audited');
+});
+
 // A person whose groups map only through "*" to member reaches the teams that name them, by
 // OIDC subject or by e-mail (without case), and nothing else; an e-mail the IdP says it has not
 // verified names no one.
