@@ -317,6 +317,59 @@ test('every admin write leaves exactly one audit row: who, from where, what, bef
   assert.equal((await call(MASTER, 'GET', '/audit?cursor=nope')).status, 400);
 });
 
+// Every write endpoint of the role table, each made to succeed once on a real object: exactly
+// one row each, in order, under the caller; an endpoint left out of this walk fails the test.
+test('every write endpoint of the role table leaves exactly one audit row under its caller', async () => {
+  const made = await newToken('audit-walker', 'admin');
+  const key = made.secret;
+  const done = [];  // [method, template, concrete path]
+  const w = async (method, template, params, body) => {
+    let path = template;
+    for (const [k, v] of Object.entries(params ?? {})) path = path.replace(`{${k}}`, encodeURIComponent(String(v)));
+    const r = await call(key, method, path, body);
+    assert.ok(r.status >= 200 && r.status < 300, `${method} ${path}: ${r.status} ${r.text.slice(0, 300)}`);
+    done.push([method, template, path]);
+    return r.json;
+  };
+  await w('POST', '/teams', {}, { name: 'walk-team' });
+  await w('PATCH', '/teams/{id}', { id: 'walk-team' }, { rpm: 5 });
+  const vk = (await w('POST', '/keys', {}, { name: 'walk-key', team_id: 'walk-team' })).key;
+  await w('PATCH', '/keys/{id}', { id: vk.id }, { rpm: 7 });
+  await w('POST', '/keys/{id}/revoke', { id: vk.id });
+  await w('DELETE', '/keys/{id}', { id: vk.id });
+  const ch = await w('POST', '/channels', {}, { name: 'walk-ch', type: 'openai-compatible', base_url: `${mock.url}/v1`, models: ['w-*'] });
+  await w('PATCH', '/channels/{id}', { id: ch.id }, { priority: 3 });
+  const uk = await w('POST', '/channels/{id}/keys', { id: ch.id }, { secret: 'sk-walk-secret-0123456789', label: 'a' });
+  await w('PATCH', '/channels/{id}/keys/{key_id}', { id: ch.id, key_id: uk.id }, { label: 'b' });
+  const live = await waitFor(async () =>
+    (await call(key, 'GET', '/upstream-keys')).json.data.find((h) => h.channel === 'walk-ch'));
+  assert.ok(live, 'the stored key is live');
+  await w('POST', '/upstream-keys/{ref}/disable', { ref: live.ref }, { reason: 'walk' });
+  await w('POST', '/upstream-keys/{ref}/enable', { ref: live.ref });
+  await w('POST', '/upstream-keys/{ref}/probe', { ref: live.ref });
+  await w('DELETE', '/channels/{id}/keys/{key_id}', { id: ch.id, key_id: uk.id });
+  await w('DELETE', '/channels/{id}', { id: ch.id });
+  const mcp = await w('POST', '/mcp-servers', {}, { name: 'walk-mcp', url: `${mock.url}/mcp` });
+  await w('PATCH', '/mcp-servers/{id}', { id: mcp.id }, { timeout_ms: 15000 });
+  await w('DELETE', '/mcp-servers/{id}', { id: mcp.id });
+  await w('PATCH', '/settings', {}, { cache: { enabled: null } });
+  await w('POST', '/reload');
+  const tok = (await w('POST', '/tokens', {}, { name: 'walk-token', role: 'viewer' })).token;
+  await w('POST', '/tokens/{id}/revoke', { id: tok.id });
+  await w('DELETE', '/tokens/{id}', { id: tok.id });
+  await w('DELETE', '/teams/{id}', { id: 'walk-team' });
+
+  const writes = ROLE_TABLE.filter(([m]) => m !== 'GET').map(([m, p]) => `${m} ${p}`).sort();
+  assert.deepEqual([...new Set(done.map(([m, t]) => `${m} ${t}`))].sort(), writes, 'the walk makes every write of the table');
+  const rows = (await auditRows(`&actor=${encodeURIComponent('token:audit-walker')}`)).reverse();
+  assert.deepEqual(rows.map((r) => `${r.method} ${r.path}`), done.map(([m, , p]) => `${m} ${p}`), 'one row per write, in order');
+  for (const r of rows) {
+    assert.equal(r.role, 'admin');
+    assert.equal(r.address, '127.0.0.1');
+  }
+  assert.ok(!JSON.stringify(rows).includes('sk-walk-secret-0123456789'), 'the upstream secret is masked');
+});
+
 // ---- teams ----
 
 async function makeTeam(body) {
