@@ -171,6 +171,17 @@ net::awaitable<http::Response> AdminGate::handle(const Snapshot& snap, upstream:
     if (admin::requiredRole(bhttp::verb::get, object)) {
       http::Response was = co_await dispatch(get, object);
       if (was.result_int() == 200) before = auditBody(was);
+    } else if (constexpr std::string_view kUpstream = "/upstream-keys/"; object.starts_with(kUpstream)) {
+      // An upstream key has no GET of its own: its entry in the list, as enable/disable/probe show it.
+      http::Request list{bhttp::verb::get, "/admin/api/upstream-keys", 11};
+      http::Response was = co_await dispatch(list, "/upstream-keys");
+      const json::value all = was.result_int() == 200 ? auditBody(was) : json::value(nullptr);
+      const std::string_view ref = std::string_view(object).substr(kUpstream.size());
+      if (const auto* data = all.is_object() ? all.as_object().if_contains("data") : nullptr; data && data->is_array())
+        for (const auto& k : data->as_array())
+          if (const auto* r = k.is_object() ? k.as_object().if_contains("ref") : nullptr;
+              r && r->is_string() && r->as_string() == ref)
+            before = k;
     }
   }
   http::Response res = co_await dispatch(req, path);

@@ -287,6 +287,9 @@ test('every admin write leaves exactly one audit row: who, from where, what, bef
   assert.ok(upstream.after.masked, 'the row shows the key masked');
   const disable = rows.find((r) => r.action === 'disable');
   assert.equal(disable.after.state, 'disabled');
+  assert.equal(disable.before?.ref, health.ref, 'an upstream key has no GET of its own: before is its list entry');
+  assert.equal(disable.before.state, 'active');
+  assert.ok(!JSON.stringify(disable.before).includes(UPSTREAM_SECRET));
   assert.equal(disable.target, `/upstream-keys/${encodeURIComponent(health.ref)}`);
   const settings = rows.filter((r) => r.action === 'settings').at(-1);
   assert.equal(settings.before.cache.enabled, true);
