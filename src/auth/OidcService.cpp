@@ -477,7 +477,12 @@ net::awaitable<http::Response> OidcService::callback(const config::Config& cfg, 
   if (!bad.empty()) co_return errorPage(403, "Sign-in failed", bad);
 
   const std::string subject = stringField(jwt->claims, "sub");
-  const std::string email = stringField(jwt->claims, "email");
+  // Team membership goes by e-mail, and at some IdPs a user types in any address: one the IdP
+  // says it has not verified names no one here (absent, as Entra leaves it, it is taken).
+  std::string email = stringField(jwt->claims, "email");
+  if (const auto* v = jwt->claims.if_contains("email_verified");
+      v && ((v->is_bool() && !v->as_bool()) || (v->is_string() && sluice::iequals(v->as_string(), "false"))))
+    email.clear();
   std::string name = stringField(jwt->claims, "name");
   if (name.empty()) name = stringField(jwt->claims, "preferred_username");
   std::optional<std::string> role = roleFromClaims(jwt->claims, o.roles_claim, o.role_map);

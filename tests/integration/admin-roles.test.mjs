@@ -182,6 +182,39 @@ test('the role table: every endpoint with every role, 403 naming the role beyond
   }
 });
 
+// The role table matches whole segments; a path with an empty segment ("/tokens/", "//tokens",
+// "/keys//1") matches no entry of it. Such a path must reach no handler either, for any role:
+// otherwise a viewer's POST /tokens/ mints an admin token with no role check at all.
+test('attack table: an empty path segment walks around no role check', async () => {
+  const tokensBefore = (await call(MASTER, 'GET', '/tokens')).json.data.length;
+  const escalations = [
+    ['viewer', 'POST', '/tokens/', { name: 'evil-1', role: 'admin' }],
+    ['viewer', 'POST', '//tokens', { name: 'evil-2', role: 'admin' }],
+    ['member', 'POST', '/tokens//', { name: 'evil-3', role: 'admin' }],
+    ['operator', 'GET', '/audit/'],
+    ['viewer', 'PATCH', '/settings/', { cache: { enabled: null } }],
+    ['viewer', 'POST', '/reload/'],
+    ['member', 'GET', '//logs'],
+  ];
+  for (const [role, m, path, body] of escalations) {
+    const r = await call(tokens[role], m, path, body);
+    assert.equal(r.status, 404, `${role} ${m} ${path}: ${r.status} ${r.text.slice(0, 200)}`);
+  }
+  // Every endpoint, every role (the master key too), the empty segment in each place.
+  for (const [m, p] of ROLE_TABLE) {
+    const path = p.replace('{id}', '999999').replace('{key_id}', '999999').replace('{ref}', 'no-such-ref');
+    const at = path.indexOf('/', 1);
+    const variants = [`${path}/`, `/${path}`, at > 0 ? `${path.slice(0, at)}/${path.slice(at)}` : `${path}//`];
+    for (const v of variants) {
+      for (const key of [MASTER, ...Object.values(tokens)]) {
+        const r = await call(key, m, v, m === 'GET' || m === 'DELETE' ? undefined : {});
+        assert.equal(r.status, 404, `${m} ${v}: ${r.status} ${r.text.slice(0, 200)}`);
+      }
+    }
+  }
+  assert.equal((await call(MASTER, 'GET', '/tokens')).json.data.length, tokensBefore, 'no token was made');
+});
+
 test('viewers read request logs without their bodies; operators see them', async () => {
   const res = await chat(gw, { model: 'm-1', messages: [{ role: 'user', content: 'body-marker-4711' }] });
   assert.equal(res.status, 200);
@@ -254,6 +287,9 @@ test('every admin write leaves exactly one audit row: who, from where, what, bef
   assert.ok(upstream.after.masked, 'the row shows the key masked');
   const disable = rows.find((r) => r.action === 'disable');
   assert.equal(disable.after.state, 'disabled');
+  assert.equal(disable.before?.ref, health.ref, 'an upstream key has no GET of its own: before is its list entry');
+  assert.equal(disable.before.state, 'active');
+  assert.ok(!JSON.stringify(disable.before).includes(UPSTREAM_SECRET));
   assert.equal(disable.target, `/upstream-keys/${encodeURIComponent(health.ref)}`);
   const settings = rows.filter((r) => r.action === 'settings').at(-1);
   assert.equal(settings.before.cache.enabled, true);
@@ -282,6 +318,59 @@ test('every admin write leaves exactly one audit row: who, from where, what, bef
   const next = await call(MASTER, 'GET', `/audit?limit=2&cursor=${page.json.next_cursor}`);
   assert.ok(next.json.data[0].id < page.json.data[1].id);
   assert.equal((await call(MASTER, 'GET', '/audit?cursor=nope')).status, 400);
+});
+
+// Every write endpoint of the role table, each made to succeed once on a real object: exactly
+// one row each, in order, under the caller; an endpoint left out of this walk fails the test.
+test('every write endpoint of the role table leaves exactly one audit row under its caller', async () => {
+  const made = await newToken('audit-walker', 'admin');
+  const key = made.secret;
+  const done = [];  // [method, template, concrete path]
+  const w = async (method, template, params, body) => {
+    let path = template;
+    for (const [k, v] of Object.entries(params ?? {})) path = path.replace(`{${k}}`, encodeURIComponent(String(v)));
+    const r = await call(key, method, path, body);
+    assert.ok(r.status >= 200 && r.status < 300, `${method} ${path}: ${r.status} ${r.text.slice(0, 300)}`);
+    done.push([method, template, path]);
+    return r.json;
+  };
+  await w('POST', '/teams', {}, { name: 'walk-team' });
+  await w('PATCH', '/teams/{id}', { id: 'walk-team' }, { rpm: 5 });
+  const vk = (await w('POST', '/keys', {}, { name: 'walk-key', team_id: 'walk-team' })).key;
+  await w('PATCH', '/keys/{id}', { id: vk.id }, { rpm: 7 });
+  await w('POST', '/keys/{id}/revoke', { id: vk.id });
+  await w('DELETE', '/keys/{id}', { id: vk.id });
+  const ch = await w('POST', '/channels', {}, { name: 'walk-ch', type: 'openai-compatible', base_url: `${mock.url}/v1`, models: ['w-*'] });
+  await w('PATCH', '/channels/{id}', { id: ch.id }, { priority: 3 });
+  const uk = await w('POST', '/channels/{id}/keys', { id: ch.id }, { secret: 'sk-walk-secret-0123456789', label: 'a' });
+  await w('PATCH', '/channels/{id}/keys/{key_id}', { id: ch.id, key_id: uk.id }, { label: 'b' });
+  const live = await waitFor(async () =>
+    (await call(key, 'GET', '/upstream-keys')).json.data.find((h) => h.channel === 'walk-ch'));
+  assert.ok(live, 'the stored key is live');
+  await w('POST', '/upstream-keys/{ref}/disable', { ref: live.ref }, { reason: 'walk' });
+  await w('POST', '/upstream-keys/{ref}/enable', { ref: live.ref });
+  await w('POST', '/upstream-keys/{ref}/probe', { ref: live.ref });
+  await w('DELETE', '/channels/{id}/keys/{key_id}', { id: ch.id, key_id: uk.id });
+  await w('DELETE', '/channels/{id}', { id: ch.id });
+  const mcp = await w('POST', '/mcp-servers', {}, { name: 'walk-mcp', url: `${mock.url}/mcp` });
+  await w('PATCH', '/mcp-servers/{id}', { id: mcp.id }, { timeout_ms: 15000 });
+  await w('DELETE', '/mcp-servers/{id}', { id: mcp.id });
+  await w('PATCH', '/settings', {}, { cache: { enabled: null } });
+  await w('POST', '/reload');
+  const tok = (await w('POST', '/tokens', {}, { name: 'walk-token', role: 'viewer' })).token;
+  await w('POST', '/tokens/{id}/revoke', { id: tok.id });
+  await w('DELETE', '/tokens/{id}', { id: tok.id });
+  await w('DELETE', '/teams/{id}', { id: 'walk-team' });
+
+  const writes = ROLE_TABLE.filter(([m]) => m !== 'GET').map(([m, p]) => `${m} ${p}`).sort();
+  assert.deepEqual([...new Set(done.map(([m, t]) => `${m} ${t}`))].sort(), writes, 'the walk makes every write of the table');
+  const rows = (await auditRows(`&actor=${encodeURIComponent('token:audit-walker')}`)).reverse();
+  assert.deepEqual(rows.map((r) => `${r.method} ${r.path}`), done.map(([m, , p]) => `${m} ${p}`), 'one row per write, in order');
+  for (const r of rows) {
+    assert.equal(r.role, 'admin');
+    assert.equal(r.address, '127.0.0.1');
+  }
+  assert.ok(!JSON.stringify(rows).includes('sk-walk-secret-0123456789'), 'the upstream secret is masked');
 });
 
 // ---- teams ----

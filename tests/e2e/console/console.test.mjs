@@ -735,6 +735,9 @@ test('teams: made on the Teams page, limits and members edited, a key put in it;
   await page.getByLabel('Team', { exact: true }).check();
   await page.getByRole('button', { name: 'Show' }).click();
   await page.getByTestId('usage-table').getByText('e2e-team').first().waitFor();
+  // The dashboard groups by team too.
+  await go('/');
+  await page.getByTestId('by-team').getByText('e2e-team').first().waitFor();
 
   // A member token for the team, made on the Tokens page, signed in in a browser of its own.
   await go('/tokens');

@@ -348,6 +348,117 @@ test('bogus session cookies are refused; the master key still works beside SSO; 
   assert.equal((await (await fetch(`${gwUrl}/admin/api/me`, { headers: { authorization: `Bearer ${MASTER}` } })).json()).kind, 'master_key');
 });
 
+// CSRF on every state-changing call a cookie can make, not only the one the console makes most:
+// each write endpoint of the API document (and a method none has), with the session cookie and
+// no token, or the token from another site, is refused before it runs.
+test('every write endpoint refuses the session cookie without the CSRF token', async () => {
+  const { session } = await signIn();
+  const { csrf_token: csrf } = await (await me(session)).json();
+  const asMaster = async (path) => (await fetch(`${gwUrl}/admin/api${path}`, { headers: { authorization: `Bearer ${MASTER}` } })).json();
+  const doc = await asMaster('/openapi.json');
+  const writes = Object.entries(doc.paths).flatMap(([p, item]) =>
+    Object.keys(item).filter((m) => ['post', 'patch', 'put', 'delete'].includes(m)).map((m) => [m.toUpperCase(), p]));
+  assert.ok(writes.length >= 24, `the document lists the writes: ${writes.length}`);
+  writes.push(['PUT', '/keys']);
+  // Bodies that would work, where a write makes something; ids that exist nowhere elsewhere.
+  const bodies = {
+    'POST /keys': { name: 'csrf-key' }, 'POST /tokens': { name: 'csrf-token', role: 'admin' },
+    'POST /teams': { name: 'csrf-team' }, 'PATCH /settings': { cache: { enabled: false } },
+    'POST /channels': { name: 'csrf-ch', type: 'openai-compatible', base_url: 'http://127.0.0.1:1/v1', models: ['c-*'] },
+  };
+  const counts = async () => [(await asMaster('/audit?limit=1000')).data.length, (await asMaster('/tokens')).data.length,
+    (await asMaster('/keys')).data.length, (await asMaster('/teams')).data.length, (await asMaster('/channels')).data.length];
+  const was = await counts();
+  for (const [m, p] of writes) {
+    const path = p.replace('{id}', '999999').replace('{key_id}', '999999').replace('{ref}', 'no-such-ref');
+    for (const extra of [{}, { 'x-sluice-csrf': csrf, 'sec-fetch-site': 'cross-site' }, { 'x-sluice-csrf': `${csrf}x` }]) {
+      const res = await fetch(`${gwUrl}/admin/api${path}`, {
+        method: m, headers: { cookie: `sluice_session=${session}`, 'content-type': 'application/json', ...extra },
+        body: m === 'DELETE' ? undefined : JSON.stringify(bodies[`${m} ${p}`] ?? {}),
+      });
+      const text = await res.text();
+      assert.equal(res.status, 403, `${m} ${path} ${JSON.stringify(extra)}: ${text}`);
+      assert.equal(JSON.parse(text).error.code, 'csrf', `${m} ${path}`);
+    }
+  }
+  assert.deepEqual(await counts(), was, 'nothing was made, and nothing audited');
+});
+
+// A person whose groups map only through "*" to member reaches the teams that name them, by
+// OIDC subject or by e-mail (without case), and nothing else; an e-mail the IdP says it has not
+// verified names no one.
+test('an OIDC member reaches the keys of the teams naming their subject or e-mail, and no others', async () => {
+  const port = await freePort();
+  const other = await startGateway(config(port, idp.issuer, { roleMap: '{platform-admins: admin, "*": member}' }));
+  const saved = idp.user;
+  try {
+    const base = other.url;
+    const adm = async (method, path, body) => {
+      const res = await fetch(`${base}/admin/api${path}`, { method, body: body && JSON.stringify(body),
+        headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' } });
+      const text = await res.text();
+      assert.ok(res.status < 300, `${method} ${path}: ${text}`);
+      return text ? JSON.parse(text) : null;
+    };
+    const byMail = await adm('POST', '/teams', { name: 'by-mail', members: [{ email: 'Mia@Acme.test' }] });
+    const bySub = await adm('POST', '/teams', { name: 'by-sub', members: [{ subject: 'member-sub-1' }] });
+    await adm('POST', '/teams', { name: 'not-mine', members: [{ email: 'other@acme.test' }] });
+    await adm('POST', '/keys', { name: 'mail-key', team_id: 'by-mail' });
+    await adm('POST', '/keys', { name: 'sub-key', team_id: 'by-sub' });
+    const foreign = (await adm('POST', '/keys', { name: 'other-key', team_id: 'not-mine' })).key;
+    await adm('POST', '/keys', { name: 'no-team-key' });
+
+    const signInHere = async (alter) => {
+      const { login, location } = await startLogin(base);
+      idp.next = alter ?? null;
+      const res = await callback(await authorize(location), login);
+      assert.equal(res.status, 302, await res.text());
+      const session = cookieOf(res, 'sluice_session');
+      const call = async (method, path, body, headers = {}) => {
+        const r = await fetch(`${base}/admin/api${path}`, { method, body: body && JSON.stringify(body),
+          headers: { cookie: `sluice_session=${session}`, 'content-type': 'application/json', ...headers } });
+        const text = await r.text();
+        return { status: r.status, json: text ? JSON.parse(text) : null, text };
+      };
+      return { call, who: (await call('GET', '/me')).json };
+    };
+    const names = (r) => r.json.data.map((x) => x.name).sort();
+
+    idp.user = { sub: 'member-sub-1', email: 'mia@acme.test', name: 'Mia', groups: ['staff'] };
+    const mia = await signInHere();
+    assert.equal(mia.who.role, 'member');
+    assert.equal(mia.who.actor, 'oidc:member-sub-1 <mia@acme.test>');
+    assert.deepEqual(names(await mia.call('GET', '/teams')), ['by-mail', 'by-sub']);
+    assert.deepEqual(names(await mia.call('GET', '/keys')), ['mail-key', 'sub-key']);
+    assert.equal((await mia.call('GET', `/keys/${foreign.id}`)).status, 404);
+    assert.equal((await mia.call('GET', '/logs')).status, 403);
+    const csrf = { 'x-sluice-csrf': mia.who.csrf_token };
+    const made = await mia.call('POST', '/keys', { name: 'mia-made', team_id: 'by-sub' }, csrf);
+    assert.equal(made.status, 201, made.text);
+    assert.equal(made.json.key.team_id, bySub.id);
+    assert.equal((await mia.call('POST', '/keys', { name: 'mia-elsewhere', team_id: 'not-mine' }, csrf)).status, 403);
+    const audit = await adm('GET', `/audit?target=/keys/${made.json.key.id}`);
+    assert.deepEqual(audit.data.map((r) => [r.actor, r.role, r.action]), [['oidc:member-sub-1 <mia@acme.test>', 'member', 'create']]);
+
+    // The same person with an e-mail the IdP has not verified: the subject's team only.
+    const unverified = await signInHere((c) => ({ claims: { ...c, email_verified: false } }));
+    assert.equal(unverified.who.email, '');
+    assert.deepEqual(names(await unverified.call('GET', '/teams')), ['by-sub']);
+    // Someone else claiming Mia's address, unverified: no team at all.
+    idp.user = { sub: 'impostor-9', email: 'MIA@acme.test', name: 'Not Mia', groups: [] };
+    const impostor = await signInHere((c) => ({ claims: { ...c, email_verified: 'false' } }));
+    assert.deepEqual((await impostor.call('GET', '/teams')).json.data, []);
+    assert.deepEqual((await impostor.call('GET', '/keys')).json.data, []);
+    assert.equal((await impostor.call('GET', `/teams/${byMail.id}`)).status, 404);
+    // Verified, the address is theirs.
+    const verified = await signInHere((c) => ({ claims: { ...c, email_verified: true } }));
+    assert.deepEqual(names(await verified.call('GET', '/teams')), ['by-mail']);
+  } finally {
+    idp.user = saved;
+    await stop(other.proc);
+  }
+});
+
 test('an IdP that is down gives a clear error page, not a hang', async () => {
   const port = await freePort();
   const dead = await freePort();
