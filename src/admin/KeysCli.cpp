@@ -4,6 +4,9 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <charconv>
 #include <ostream>
 
@@ -194,6 +197,35 @@ std::unique_ptr<store::Store> openStore(const std::string& config_path) {
   return s;
 }
 
+// Who ran the command, for the audit log: the account's name (its uid when it has none).
+std::string cliActor() {
+  const uid_t uid = ::geteuid();
+  std::string name;
+  if (const passwd* pw = ::getpwuid(uid); pw != nullptr && pw->pw_name != nullptr) name = pw->pw_name;
+  if (name.empty()) name = fmt::format("uid {}", uid);
+  return "cli:" + name;
+}
+
+// A change made here is an admin write like one through the API: one audit row, the key as it
+// was and as it is (keyJson never holds the secret or its hash). The command-line user holds
+// the store itself, so their role is admin; the address says the write did not come over HTTP.
+void auditKeyWrite(store::Store& db, std::string_view action, std::int64_t id, const json::value& before,
+                   const json::value& after) {
+  store::AuditEntry e;
+  e.time_ms = unixNowMs();
+  e.actor = cliActor();
+  e.role = "admin";
+  e.address = "local";
+  e.action = std::string(action);
+  e.method = "CLI";
+  e.path = fmt::format("sluice keys {}", action);
+  e.target = fmt::format("/keys/{}", id);
+  e.status = action == "create" ? 201 : 200;
+  e.before = json::serialize(before);
+  e.after = json::serialize(after);
+  db.appendAudit(e);
+}
+
 store::VirtualKey requireKey(store::Store& s, std::int64_t id) {
   auto k = s.getVirtualKey(id);
   if (!k) throw Refused{fmt::format("no virtual key with id {}; `sluice keys list` shows them", id)};
@@ -282,6 +314,8 @@ int runKeysCommand(const KeysCommand& cmd, std::ostream& out, std::ostream& err)
       const std::string secret = issueKeySecret(key);
       const auto stored = requireKey(*db, db->createVirtualKey(key));
       const auto k = view(stored);
+      auditKeyWrite(*db, "create", stored.id, nullptr,
+                    json::object{{"key", k}});  // as the API's answer, less the secret
       if (cmd.json) {
         out << json::serialize(json::object{{"key", k}, {"secret", secret}}) << "\n";
         err << "The secret will not be shown again: store it now (only its hash is kept).\n";
@@ -299,10 +333,13 @@ int runKeysCommand(const KeysCommand& cmd, std::ostream& out, std::ostream& err)
           "--metadata, --team"};
     }
     auto key = requireKey(*db, cmd.id);
+    const bool writes = cmd.action == "update" || cmd.action == "revoke" || cmd.action == "delete";
+    const json::value was = writes ? json::value(view(key)) : json::value(nullptr);
     if (cmd.action == "update") {
       applyKeyFields(key, resolveTeam(*db, keyFlagsToJson(cmd.flags, now)), false, now);
       if (!db->updateVirtualKey(key)) throw Refused{fmt::format("virtual key {} was deleted meanwhile", cmd.id)};
       key = requireKey(*db, cmd.id);
+      auditKeyWrite(*db, "update", key.id, was, view(key));
     } else if (cmd.action == "revoke") {
       // Idempotent, as in the API: a second revoke keeps the first time.
       if (!key.revoked_at_ms) {
@@ -310,8 +347,10 @@ int runKeysCommand(const KeysCommand& cmd, std::ostream& out, std::ostream& err)
           throw Refused{fmt::format("virtual key {} was deleted meanwhile", cmd.id)};
         key = requireKey(*db, cmd.id);
       }
+      auditKeyWrite(*db, "revoke", key.id, was, view(key));
     } else if (cmd.action == "delete") {
       if (!db->deleteVirtualKey(key.id)) throw Refused{fmt::format("virtual key {} was deleted meanwhile", cmd.id)};
+      auditKeyWrite(*db, "delete", key.id, was, nullptr);
       if (cmd.json)
         out << json::serialize(json::object{{"id", key.id}, {"deleted", true}}) << "\n";
       else

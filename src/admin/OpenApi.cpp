@@ -730,7 +730,7 @@ constexpr std::string_view kDocument = R"json({
         "type": "object", "required": ["id", "time_ms", "actor", "role", "address", "action", "method", "path", "target", "status", "before", "after"],
         "properties": {
           "id": {"type": "integer"}, "time_ms": {"type": "integer"},
-          "actor": {"type": "string", "description": "\"master key\" or \"token:NAME\""},
+          "actor": {"type": "string", "description": "\"master key\", \"token:NAME\", \"oidc:SUBJECT <EMAIL>\", or \"cli:ACCOUNT\" (sluice keys on the store; address \"local\", method \"CLI\")"},
           "role": {"$ref": "#/components/schemas/Role"},
           "address": {"type": "string", "description": "the client address the write came from"},
           "action": {"type": "string"}, "method": {"type": "string"}, "path": {"type": "string"},

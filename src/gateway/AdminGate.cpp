@@ -139,10 +139,17 @@ net::awaitable<http::Response> AdminGate::handle(const Snapshot& snap, upstream:
     co_return res;
   }
 
-  // May they: the one table. A path it does not know is left to the handlers' 404 / 405.
-  // A member passes where the table lets them reach their own teams; the handlers narrow it.
+  // May they: the one table. A member passes where the table lets them reach their own teams;
+  // the handlers narrow it. What the table does not know reaches the handlers (their 404 / 405)
+  // only for an admin: whatever way a path might be spelled so that a handler serves it but the
+  // table misses it, no other role gets past here with it.
   const bool memberScoped = caller.role == admin::Role::Member && admin::teamScoped(method, path);
-  if (const auto need = admin::requiredRole(method, path); need && caller.role < *need && !memberScoped) {
+  const auto need = admin::requiredRole(method, path);
+  if (!need && caller.role < admin::Role::Admin && !memberScoped)
+    co_return refusal(404, "not_found",
+                      fmt::format("no admin endpoint {} {}; the endpoints are listed at /admin/api/openapi.json",
+                                  std::string(bhttp::to_string(method)), path.substr(0, 200)));
+  if (need && caller.role < *need && !memberScoped) {
     co_return refusal(
         403, "forbidden",
         fmt::format("{} /admin/api{} needs the {} role; {} has the {} role", std::string(bhttp::to_string(method)),

@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import os from 'node:os';
 import { BIN, MASTER, startMock, startGateway, gatewayYaml, tempDir, chat, sleep } from '../lib/harness.mjs';
 
 let mock, gw, dir, db;
@@ -94,6 +95,30 @@ test('create prints the secret once; list, show, update, revoke, delete; the gat
   // The admin API sees what the CLI wrote.
   const res = await fetch(`${gw.url}/admin/api/keys`, { headers: { authorization: `Bearer ${MASTER}` } });
   assert.ok((await res.json()).data.some((k) => k.name === 'cli bot'));
+
+  // Each write is an audit row, as through the API: who (the account that ran it), what, before
+  // and after, never the secret. show and list write nothing.
+  const user = os.userInfo().username;
+  const audit = await fetch(`${gw.url}/admin/api/audit?limit=100&target=${encodeURIComponent(`/keys/${id}`)}`,
+    { headers: { authorization: `Bearer ${MASTER}` } });
+  assert.equal(audit.status, 200);
+  const rows = (await audit.json()).data.reverse();
+  assert.deepEqual(rows.map((r) => r.action), ['create', 'update', 'update', 'revoke', 'revoke', 'delete']);
+  for (const r of rows) {
+    assert.equal(r.actor, `cli:${user}`);
+    assert.equal(r.role, 'admin');
+    assert.equal(r.address, 'local');
+    assert.equal(r.method, 'CLI');
+    assert.equal(r.path, `sluice keys ${r.action}`);
+  }
+  assert.equal(rows[0].before, null);
+  assert.equal(rows[0].after.key.name, 'machine');
+  assert.equal(rows[1].before.name, 'machine');
+  assert.equal(rows[1].after.name, 'machine v2');
+  assert.equal(rows[3].after.status, 'revoked');
+  assert.equal(rows[5].before.name, 'machine v2');
+  assert.equal(rows[5].after, null);
+  assert.ok(!JSON.stringify(rows).includes(created.secret), 'no secret in the audit log');
 });
 
 test('the CLI refuses what the API refuses, in the same words', async () => {
