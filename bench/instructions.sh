@@ -10,7 +10,9 @@
 # COUNT. The figure repeats to within a few instructions from run to run, where bench/ab.sh's
 # CPU-time ratios move by +-10 % on a shared 2-core VM; it leaves out the kernel's share (the
 # system calls per request are the same unless the I/O changed: check with strace -c) and cache
-# misses. Prints a Markdown table with after / before.
+# misses. Prints a Markdown table with after / before. CHUNK_MS (default 0) spaces the mock's chunks:
+# with CHUNK_MS=5, as in bench/scale.sh, each chunk is a read and a write of its own, which is what a
+# gateway does in production (back-to-back chunks are often read two or more at once).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
@@ -27,7 +29,7 @@ BENCH_NO_BUILD=${BENCH_NO_BUILD:-0} bench_build sluice_loadgen
 bench_work sluice-instructions
 
 read -r P_MOCK P_GW <<<"$(free_ports 2)"
-start mock "$SLUICE" mock --listen "127.0.0.1:$P_MOCK" --workers "$MOCK_WORKERS" --chunks "$CHUNKS" --ttfb-ms 0 --chunk-interval-ms 0
+start mock "$SLUICE" mock --listen "127.0.0.1:$P_MOCK" --workers "$MOCK_WORKERS" --chunks "$CHUNKS" --ttfb-ms 0 --chunk-interval-ms "${CHUNK_MS:-0}"
 MOCK_PID=$PID
 wait_port mock "$MOCK_PID" "$P_MOCK"
 

@@ -171,6 +171,16 @@ cpu_s() {
   done
   awk -v t="$t" -v hz="$CLK_TCK" 'BEGIN { printf "%.3f", t / hz }'
 }
+# cpu_split PID...: "user system" seconds of the given processes (all threads), for where the CPU goes
+cpu_split() {
+  local u=0 k=0 p v
+  for p in "$@"; do
+    [[ -r /proc/$p/stat ]] || continue
+    read -r a b <<<"$(sed 's/^.*) //' "/proc/$p/stat" | awk '{print $12, $13}')" || continue
+    u=$((u + ${a:-0})) k=$((k + ${b:-0}))
+  done
+  awk -v u="$u" -v k="$k" -v hz="$CLK_TCK" 'BEGIN { printf "%.3f %.3f", u / hz, k / hz }'
+}
 # status_kb FIELD PID...: a /proc/PID/status field in kB, summed over the processes
 status_kb() {
   local field=$1 t=0 p v
@@ -202,7 +212,7 @@ SEQ=0
 measure() {
   local scenario=$1 target=$2 round=$3 limit=$4; shift 4
   local ppids="" mpids="$MOCK_PID ${EXTRA_MOCK_PIDS:-}"
-  local p0 m0 p1 m1 w0 w1 c0 c1 out watch=() wall mcpu pcpu kcpu rmax=null
+  local p0 m0 p1 m1 w0 w1 c0 c1 out watch=() wall mcpu pcpu kcpu rmax=null s0="0 0" s1="0 0" us=null ss=null
   [[ -n ${PROXY_ROOT[$target]:-} ]] && ppids=$(proc_tree "${PROXY_ROOT[$target]}" | tr '\n' ' ')
   if [[ ${MEASURE_WATCH:-0} == 1 ]]; then
     watch=(--watch-mock "$mpids")
@@ -210,6 +220,7 @@ measure() {
   fi
   # shellcheck disable=SC2086
   p0=$(cpu_s $ppids); m0=$(cpu_s $mpids); w0=$(date +%s.%N); c0=$(machine_cpu_s)
+  [[ -n $ppids ]] && s0=$(cpu_split $ppids)
   # in the background + wait, so that a signal to this script is handled at once
   timeout "$limit" "$LOADGEN" --label "$scenario/$target" --model "${MEASURE_MODEL:-$MODEL}" "${watch[@]}" "$@" >"$WORK/loadgen.out" &
   LOADGEN_PID=$!
@@ -219,6 +230,10 @@ measure() {
   out=$(<"$WORK/loadgen.out")
   # shellcheck disable=SC2086
   p1=$(cpu_s $ppids); m1=$(cpu_s $mpids); w1=$(date +%s.%N); c1=$(machine_cpu_s)
+  if [[ -n $ppids ]]; then
+    s1=$(cpu_split $ppids)
+    read -r us ss <<<"$(awk -v a="$s0" -v b="$s1" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.3f %.3f", y[1] - x[1], y[2] - x[2] }')"
+  fi
   [[ -n $out ]] || out=null
   if [[ -n ${PROXY_ROOT[$target]:-} ]] && ! kill -0 "${PROXY_ROOT[$target]}" 2>/dev/null; then
     log "warning: $target exited during $scenario (see $WORK/*.log)"
@@ -237,10 +252,10 @@ if w: print(w["wall_s"], w["machine_cpu_s"], w["mock_cpu_s"], w["proxy_cpu_s"], 
   fi
   SEQ=$((SEQ + 1))
   # shellcheck disable=SC2086
-  printf '{"scenario":"%s","target":"%s","round":%s,"wall_s":%s,"machine_cpu_s":%s,"proxy_cpu_s":%s,"mock_cpu_s":%s,"proxy_hwm_kb":%s,"proxy_rss_kb":%s,"proxy_rss_max_kb":%s,"result":%s}\n' \
+  printf '{"scenario":"%s","target":"%s","round":%s,"wall_s":%s,"machine_cpu_s":%s,"proxy_cpu_s":%s,"mock_cpu_s":%s,"proxy_hwm_kb":%s,"proxy_rss_kb":%s,"proxy_rss_max_kb":%s,"proxy_user_s":%s,"proxy_sys_s":%s,"result":%s}\n' \
     "$scenario" "$target" "$round" "$wall" "$mcpu" "$pcpu" "$kcpu" \
     "$([[ -n $ppids ]] && hwm_kb $ppids || echo null)" "$([[ -n $ppids ]] && rss_kb $ppids || echo null)" \
-    "$rmax" "$out" >"$WORK/runs/$(printf %03d $SEQ).json"
+    "$rmax" "$us" "$ss" "$out" >"$WORK/runs/$(printf %03d $SEQ).json"
   if [[ $out == null ]]; then
     log "  $scenario/$target: the load generator produced no output"
   else

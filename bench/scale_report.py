@@ -49,6 +49,15 @@ def rss_max_mb(agg):
     return max(v) / 1024 if v else None
 
 
+def cpu_split(agg):
+    """The proxy's user and system CPU seconds over the runs (from /proc around each run)."""
+    u = [r.get("proxy_user_s") for r in agg.runs if r.get("proxy_user_s") is not None]
+    k = [r.get("proxy_sys_s") for r in agg.runs if r.get("proxy_sys_s") is not None]
+    if not u or not k or sum(u) + sum(k) <= 0:
+        return ""
+    return f"{100 * sum(u) / (sum(u) + sum(k)):.0f}% / {100 * sum(k) / (sum(u) + sum(k)):.0f}%"
+
+
 def connects(conns, scenario, target):
     """The upstream connections the mock accepted in each segment, in order."""
     return [c["upstream_connects"] for c in sorted(conns, key=lambda c: c["round"])
@@ -150,8 +159,8 @@ def build(rep, runs, conns, meta):
         L.append("")
         n, h = a_(sc, "nginx"), a_(sc, "haproxy")
         hdr = ["target", "requests", "failed", "req/s", "/ nginx", "/ haproxy", "TTFB p50", "TTFB p99", "close p50",
-               "close p99", "proxy CPU s", "CPU s / 10k req", "/ nginx", "/ haproxy", "mock CPU s", "client CPU s",
-               "RSS max MB", "upstream connections per segment"]
+               "close p99", "proxy CPU s", "CPU s / 10k req", "/ nginx", "/ haproxy", "user / system", "mock CPU s",
+               "client CPU s", "RSS max MB", "upstream connections per segment"]
         out = []
         for t in present:
             x = a_(sc, t)
@@ -162,7 +171,7 @@ def build(rep, runs, conns, meta):
                         rep.fmt(x.proxy_cpu, 2) if proxy else "n/a", rep.fmt(x.cpu_per_10k) if proxy else "n/a",
                         rep.ratio(x.cpu_per_10k, n.cpu_per_10k if n else None) if proxy else "",
                         rep.ratio(x.cpu_per_10k, h.cpu_per_10k if h else None) if proxy else "",
-                        rep.fmt(x.mock_cpu, 2), rep.fmt(x.client_cpu, 2),
+                        cpu_split(x) if proxy else "", rep.fmt(x.mock_cpu, 2), rep.fmt(x.client_cpu, 2),
                         rep.fmt(rss_max_mb(x), 1) if proxy else "n/a",
                         ", ".join(map(str, connects(conns, sc, t))) if proxy else "n/a (the client's own)"])
         L.append(rep.table(hdr, out))

@@ -8,6 +8,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
@@ -16,9 +17,11 @@
 #include <algorithm>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "core/Error.hpp"
+#include "core/SocketDrained.hpp"
 #include "http/Framing.hpp"
 
 namespace sluice::http {
@@ -47,6 +50,19 @@ boost::asio::awaitable<std::pair<boost::beast::error_code, std::optional<Error>>
       co_return std::pair{ec, std::optional<Error>()};
     }
     buffer.commit(n);
+    // A request read whole leaves the socket empty: the next request on the connection (after
+    // this one is answered) waits for its event instead of a recv that finds nothing
+    // (core/SocketDrained.hpp), as an upstream stream's reads do.
+    if constexpr (std::is_same_v<Stream, boost::beast::tcp_stream>) socket_drained::afterRead(stream.socket(), room, n);
+  }
+  // The head is buffered whole (HeadScanner saw its end): the parser reads it here, without the
+  // composed read and the trip through the scheduler async_read_header would make for it. A head
+  // cut off by the buffer's limit still goes to async_read_header, which reports it.
+  if (buffer.size() != 0) {
+    boost::beast::error_code ec;
+    const std::size_t used = parser.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (ec != bhttp::error::need_more) co_return std::pair{ec, std::optional<Error>()};
   }
   auto [ec, n] = co_await bhttp::async_read_header(stream, buffer, parser, kTuple);
   co_return std::pair{ec, std::optional<Error>()};

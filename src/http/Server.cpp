@@ -269,7 +269,7 @@ net::awaitable<bool> Responder::writeRaw(std::string_view data, bool last) {
     std::size_t total = 0;
     for (std::size_t i = 0; i < nb; ++i) total += bufs[i].size();
     n = sock.write_some(std::span(bufs.data(), nb), ec);
-    if (ec == net::error::would_block || ec == net::error::try_again) ec = {};
+    if (ec && (ec == net::error::would_block || ec == net::error::try_again)) ec = {};
     if (!ec && n < total) {
       std::size_t skip = n;
       std::size_t first = 0;
@@ -292,16 +292,22 @@ net::awaitable<bool> Responder::writeRaw(std::string_view data, bool last) {
   co_return true;
 }
 
+namespace {
+net::awaitable<bool> ready(bool v) { co_return v; }
+}  // namespace
+
+// Not coroutines themselves: each hands back writeRaw's, so a chunk costs one coroutine frame
+// and one resumption, not two (a stream writes one per upstream chunk).
 net::awaitable<bool> Responder::writeChunk(std::string_view data) {
-  if (data.empty()) co_return !aborted_;
-  co_return co_await writeRaw(data, false);
+  if (data.empty()) return ready(!aborted_);
+  return writeRaw(data, false);
 }
 
-net::awaitable<bool> Responder::flushHeader() { co_return co_await writeRaw({}, false); }
+net::awaitable<bool> Responder::flushHeader() { return writeRaw({}, false); }
 
-net::awaitable<bool> Responder::endStream() { co_return co_await writeRaw({}, true); }
+net::awaitable<bool> Responder::endStream() { return writeRaw({}, true); }
 
-net::awaitable<bool> Responder::writeLastChunk(std::string_view data) { co_return co_await writeRaw(data, true); }
+net::awaitable<bool> Responder::writeLastChunk(std::string_view data) { return writeRaw(data, true); }
 
 void Responder::abort() {
   aborted_ = true;
@@ -695,8 +701,20 @@ net::awaitable<bool> Server::readRequest(Worker& w, int tag, Stream& stream, bea
     const auto fields = std::distance(hreq.begin(), hreq.end());
     const std::uint64_t expected = parser.content_length().value_or(kBodyBuffer);
     buffer.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(expected, kBodyBuffer)));
-    tcp.expires_after(limits_.body_timeout);
-    auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, kTuple);
+    // A body the client sent with its head is already buffered: parsed here, without I/O. The
+    // rest, if any, is read under the body timeout.
+    beast::error_code bec;
+    while (!parser.is_done() && buffer.size() != 0) {
+      const std::size_t used = parser.put(buffer.data(), bec);
+      buffer.consume(used);
+      if (bec || used == 0) break;
+    }
+    if (bec == bhttp::error::need_more) bec = {};
+    if (!bec && !parser.is_done()) {
+      tcp.expires_after(limits_.body_timeout);
+      auto [rec, rn] = co_await bhttp::async_read(stream, buffer, parser, kTuple);
+      bec = rec;
+    }
     // Beast merges trailer fields into the header, past every check made on it: refused.
     const bool trailers = !bec && std::distance(hreq.begin(), hreq.end()) != fields;
     if (trailers) bec = bhttp::error::bad_field;

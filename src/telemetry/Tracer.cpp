@@ -140,6 +140,7 @@ bool Tracer::exportBatch(Loop& loop, const Target& target, const std::string& pa
   std::string why;
   for (int attempt = 0; attempt < 2; ++attempt) {
     upstream::PostResult res;
+    bool done = false;
     ioc.restart();
     net::co_spawn(ioc, upstream::post(pool, target.post, "application/json", payload, 64 * 1024),
                   [&](const std::exception_ptr& e, upstream::PostResult r) {
@@ -149,8 +150,13 @@ bool Tracer::exportBatch(Loop& loop, const Target& target, const std::string& pa
                     } else {
                       res = std::move(r);
                     }
+                    done = true;
                   });
-    ioc.run();
+    // Until the export is answered, not until nothing is left to do: a connection's read
+    // watchdog stays armed until its deadline (the next read re-arms it instead of a timer
+    // call per read), and it is harmless when it fires later.
+    while (!done && ioc.run_one() != 0) {
+    }
     if (res.failure == upstream::PostResult::Failure::None && res.status >= 200 && res.status < 300) return true;
     why = res.failure != upstream::PostResult::Failure::None ? (res.timed_out ? "timed out" : res.error)
                                                              : fmt::format("the collector answered {}", res.status);

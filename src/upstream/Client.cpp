@@ -129,6 +129,9 @@ net::awaitable<beast::error_code> Connection::connect(const std::vector<tcp::end
   if (ec) co_return ec;
   beast::error_code ignored;
   tcps.socket().set_option(tcp::no_delay(true), ignored);
+  // writeRaw writes at once and waits only for what did not fit: a write that cannot go on
+  // returns would_block instead of blocking the worker.
+  tcps.socket().non_blocking(true, ignored);
   if (auto* s = std::get_if<1>(&stream_)) {
     if (!SSL_set_tlsext_host_name(s->native_handle(), ep.host.c_str())) {
       co_return beast::error_code(static_cast<int>(::ERR_get_error()), net::error::get_ssl_category());
@@ -156,13 +159,28 @@ net::awaitable<beast::error_code> Connection::write(bhttp::request<bhttp::string
 
 net::awaitable<beast::error_code> Connection::writeRaw(std::string_view head, std::string_view body,
                                                        Millis timeout) {
-  tcpStream().expires_after(timeout);
   std::array<net::const_buffer, 2> bufs{net::buffer(head), net::buffer(body)};
   beast::error_code ec;
   if (auto* s = std::get_if<0>(&stream_)) {
-    auto [e, n] = co_await net::async_write(*s, bufs, kTuple);
-    ec = e;
-  } else {
+    // A request nearly always fits in the socket's send buffer: one sendmsg here, without arming
+    // the stream's write timer or a trip through the scheduler. What does not fit waits, under
+    // the timeout.
+    std::size_t n = s->socket().write_some(bufs, ec);
+    if (ec && (ec == net::error::would_block || ec == net::error::try_again)) ec = {};
+    if (ec) co_return ec;
+    if (n == head.size() + body.size()) co_return ec;
+    if (n >= head.size()) {
+      bufs = {net::buffer(body.substr(n - head.size())), net::const_buffer()};
+    } else {
+      bufs[0] = net::buffer(head.substr(n));
+    }
+    s->expires_after(timeout);
+    auto [e, m] = co_await net::async_write(*s, bufs, kTuple);
+    s->expires_never();
+    co_return e;
+  }
+  tcpStream().expires_after(timeout);
+  {
     auto [e, n] = co_await net::async_write(std::get<1>(stream_), bufs, kTuple);
     ec = e;
   }
@@ -170,12 +188,42 @@ net::awaitable<beast::error_code> Connection::writeRaw(std::string_view head, st
 }
 
 net::awaitable<beast::error_code> Connection::readHeader(ResponseParser& p, Millis timeout) {
+  if (auto* s = std::get_if<0>(&stream_)) {
+    // As async_read_header, without its composed operation and the stream's per-read timer:
+    // raw reads under readBody's deadline, and the parser run on what they brought.
+    struct Disarm {
+      Connection* c;
+      ~Disarm() { c->disarmDeadline(); }
+    } disarm{this};
+    armDeadline(timeout);
+    for (;;) {
+      if (buffer_.size() != 0) {
+        beast::error_code ec;
+        const std::size_t used = p.put(buffer_.data(), ec);
+        buffer_.consume(used);
+        if (ec != bhttp::error::need_more) co_return ec;  // the head, or what is wrong with it
+      }
+      // The parser's header_limit ends a head that does not stop: this is only its backstop.
+      if (buffer_.size() >= 64u * 1024) co_return beast::error_code(bhttp::error::buffer_overflow);
+      const std::size_t room = std::max<std::size_t>(512, buffer_.capacity() - buffer_.size());
+      auto [ec, n] = co_await s->socket().async_read_some(buffer_.prepare(room), kTuple);
+      if (!ec) socket_drained::afterRead(s->socket(), room, n);
+      buffer_.commit(n);
+      if (ec == net::error::operation_aborted && timed_out_) co_return beast::error_code(beast::error::timeout);
+      if (ec == net::error::eof) {
+        // Beast's own rule: the end after some of a head cuts it short; before any, the
+        // connection ended between messages (a pooled connection the provider closed).
+        if (!p.got_some()) co_return beast::error_code(bhttp::error::end_of_stream);
+        beast::error_code eec;
+        p.put_eof(eec);
+        co_return eec ? eec : beast::error_code(bhttp::error::partial_message);
+      }
+      if (ec) co_return ec;
+    }
+  }
   tcpStream().expires_after(timeout);
   beast::error_code ec;
-  if (auto* s = std::get_if<0>(&stream_)) {
-    auto [e, n] = co_await bhttp::async_read_header(*s, buffer_, p, kTuple);
-    ec = e;
-  } else {
+  {
     auto [e, n] = co_await bhttp::async_read_header(std::get<1>(stream_), buffer_, p, kTuple);
     ec = e;
   }
@@ -209,13 +257,13 @@ net::awaitable<std::pair<beast::error_code, std::string_view>> Connection::readB
       while (!p.is_done() && buffer_.size() != 0 && body.size != 0) {
         const std::size_t used = p.put(buffer_.data(), ec);
         buffer_.consume(used);
-        if (ec == bhttp::error::need_buffer) ec = {};
+        if (ec && ec == bhttp::error::need_buffer) ec = {};
         if (ec || used == 0) break;
       }
       const std::size_t got = kBodyScratch - body.size;
       body.data = nullptr;  // nothing points at the scratch once this returns
       body.size = 0;
-      if (ec == bhttp::error::need_more) ec = {};
+      if (ec && ec == bhttp::error::need_more) ec = {};
       if (ec) co_return std::pair{ec, std::string_view(scratch, got)};
       if (got != 0 || p.is_done()) co_return std::pair{beast::error_code{}, std::string_view(scratch, got)};
     }
@@ -239,8 +287,9 @@ net::awaitable<std::pair<beast::error_code, std::string_view>> Connection::readB
       std::tie(ec, n) = co_await std::get<1>(stream_).async_read_some(buffer_.prepare(room), kTuple);
     }
     buffer_.commit(n);
-    if (ec == net::error::operation_aborted && timed_out_) ec = beast::error::timeout;
-    if (ec == net::error::eof) {
+    // (Each test of ec against a code constructs one: the usual empty ec skips them.)
+    if (ec && ec == net::error::operation_aborted && timed_out_) ec = beast::error::timeout;
+    if (ec && ec == net::error::eof) {
       // As Beast's own read: a body delimited by the end of the connection ends here (no error);
       // any other is cut short (partial_message).
       p.put_eof(ec);
