@@ -48,6 +48,9 @@
 # (WS_*) in its header.
 # Nor BENCH_ONLY=syscalls, bench/syscalls.sh (~1 min): system calls per request of Sluice, nginx and
 # haproxy relaying the same streams (perf's syscall tracepoints), printed as a table.
+# Nor BENCH_ONLY=teams, bench/teams.sh (~2 min): a virtual key in a team (checked and counted
+# against the key and the team) against a key alone and the master key, limits in the gateway
+# and through Redis, printed as a table.
 #
 # Everything it starts listens on 127.0.0.1 and is killed on exit.
 # Knobs (environment): BUILD_DIR, SLUICE, LOADGEN, NGINX, NGINX_WORKERS (auto),
@@ -120,7 +123,9 @@ case $BENCH_ONLY in
   bedrock) exec bash "$ROOT/bench/bedrock.sh" ;;
   # System calls per request of Sluice, nginx and haproxy on the same streams (bench/syscalls.sh); ~1 minute.
   syscalls) exec bash "$ROOT/bench/syscalls.sh" ;;
-  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect, tls, store_scale, scale, streams, ws, mcp, bedrock or syscalls" ;;
+  # A key in a team against a key alone, in the gateway and through Redis (bench/teams.sh); ~2 minutes.
+  teams) exec bash "$ROOT/bench/teams.sh" ;;
+  *) die "BENCH_ONLY=$BENCH_ONLY: expected empty (everything), translation, logs, screen, protect, tls, store_scale, scale, streams, ws, mcp, bedrock, syscalls or teams" ;;
 esac
 
 # ---------------------------------------------------------------- build
