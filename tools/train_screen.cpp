@@ -90,6 +90,76 @@ int runLoso(const std::vector<LabelledText>& rows, const TrainOptions& o, const 
             << fixed(fpr(everyday)) << " (" << everyday.fp << " of " << (everyday.fp + everyday.tn)
             << "); on all all-benign sources: " << fixed(fpr(benignOnly)) << " (" << benignOnly.fp << " of "
             << (benignOnly.fp + benignOnly.tn) << ").\n";
+  if (o.doc_channel || o.doc_model) {
+    // The document sources scored on the document channel (their own threshold: "plain"; their
+    // own stage 2 and threshold: "stacked"); the sources of user turns as above.
+    std::cout << "\nDocument channel (document sources: their benign documents' budget; user turns as above):\n\n"
+              << "| source | channel | texts (attack / benign) | plain threshold | plain F1 | plain FPR | stacked "
+                 "threshold | stacked precision | stacked recall | stacked F1 | stacked FPR | split F1 | split FPR | "
+                 "doc model threshold | doc model F1 | doc model FPR |\n"
+              << "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+    struct Sum {
+      double f1 = 0, min = 1;
+      std::size_t n = 0, good = 0;
+      BinaryMetrics docs, everyday;
+    } base, plain, stacked, split, docModel;
+    auto account = [&o](Sum& s, const SourceResult& r, const BinaryMetrics& m) {
+      if (m.tp + m.fn > 0) {
+        s.f1 += m.f1();
+        ++s.n;
+        s.min = std::min(s.min, m.f1());
+        s.good += m.f1() >= 0.75;
+      }
+      if (r.document) s.docs.fp += m.fp, s.docs.tn += m.tn;
+      const auto& cal = o.calibration_sources;
+      if (std::find(cal.begin(), cal.end(), r.source) != cal.end()) s.everyday.fp += m.fp, s.everyday.tn += m.tn;
+    };
+    for (const auto& r : results) {
+      account(base, r, r.metrics);
+      account(plain, r, r.doc_plain);
+      account(stacked, r, r.doc_stacked);
+      account(split, r, r.split);
+      account(docModel, r, r.doc_model);
+      const auto& p = r.doc_plain;
+      const auto& m = r.doc_stacked;
+      const bool hasAttacks = m.tp + m.fn > 0;
+      std::cout << "| " << r.source << " | " << (r.document ? "document" : "user") << " | " << (m.tp + m.fn) << " / "
+                << (m.fp + m.tn) << " | " << (r.document ? fixed(r.doc_plain_threshold) : "-") << " | "
+                << (hasAttacks ? fixed(p.f1()) : "-") << " | " << (p.fp + p.tn ? fixed(fpr(p)) : "-") << " | "
+                << (r.document ? fixed(r.doc_threshold) : "-") << " | " << (hasAttacks ? fixed(m.precision()) : "-")
+                << " | " << (hasAttacks ? fixed(m.recall()) : "-") << " | " << (hasAttacks ? fixed(m.f1()) : "-")
+                << " | " << (m.fp + m.tn ? fixed(fpr(m)) : "-") << " | " << (hasAttacks ? fixed(r.split.f1()) : "-")
+                << " | " << (r.split.fp + r.split.tn ? fixed(fpr(r.split)) : "-") << " | "
+                << (r.document && o.doc_model ? fixed(r.doc_model_threshold) : "-") << " | "
+                << (hasAttacks ? fixed(r.doc_model.f1()) : "-") << " | "
+                << (r.doc_model.fp + r.doc_model.tn ? fixed(fpr(r.doc_model)) : "-") << " |\n";
+      json[r.source].as_object()["document"] = r.document;
+      json[r.source].as_object()["doc_plain"] = {
+          {"threshold", r.doc_plain_threshold}, {"tp", p.tp}, {"fp", p.fp}, {"tn", p.tn}, {"fn", p.fn}, {"f1", p.f1()}};
+      json[r.source].as_object()["doc_stacked"] = {
+          {"threshold", r.doc_threshold}, {"tp", m.tp}, {"fp", m.fp}, {"tn", m.tn}, {"fn", m.fn}, {"f1", m.f1()}};
+      const auto& sp = r.split;
+      json[r.source].as_object()["doc_model"] = {{"threshold", r.doc_model_threshold},
+                                                 {"tp", r.doc_model.tp},
+                                                 {"fp", r.doc_model.fp},
+                                                 {"tn", r.doc_model.tn},
+                                                 {"fn", r.doc_model.fn},
+                                                 {"f1", r.doc_model.f1()}};
+      json[r.source].as_object()["split"] = {
+          {"tp", sp.tp}, {"fp", sp.fp}, {"tn", sp.tn}, {"fn", sp.fn}, {"f1", sp.f1()}};
+    }
+    for (const auto& [name, s] : {std::pair<const char*, const Sum&>{"one threshold (as above)", base},
+                                  {"document channel, plain", plain},
+                                  {"document channel, stacked", stacked},
+                                  {"each channel its own stage 2 (split)", split},
+                                  {"documents scored by a model of their own (--doc-model)", docModel}})
+      std::cout << "\n"
+                << name << ": mean F1 " << fixed(s.n ? s.f1 / double(s.n) : 0) << ", lowest " << fixed(s.min) << ", "
+                << s.good << " of " << s.n << " sources >= 0.75, benign documents FPR " << fixed(fpr(s.docs)) << " ("
+                << s.docs.fp << " of " << (s.docs.fp + s.docs.tn) << "), everyday FPR " << fixed(fpr(s.everyday))
+                << " (" << s.everyday.fp << " of " << (s.everyday.fp + s.everyday.tn) << ")";
+    std::cout << "\n";
+  }
   if (!jsonOut.empty()) {
     std::ofstream f(jsonOut);
     f << boost::json::serialize(json) << "\n";
@@ -117,7 +187,7 @@ int main(int argc, char** argv) {
   app.add_flag("--loso", loso,
                "leave-one-source-out: per source, train on all the others (and nothing synthesized from it), "
                "print precision / recall / F1 / FPR on it as a Markdown table; writes no model");
-  app.add_option("--loso-source", losoSource, "--loso for this one source only");
+  app.add_option("--loso-source", losoSource, "--loso for this source only (or these, comma-separated)");
   app.add_option("--fpr-budget", o.fpr_budget,
                  "threshold = the lowest at which at most this fraction of everyday requests (out-of-fold) is "
                  "flagged; 0 = the threshold with the best out-of-fold F1")
@@ -129,6 +199,22 @@ int main(int argc, char** argv) {
   app.add_option("--surprisal-bits", o.surprisal_bits,
                  "dense character-surprisal features over a 2^N-entry trigram table, with stacking (0: none)")
       ->capture_default_str();
+  app.add_flag("--doc-channel", o.doc_channel,
+               "with --loso: also score the document sources (e-mails, pages, tool results, passages, code) on a "
+               "document channel: a threshold of their own, and a second stage of their own (experiment; the "
+               "model written does not change)");
+  app.add_flag("--doc-model", o.doc_model,
+               "with --loso: also score the document sources with a model of their own (trained on the document "
+               "sources and every attack; threshold on benign documents)");
+  app.add_option("--doc-fpr-budget", o.doc_fpr_budget,
+                 "the document channel's threshold: this fraction of benign documents' out-of-fold scores (0: "
+                 "--fpr-budget)")
+      ->capture_default_str();
+  app.add_option("--doc-benign-windows", o.doc_benign_windows, "--benign-windows for the --doc-model only")
+      ->capture_default_str();
+  bool noDocAttacks = false;
+  app.add_flag("--doc-model-no-user-attacks", noDocAttacks, "--doc-model trains on the document sources only");
+  app.add_option("--doc-sources", o.document_sources, "the document sources (comma-separated)")->delimiter(',');
   bool noStack = false;
   app.add_flag("--no-stack", noStack,
                "folds by near-duplicate cluster and no stage 2 (default: folds of whole sources; stage 2 over the "
@@ -150,6 +236,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (noBalance) o.balance_sources = false;
   if (noStack) o.stack = false;
+  if (noDocAttacks) o.doc_model_attacks = false;
 
   try {
     const auto rows = readLabelledJsonl(data);

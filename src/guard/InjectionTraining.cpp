@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <stdexcept>
@@ -239,7 +240,86 @@ std::vector<std::string> TrainOptions::defaultCalibrationSources() {
           "gpteacher_codegen", "m_ifeval",     "oasst_prompts", "xstest_safe"};
 }
 
+std::vector<std::string> TrainOptions::defaultDocumentSources() {
+  // Carriers: what the runtime screens as tool results (e-mails, web pages, tool outputs,
+  // retrieved passages, code), as opposed to a user's own turn.
+  return {"agentdojo_docs", "agentdyn_toolout", "bipia_email", "synth_code",
+          "synth_email",    "synth_rag",        "synth_tool",  "synth_web"};
+}
+
 namespace {
+
+// The document channel (TrainOptions::doc_channel): the shape of the stage-1 logit along a text,
+// each feature occurrence weighing weightOf(hash): the worst window (as the runtime scores it),
+// the whole text, the worst block (~75 bytes, about a sentence) and the median window, each plus
+// `bias`. A planted instruction is a peak over otherwise descriptive text.
+constexpr std::size_t kDocShape = 4;
+template <class WeightOf>
+void docShape(std::string_view text, double bias, WeightOf weightOf, double out[kDocShape]) {
+  std::vector<double> v;
+  WindowedSum<double> windowed;
+  forEachFeatureHash(text, [&](std::uint64_t h) {
+    const double w = weightOf(h);
+    v.push_back(w);
+    windowed.add(w);
+  });
+  const std::size_t n = v.size();
+  if (n == 0) {
+    for (std::size_t k = 0; k < kDocShape; ++k) out[k] = bias;
+    return;
+  }
+  double total = 0;
+  std::vector<double> blocks, counts;
+  for (std::size_t i = 0; i < n; i += kBlockFeatures) {
+    const std::size_t end = std::min(n, i + kBlockFeatures);
+    double b = 0;
+    for (std::size_t k = i; k < end; ++k) b += v[k];
+    blocks.push_back(b);
+    counts.push_back(double(end - i));
+    total += b;
+  }
+  double bestBlock = -1e300;
+  for (std::size_t b = 0; b < blocks.size(); ++b)
+    bestBlock = std::max(bestBlock, blocks[b] / std::sqrt(std::max(counts[b], double(kBlockFeatures) / 2)));
+  std::vector<double> windows;
+  if (blocks.size() <= kWindowBlocks) {
+    windows.push_back(total / std::sqrt(double(n)));
+  } else {
+    for (std::size_t b = 0; b + kWindowBlocks <= blocks.size(); ++b) {
+      double s = 0, c = 0;
+      for (std::size_t k = b; k < b + kWindowBlocks; ++k) s += blocks[k], c += counts[k];
+      windows.push_back(s / std::sqrt(c));
+    }
+  }
+  std::nth_element(windows.begin(), windows.begin() + static_cast<std::ptrdiff_t>(windows.size() / 2), windows.end());
+  out[0] = bias + windowed.result();
+  out[1] = bias + total / std::sqrt(double(n));
+  out[2] = bias + bestBlock;
+  out[3] = bias + windows[windows.size() / 2];
+}
+
+// What leave-one-source-out needs to score a document on the document channel.
+struct DocChannel {
+  std::vector<double> beta;      // stage 2 over docRow
+  double threshold = 0.5;        // on its score
+  double plain_threshold = 0.5;  // on the model's own score, calibrated on benign documents
+  double bias1 = 0, scale1 = 1;  // the int8 model's stage 1, before stage 2 is folded in
+  // The same for user turns: a stage 2 over docRow fitted on user turns only, its threshold at the
+  // everyday-request budget (the "split" variant: each channel its own stage 2).
+  std::vector<double> user_beta;
+  double user_threshold = 0.5;
+};
+
+std::vector<double> docRow(const double shape[kDocShape], const float dense[kDenseFeatures]) {
+  std::vector<double> row(shape, shape + kDocShape);
+  for (std::uint32_t k = 0; k < kDenseFeatures; ++k) row.push_back(dense[k]);
+  row.push_back(1.0);
+  return row;
+}
+
+bool isDocument(const TrainOptions& o, const std::string& source) {
+  return std::find(o.document_sources.begin(), o.document_sources.end(), source) != o.document_sources.end();
+}
 
 struct Featurized {
   std::vector<SparseVec> X;  // one row per sample, then the extra window rows
@@ -355,7 +435,18 @@ InjectionModel quantize(const FloatModel& m, const TrainOptions& o, double thres
 // logit, the dense features, 1) by Newton's method with a small ridge. Few parameters, so
 // deterministic and exact. Returns the coefficients in that order.
 std::vector<double> fitStage2(const std::vector<std::vector<double>>& x, const std::vector<int>& y,
-                              const std::vector<float>& weight) {
+                              const std::vector<float>& weight, bool lineSearch = false) {
+  // The penalised loss, for the line search (off: full Newton steps, as the committed model was fitted).
+  auto loss = [&](const std::vector<double>& b) {
+    double l = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      double z = 0;
+      for (std::size_t a = 0; a < b.size(); ++a) z += b[a] * x[i][a];
+      l += weight[i] * (z > 0 ? std::log1p(std::exp(-z)) + (1 - y[i]) * z : std::log1p(std::exp(z)) - y[i] * z);
+    }
+    for (double v : b) l += 0.5e-2 * v * v;
+    return l;
+  };
   const std::size_t p = x.empty() ? 0 : x[0].size();
   std::vector<double> beta(p, 0.0);
   if (p == 0) return beta;
@@ -394,6 +485,15 @@ std::vector<double> fitStage2(const std::vector<std::vector<double>>& x, const s
       for (std::size_t k = c + 1; k < p; ++k) d[c] -= h[c * p + k] * d[k];
       d[c] /= h[c * p + c];
     }
+    if (lineSearch) {
+      const double before = loss(beta);
+      for (int halvings = 0; halvings < 30; ++halvings) {
+        std::vector<double> tried = beta;
+        for (std::size_t a = 0; a < p; ++a) tried[a] -= d[a];
+        if (loss(tried) <= before) break;
+        for (double& v : d) v /= 2;
+      }
+    }
     double step = 0;
     for (std::size_t a = 0; a < p; ++a) {
       beta[a] -= d[a];
@@ -409,7 +509,8 @@ std::vector<double> fitStage2(const std::vector<std::vector<double>>& x, const s
 // saw; stage 2 learns from those scores how far to trust the n-gram logit and how much the dense
 // features add on an unseen source, and the threshold is calibrated on the same stage-2 scores.
 InjectionModel trainStacked(const std::vector<LabelledText>& samples, const Featurized& f,
-                            const std::vector<std::size_t>& rows, const TrainOptions& o, std::ostream* log) {
+                            const std::vector<std::size_t>& rows, const TrainOptions& o, std::ostream* log,
+                            DocChannel* doc) {
   std::map<std::string, int> foldOfSource;
   for (std::size_t r : rows) foldOfSource.emplace(samples[r].source, 0);
   int next = 0;
@@ -419,6 +520,14 @@ InjectionModel trainStacked(const std::vector<LabelledText>& samples, const Feat
   std::vector<int> y;
   std::vector<float> w;
   std::vector<char> calibration;
+  std::vector<std::vector<double>> docX;
+  std::vector<int> docY;
+  std::vector<float> docW;
+  std::vector<std::size_t> docAt;  // the document rows' index in x
+  std::vector<std::vector<double>> userX;
+  std::vector<int> userY;
+  std::vector<float> userW;
+  std::vector<char> userCal;
   for (int k = 0; k < o.folds; ++k) {
     std::vector<std::size_t> in, out;
     for (std::size_t r : rows) (foldOfSource[samples[r].source] == k ? out : in).push_back(r);
@@ -428,10 +537,29 @@ InjectionModel trainStacked(const std::vector<LabelledText>& samples, const Feat
     const FloatModel m = fit(f.X, f.y, f.weight, withWindows(f, std::move(in)), o);
     for (std::size_t r : out) {
       std::vector<double> row{windowedLogit(m, samples[r].text, o.bucket_bits)};
+      float d[kDenseFeatures] = {};
       if (dense) {
-        float d[kDenseFeatures];
         denseFeaturesOf(samples[r].text, table, o.surprisal_bits, d);
         for (float v : d) row.push_back(v);
+      }
+      if (doc) {
+        const unsigned shift = 64 - o.bucket_bits;
+        double shape[kDocShape];
+        docShape(
+            samples[r].text, m.b, [&](std::uint64_t h) { return double(m.w[h >> shift]); }, shape);
+        if (isDocument(o, samples[r].source)) {
+          docX.push_back(docRow(shape, d));
+          docY.push_back(samples[r].label);
+          docW.push_back(f.weight[r]);
+          docAt.push_back(x.size());
+        } else {
+          userX.push_back(docRow(shape, d));
+          userY.push_back(samples[r].label);
+          userW.push_back(f.weight[r]);
+          userCal.push_back(samples[r].label == 0 &&
+                            std::find(o.calibration_sources.begin(), o.calibration_sources.end(), samples[r].source) !=
+                                o.calibration_sources.end());
+        }
       }
       row.push_back(1.0);
       x.push_back(std::move(row));
@@ -442,7 +570,7 @@ InjectionModel trainStacked(const std::vector<LabelledText>& samples, const Feat
                                 o.calibration_sources.end());
     }
   }
-  const std::vector<double> beta = fitStage2(x, y, w);
+  const std::vector<double> beta = fitStage2(x, y, w, o.stage2_line_search);
   std::vector<std::pair<double, int>> oof;
   std::vector<double> cal;
   for (std::size_t i = 0; i < x.size(); ++i) {
@@ -453,9 +581,44 @@ InjectionModel trainStacked(const std::vector<LabelledText>& samples, const Feat
     if (calibration[i]) cal.push_back(p);
   }
   const double threshold = o.fpr_budget > 0 && !cal.empty() ? budgetThreshold(cal, o.fpr_budget) : bestThreshold(oof);
+  if (doc) {
+    std::vector<double> plain, stacked;
+    std::vector<std::pair<double, int>> docOof;
+    doc->beta = fitStage2(docX, docY, docW, true);
+    for (std::size_t i = 0; i < docX.size(); ++i) {
+      double z = 0;
+      for (std::size_t a = 0; a < doc->beta.size(); ++a) z += doc->beta[a] * docX[i][a];
+      docOof.emplace_back(sigmoid(z), docY[i]);
+      if (docY[i] == 0) plain.push_back(oof[docAt[i]].first), stacked.push_back(sigmoid(z));
+    }
+    const double budget = o.doc_fpr_budget > 0 ? o.doc_fpr_budget : o.fpr_budget > 0 ? o.fpr_budget : 0.025;
+    doc->plain_threshold = plain.empty() ? threshold : budgetThreshold(plain, budget);
+    doc->threshold = stacked.empty() ? 0.5 : budgetThreshold(stacked, budget);
+    doc->user_beta = fitStage2(userX, userY, userW, true);
+    std::vector<double> everyday;
+    for (std::size_t i = 0; i < userX.size(); ++i) {
+      double z = 0;
+      for (std::size_t a = 0; a < doc->user_beta.size(); ++a) z += doc->user_beta[a] * userX[i][a];
+      if (userCal[i]) everyday.push_back(sigmoid(z));
+    }
+    doc->user_threshold = everyday.empty() ? 0.5 : budgetThreshold(everyday, o.fpr_budget > 0 ? o.fpr_budget : 0.025);
+    if (log) {
+      BinaryMetrics bm;
+      for (const auto& [p, l] : docOof) bm.add(l, p >= doc->threshold);
+      *log << "document channel: " << docX.size() << " documents (" << plain.size() << " benign), plain threshold "
+           << doc->plain_threshold << "; stage 2";
+      for (double b : doc->beta) *log << " " << b;
+      *log << "; threshold " << doc->threshold << ", out-of-fold precision " << bm.precision() << " recall "
+           << bm.recall() << " f1 " << bm.f1() << "\n";
+      *log << "user channel stage 2";
+      for (double b : doc->user_beta) *log << " " << b;
+      *log << "; threshold " << doc->user_threshold << "\n";
+    }
+  }
   const FloatModel m = fit(f.X, f.y, f.weight, withWindows(f, rows), o);
   std::size_t nonzero = 0;
   InjectionModel q = quantize(m, o, threshold, &nonzero);
+  if (doc) doc->bias1 = q.bias, doc->scale1 = q.scale;
   // z = a * (bias + scale * sum) + dense . f + c
   const double a = beta[0];
   q.bias = static_cast<float>(a * q.bias + beta.back());
@@ -479,8 +642,9 @@ InjectionModel trainStacked(const std::vector<LabelledText>& samples, const Feat
 
 // Trains on `rows` of `f` (threshold from out-of-fold scores of those rows only).
 InjectionModel trainRows(const std::vector<LabelledText>& samples, const Featurized& f,
-                         const std::vector<std::size_t>& rows, const TrainOptions& o, std::ostream* log) {
-  if (o.stack && o.folds > 1) return trainStacked(samples, f, rows, o, log);
+                         const std::vector<std::size_t>& rows, const TrainOptions& o, std::ostream* log,
+                         DocChannel* doc = nullptr) {
+  if (o.stack && o.folds > 1) return trainStacked(samples, f, rows, o, log, doc);
   double threshold = 0.5;
   if (o.folds > 1) {
     std::vector<std::pair<double, int>> oof;
@@ -535,21 +699,112 @@ std::vector<SourceResult> leaveOneSourceOut(const std::vector<LabelledText>& sam
                                             std::ostream* log, const std::string& only) {
   if (o.bucket_bits < 8 || o.bucket_bits > 24) throw std::invalid_argument("bucket_bits must be 8..24");
   const Featurized f = featurizeAll(samples, o);
+  // The document model's rows: with doc_benign_windows, long benign texts also as windows of their own.
+  std::optional<Featurized> fDocWindows;
+  if (o.doc_model && o.doc_benign_windows != o.benign_windows) {
+    TrainOptions ow = o;
+    ow.benign_windows = o.doc_benign_windows;
+    fDocWindows = featurizeAll(samples, ow);
+  }
+  const Featurized& fDoc = fDocWindows ? *fDocWindows : f;
   std::map<std::string, std::vector<std::size_t>> bySource;
   for (std::size_t i = 0; i < samples.size(); ++i) bySource[samples[i].source].push_back(i);
   std::vector<SourceResult> out;
-  if (!only.empty() && !bySource.count(only)) throw std::invalid_argument("no texts of source " + only);
+  std::vector<std::string> onlyList;  // `only`: comma-separated
+  for (std::size_t at = 0; at < only.size();) {
+    const std::size_t comma = std::min(only.find(',', at), only.size());
+    onlyList.push_back(only.substr(at, comma - at));
+    if (!bySource.count(onlyList.back())) throw std::invalid_argument("no texts of source " + onlyList.back());
+    at = comma + 1;
+  }
   for (const auto& [source, test] : bySource) {
-    if (!only.empty() && source != only) continue;
+    if (!onlyList.empty() && std::find(onlyList.begin(), onlyList.end(), source) == onlyList.end()) continue;
     std::vector<std::size_t> rows;
     for (std::size_t i = 0; i < samples.size(); ++i)
       if (samples[i].source != source && samples[i].from != source) rows.push_back(i);
-    const InjectionDetector d(trainRows(samples, f, rows, o, nullptr));
+    DocChannel dc;
+    const bool docs = o.doc_channel && o.stack && o.folds > 1;
+    const InjectionModel q = trainRows(samples, f, rows, o, docs ? log : nullptr, docs ? &dc : nullptr);
+    const InjectionDetector d(q);
     SourceResult r;
     r.source = source;
     r.threshold = d.threshold();
     r.trained_on = rows.size();
-    for (std::size_t i : test) r.metrics.add(samples[i].label, d.score(samples[i].text) >= d.threshold());
+    r.document = (docs || o.doc_model) && isDocument(o, source);
+    r.doc_plain_threshold = dc.plain_threshold;
+    r.doc_threshold = r.document ? dc.threshold : dc.user_threshold;
+    const unsigned shift = 64 - q.bucket_bits;
+    std::vector<double> quant[2][2];  // [plain, stacked][label]
+    for (std::size_t i : test) {
+      const double score = d.score(samples[i].text);
+      r.metrics.add(samples[i].label, score >= d.threshold());
+      if (!docs) continue;
+      double shape[kDocShape];
+      docShape(
+          samples[i].text, dc.bias1, [&](std::uint64_t h) { return dc.scale1 * q.weights[h >> shift]; }, shape);
+      float dense[kDenseFeatures] = {};
+      if (q.surprisal_bits > 0) denseFeaturesOf(samples[i].text, q.surprisal, q.surprisal_bits, dense);
+      const std::vector<double> row = docRow(shape, dense);
+      if (!r.document) {
+        r.doc_plain.add(samples[i].label, score >= d.threshold());
+        r.doc_stacked.add(samples[i].label, score >= d.threshold());
+        double z = 0;
+        for (std::size_t a = 0; a < dc.user_beta.size(); ++a) z += dc.user_beta[a] * row[a];
+        r.split.add(samples[i].label, sigmoid(z) >= dc.user_threshold);
+        continue;
+      }
+      r.doc_plain.add(samples[i].label, score >= dc.plain_threshold);
+      double z = 0;
+      for (std::size_t a = 0; a < dc.beta.size(); ++a) z += dc.beta[a] * row[a];
+      r.doc_stacked.add(samples[i].label, sigmoid(z) >= dc.threshold);
+      r.split.add(samples[i].label, sigmoid(z) >= dc.threshold);
+      quant[0][samples[i].label].push_back(score);
+      quant[1][samples[i].label].push_back(sigmoid(z));
+    }
+    r.doc_model = r.metrics;
+    r.doc_model_threshold = r.threshold;
+    if (o.doc_model && isDocument(o, source)) {
+      std::vector<std::size_t> docRows;
+      for (std::size_t i : rows)
+        if (isDocument(o, samples[i].source) || (o.doc_model_attacks && samples[i].label == 1)) docRows.push_back(i);
+      TrainOptions od = o;
+      od.calibration_sources = o.document_sources;
+      if (o.doc_fpr_budget > 0) od.fpr_budget = o.doc_fpr_budget;
+      // No surprisal features: a table of benign documents alone tells documents from attacks of any
+      // other kind, and stage 2 learnt that (and diverged without the line search).
+      od.surprisal_bits = 0;
+      od.stage2_line_search = true;
+      const InjectionDetector dd(trainRows(samples, fDoc, docRows, od, log, nullptr));
+      r.doc_model = {};
+      r.doc_model_threshold = dd.threshold();
+      std::vector<double> v[2];
+      for (std::size_t i : test) {
+        const double p = dd.score(samples[i].text);
+        r.doc_model.add(samples[i].label, p >= dd.threshold());
+        v[samples[i].label].push_back(p);
+      }
+      for (int l = 0; l < 2 && log; ++l) {
+        if (v[l].empty()) continue;
+        std::sort(v[l].begin(), v[l].end());
+        *log << "  doc model" << (l ? " attacks" : " benign") << " quantiles 10/50/90/99: " << v[l][v[l].size() / 10]
+             << " " << v[l][v[l].size() / 2] << " " << v[l][v[l].size() * 9 / 10] << " " << v[l][v[l].size() * 99 / 100]
+             << "\n";
+      }
+      if (log)
+        *log << "loso " << source << " doc model: trained on " << docRows.size() << ", threshold "
+             << r.doc_model_threshold << ", tp " << r.doc_model.tp << " fp " << r.doc_model.fp << " tn "
+             << r.doc_model.tn << " fn " << r.doc_model.fn << "\n";
+    }
+    if (log && r.document)
+      for (int k = 0; k < 2; ++k)
+        for (int l = 0; l < 2; ++l) {
+          auto& v = quant[k][l];
+          if (v.empty()) continue;
+          std::sort(v.begin(), v.end());
+          *log << "  " << (k ? "stacked" : "plain") << (l ? " attacks" : " benign")
+               << " quantiles 10/50/90/99: " << v[v.size() / 10] << " " << v[v.size() / 2] << " "
+               << v[v.size() * 9 / 10] << " " << v[v.size() * 99 / 100] << "\n";
+        }
     if (log)
       *log << "loso " << source << ": " << test.size() << " texts, trained on " << rows.size() << ", threshold "
            << r.threshold << ", tp " << r.metrics.tp << " fp " << r.metrics.fp << " tn " << r.metrics.tn << " fn "

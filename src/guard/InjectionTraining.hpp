@@ -63,6 +63,23 @@ struct TrainOptions {
   std::uint32_t surprisal_bits = 14;
   std::vector<std::string> calibration_sources = defaultCalibrationSources();
   static std::vector<std::string> defaultCalibrationSources();
+  // Experiment (issue 21, off by default; --doc-channel): texts of `document_sources` are carriers
+  // (e-mails, pages, tool results, retrieved passages, code), which the runtime screens as tool
+  // results. With stack, leave-one-source-out also reports them scored on a document channel: a
+  // threshold at `fpr_budget` of the out-of-fold scores of benign documents ("plain"), and a
+  // second stage of their own over the shape of the n-gram logit along the text (worst window,
+  // whole text, worst block, median window, dense features) with its own threshold ("stacked").
+  bool doc_channel = false;
+  double doc_fpr_budget = 0;  // the document channel's budget on benign documents (0: fpr_budget)
+  // Experiment (--doc-model): documents get an n-gram model of their own (stage 1 and 2, threshold
+  // at `fpr_budget` of benign documents' out-of-fold scores), trained on the document sources'
+  // texts and, with doc_model_attacks, every attack of the other sources too.
+  bool doc_model = false;
+  bool doc_model_attacks = true;
+  int doc_benign_windows = 0;       // benign_windows for the document model
+  bool stage2_line_search = false;  // backtracking Newton steps in stage 2 (the doc model's)
+  std::vector<std::string> document_sources = defaultDocumentSources();
+  static std::vector<std::string> defaultDocumentSources();
 };
 
 struct BinaryMetrics {
@@ -98,8 +115,18 @@ struct SourceResult {
   double threshold = 0.5;
   BinaryMetrics metrics;
   std::size_t trained_on = 0;
+  // With TrainOptions::doc_channel: whether the source is a document source, and its figures on
+  // the document channel (the same as `metrics` for a source of user turns).
+  bool document = false;
+  double doc_plain_threshold = 0.5, doc_threshold = 0.5;
+  BinaryMetrics doc_plain, doc_stacked;
+  // Each channel its own stage 2 over the logit's shape (user turns: fitted on user turns, the
+  // everyday budget; documents: doc_stacked).
+  BinaryMetrics split;
+  double doc_model_threshold = 0.5;
+  BinaryMetrics doc_model;  // TrainOptions::doc_model (a source of user turns: as `metrics`)
 };
-// `only` (non-empty): that source alone.
+// `only` (non-empty): those sources alone (comma-separated).
 std::vector<SourceResult> leaveOneSourceOut(const std::vector<LabelledText>& samples, const TrainOptions& options,
                                             std::ostream* log = nullptr, const std::string& only = {});
 
