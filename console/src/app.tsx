@@ -70,7 +70,16 @@ export function App() {
   }, [route.path]);
 
   if (!signedIn) return <SignIn />;
-  const who = me ?? FULL;
+  // Until /me answers, the console does not know the role: it draws no navigation and no page
+  // (drawing the admin's would show a viewer, for a moment, what they may not use).
+  if (!me) {
+    return (
+      <div class="state state-loading" role="status" data-testid="signing-in">
+        Signing in…
+      </div>
+    );
+  }
+  const who = me;
   // The playground calls the proxy API with the console's key: only the master key works there.
   const nav = NAV.filter((n) => atLeast(who, n.role) && (n.path !== '/playground' || who.kind === 'master_key'));
 

@@ -657,9 +657,23 @@ test('roles: a viewer token made on the Tokens page sees only what it may; the a
   const viewer = await context.newPage();
   viewer.setDefaultTimeout(UI_MS);
   viewer.on('pageerror', (e) => pageErrors.push(String(e)));
+  // The console's /me after sign-in is held back (the sign-in page's own check of the token, the
+  // first with it, goes through): until it answers, the console knows no role and draws no
+  // navigation (the admin's, drawn meanwhile, showed a viewer what it may not use).
+  let releaseMe;
+  const meHeld = new Promise((resolve) => { releaseMe = resolve; });
+  let withToken = 0;
+  await context.route('**/admin/api/me', async (route) => {
+    if (route.request().headers().authorization && ++withToken > 1) await meHeld;
+    await route.continue();
+  });
   await viewer.goto(`${consoleUrl}/`);
   await viewer.getByLabel('Master key or admin token').fill(viewerSecret);
   await viewer.getByRole('button', { name: 'Sign in' }).click();
+  await viewer.getByTestId('signing-in').waitFor();
+  assert.equal(await viewer.getByRole('navigation', { name: 'Console sections' }).count(), 0,
+    'no navigation before the console knows the role');
+  releaseMe();
   await viewer.getByRole('heading', { name: 'Dashboard' }).waitFor();
   await viewer.getByTestId('whoami').getByText('token:console-viewer · viewer').waitFor();
   const nav = await viewer.getByRole('navigation', { name: 'Console sections' }).textContent();
