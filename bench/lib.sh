@@ -161,19 +161,9 @@ raise_nofile() {
 CLK_TCK=$(getconf CLK_TCK)
 # tree PID: the pid and its direct children (nginx master + workers)
 proc_tree() { echo "$1"; ps --ppid "$1" -o pid= 2>/dev/null | tr -d ' ' || true; }
-# cpu_s PID...: utime+stime of the given processes (all threads), in seconds
-cpu_s() {
-  local t=0 p v
-  for p in "$@"; do
-    [[ -r /proc/$p/stat ]] || continue
-    v=$(sed 's/^.*) //' "/proc/$p/stat" | awk '{print $12 + $13}') || v=0
-    t=$((t + ${v:-0}))
-  done
-  awk -v t="$t" -v hz="$CLK_TCK" 'BEGIN { printf "%.3f", t / hz }'
-}
-# cpu_split PID...: "user system" seconds of the given processes (all threads), for where the CPU goes
+# cpu_split PID...: "user system" seconds of the given processes (all threads)
 cpu_split() {
-  local u=0 k=0 p v
+  local u=0 k=0 p a b
   for p in "$@"; do
     [[ -r /proc/$p/stat ]] || continue
     read -r a b <<<"$(sed 's/^.*) //' "/proc/$p/stat" | awk '{print $12, $13}')" || continue
@@ -181,6 +171,8 @@ cpu_split() {
   done
   awk -v u="$u" -v k="$k" -v hz="$CLK_TCK" 'BEGIN { printf "%.3f %.3f", u / hz, k / hz }'
 }
+# cpu_s PID...: utime+stime of the given processes (all threads), in seconds
+cpu_s() { cpu_split "$@" | awk '{ printf "%.3f", $1 + $2 }'; }
 # status_kb FIELD PID...: a /proc/PID/status field in kB, summed over the processes
 status_kb() {
   local field=$1 t=0 p v
@@ -212,15 +204,14 @@ SEQ=0
 measure() {
   local scenario=$1 target=$2 round=$3 limit=$4; shift 4
   local ppids="" mpids="$MOCK_PID ${EXTRA_MOCK_PIDS:-}"
-  local p0 m0 p1 m1 w0 w1 c0 c1 out watch=() wall mcpu pcpu kcpu rmax=null s0="0 0" s1="0 0" us=null ss=null
+  local m0 p1 m1 w0 w1 c0 c1 out watch=() wall mcpu pcpu kcpu rmax=null s0 s1 us=null ss=null
   [[ -n ${PROXY_ROOT[$target]:-} ]] && ppids=$(proc_tree "${PROXY_ROOT[$target]}" | tr '\n' ' ')
   if [[ ${MEASURE_WATCH:-0} == 1 ]]; then
     watch=(--watch-mock "$mpids")
     [[ -n $ppids ]] && watch+=(--watch-proxy "$ppids")
   fi
   # shellcheck disable=SC2086
-  p0=$(cpu_s $ppids); m0=$(cpu_s $mpids); w0=$(date +%s.%N); c0=$(machine_cpu_s)
-  [[ -n $ppids ]] && s0=$(cpu_split $ppids)
+  s0=$(cpu_split $ppids); m0=$(cpu_s $mpids); w0=$(date +%s.%N); c0=$(machine_cpu_s)
   # in the background + wait, so that a signal to this script is handled at once
   timeout "$limit" "$LOADGEN" --label "$scenario/$target" --model "${MEASURE_MODEL:-$MODEL}" "${watch[@]}" "$@" >"$WORK/loadgen.out" &
   LOADGEN_PID=$!
@@ -229,17 +220,15 @@ measure() {
   [[ -n ${MEASURE_SETTLE:-} ]] && sleep "$MEASURE_SETTLE"
   out=$(<"$WORK/loadgen.out")
   # shellcheck disable=SC2086
-  p1=$(cpu_s $ppids); m1=$(cpu_s $mpids); w1=$(date +%s.%N); c1=$(machine_cpu_s)
-  if [[ -n $ppids ]]; then
-    s1=$(cpu_split $ppids)
-    read -r us ss <<<"$(awk -v a="$s0" -v b="$s1" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.3f %.3f", y[1] - x[1], y[2] - x[2] }')"
-  fi
+  s1=$(cpu_split $ppids); m1=$(cpu_s $mpids); w1=$(date +%s.%N); c1=$(machine_cpu_s)
+  # The proxy's CPU from /proc around the run: user and system apart (for where it goes), and their sum.
+  [[ -n $ppids ]] && read -r us ss <<<"$(awk -v a="$s0" -v b="$s1" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.3f %.3f", y[1] - x[1], y[2] - x[2] }')"
   [[ -n $out ]] || out=null
   if [[ -n ${PROXY_ROOT[$target]:-} ]] && ! kill -0 "${PROXY_ROOT[$target]}" 2>/dev/null; then
     log "warning: $target exited during $scenario (see $WORK/*.log)"
   fi
   wall=$(sub "$w1" "$w0") mcpu=$(sub "$c1" "$c0") kcpu=$(sub "$m1" "$m0") pcpu=null
-  [[ -n $ppids ]] && pcpu=$(sub "$p1" "$p0")
+  [[ -n $ppids ]] && pcpu=$(awk -v u="$us" -v k="$ss" 'BEGIN { printf "%.3f", u + k }')
   if ((${#watch[@]} > 0)) && [[ $out != null ]]; then
     local w
     w=$("$PYTHON" -c 'import json, sys
@@ -267,7 +256,7 @@ if w: print(w["wall_s"], w["machine_cpu_s"], w["mock_cpu_s"], w["proxy_cpu_s"], 
 # segment of AB_SECONDS (SECONDS_PER) with CONCURRENCY streams of CHUNKS chunks on the gateway
 # PIDS_OF[NAME] at PORT, the proxy's CPU read by the load generator; its requests, failures, wall
 # and CPU seconds are added to OK[NAME], FAILED[NAME], WALL[NAME] and CPU[NAME] (declare -A them
-# and ab_reset each name first).
+# and ab_reset each name first). The requests carry the master key, or AB_KEY when it is set.
 ab_reset() {
   local name
   for name in "$@"; do OK[$name]=0 FAILED[$name]=0 WALL[$name]=0 CPU[$name]=0; done
@@ -276,7 +265,7 @@ ab_load() {
   local name=$1 port=$2 ok failed wall cpu
   shift 2
   read -r ok failed wall cpu <<<"$("$LOADGEN" --url "http://127.0.0.1:$port/v1/chat/completions" \
-    -H "Authorization: Bearer $MASTER_KEY" -H "x-mock-chunks: $CHUNKS" --concurrency "$CONCURRENCY" \
+    -H "Authorization: Bearer ${AB_KEY:-$MASTER_KEY}" -H "x-mock-chunks: $CHUNKS" --concurrency "$CONCURRENCY" \
     --duration "$SECONDS_PER" --prime --watch-proxy "${PIDS_OF[$name]}" --watch-mock "$MOCK_PID" "$@" |
     "$PYTHON" -c 'import json,sys; r=json.load(sys.stdin); w=r["watch"]; print(r["ok"], r.get("failed", 0), w["wall_s"], w["proxy_cpu_s"])')"
   OK[$name]=$((OK[$name] + ok))

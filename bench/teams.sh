@@ -19,6 +19,7 @@ SECONDS_PER=${AB_SECONDS:-3}
 SEGMENTS=${SEGMENTS:-6}
 BENCH_NO_BUILD=${BENCH_NO_BUILD:-0} bench_build sluice sluice_loadgen
 bench_work sluice-teams
+declare -A OK CPU WALL FAILED PIDS_OF
 
 read -r P_MOCK P_REDIS <<<"$(free_ports 2)"
 start mock "$SLUICE" mock --listen "127.0.0.1:$P_MOCK" --workers "$MOCK_WORKERS" --chunks "$CHUNKS" --ttfb-ms 0 --chunk-interval-ms 0
@@ -33,18 +34,6 @@ field() { "$PYTHON" -c "import json,sys; v=json.load(sys.stdin)
 for k in sys.argv[1].split('.'): v=v[k]
 print(v)" "$1"; }
 
-# load NAME PORT KEY: one segment; adds to OK, CPU, WALL.
-load() {
-  local ok wall cpu
-  read -r ok wall cpu <<<"$("$LOADGEN" --url "http://127.0.0.1:$2/v1/chat/completions" \
-    -H "Authorization: Bearer $3" -H "x-mock-chunks: $CHUNKS" --concurrency "$CONCURRENCY" \
-    --duration "$SECONDS_PER" --prime --watch-proxy "$GW" --watch-mock "$MOCK_PID" |
-    "$PYTHON" -c 'import json,sys; r=json.load(sys.stdin); w=r["watch"]; print(r["ok"], w["wall_s"], w["proxy_cpu_s"])')"
-  OK[$1]=$((OK[$1] + ok))
-  CPU[$1]=$(awk -v a="${CPU[$1]}" -v b="$cpu" 'BEGIN { print a + b }')
-  WALL[$1]=$(awk -v a="${WALL[$1]}" -v b="$wall" 'BEGIN { print a + b }')
-}
-
 LIMITS='"rpm":100000000,"tpm":100000000000,"budget_daily_usd":1000000,"budget_monthly_usd":1000000,"budget_total_usd":1000000'
 ROWS=()
 run_mode() {  # LABEL [CONFIG LINES...]
@@ -54,6 +43,7 @@ run_mode() {  # LABEL [CONFIG LINES...]
   sluice_config "$WORK/$label.yaml" "$port" "$P_MOCK" "" "$@"
   start "gw-$label" "$SLUICE" serve -c "$WORK/$label.yaml"
   GW=$PID
+  PIDS_OF=([master]=$GW [key]=$GW [team]=$GW)
   wait_port "gw-$label" "$GW" "$port" 30
   key=$(admin "$port" POST /keys "{\"name\":\"bench-key\",$LIMITS}" | field secret)
   team_id=$(admin "$port" POST /teams "{\"name\":\"bench-team\",$LIMITS}" | field id)
@@ -66,15 +56,15 @@ run_mode() {  # LABEL [CONFIG LINES...]
       sleep 0.2
     done
   done
-  declare -gA OK=([master]=0 [key]=0 [team]=0) CPU=([master]=0 [key]=0 [team]=0) WALL=([master]=0 [key]=0 [team]=0)
+  ab_reset master key team
   local order=(master key team) seg i
   for ((seg = 0; seg < SEGMENTS; seg++)); do
     for ((i = 0; i < 3; i++)); do
       name=${order[$(((i + seg) % 3))]}
       case $name in
-        master) load master "$port" "$MASTER_KEY" ;;
-        key) load key "$port" "$key" ;;
-        team) load team "$port" "$team_key" ;;
+        master) AB_KEY=$MASTER_KEY ab_load master "$port" ;;
+        key) AB_KEY=$key ab_load key "$port" ;;
+        team) AB_KEY=$team_key ab_load team "$port" ;;
       esac
     done
     log "$label: segment $((seg + 1))/$SEGMENTS done"
@@ -83,6 +73,7 @@ run_mode() {  # LABEL [CONFIG LINES...]
   wait "$GW" 2>/dev/null || true
   for name in master key team; do
     ROWS+=("$label $name ${OK[$name]} ${WALL[$name]} ${CPU[$name]}")
+    ((FAILED[$name] == 0)) || die "$label $name: ${FAILED[$name]} requests failed"
   done
 }
 

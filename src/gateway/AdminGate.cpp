@@ -119,10 +119,12 @@ net::awaitable<http::Response> AdminGate::handle(const Snapshot& snap, upstream:
   // The role table matches whole segments, but the stored-object handlers skip empty ones: with
   // "/tokens/" or "//tokens" the table would find no entry (so no role check) and the handler
   // would still serve /tokens. A path with an empty segment is no endpoint, for any role.
-  if (path.size() < 2 || path.find("//") != std::string::npos || path.ends_with('/'))
-    co_return refusal(
-        404, "not_found",
-        fmt::format("no admin endpoint {}; the endpoints are listed at /admin/api/openapi.json", path.substr(0, 200)));
+  auto noEndpoint = [&] {
+    return refusal(404, "not_found",
+                   fmt::format("no admin endpoint {} {}; the endpoints are listed at /admin/api/openapi.json",
+                               std::string(bhttp::to_string(method)), path.substr(0, 200)));
+  };
+  if (path.size() < 2 || path.find("//") != std::string::npos || path.ends_with('/')) co_return noEndpoint();
   if (path == "/me" && method == bhttp::verb::get) {
     http::Response res{bhttp::status::ok, 11};
     res.set(bhttp::field::content_type, "application/json");
@@ -145,10 +147,7 @@ net::awaitable<http::Response> AdminGate::handle(const Snapshot& snap, upstream:
   // table misses it, no other role gets past here with it.
   const bool memberScoped = caller.role == admin::Role::Member && admin::teamScoped(method, path);
   const auto need = admin::requiredRole(method, path);
-  if (!need && caller.role < admin::Role::Admin && !memberScoped)
-    co_return refusal(404, "not_found",
-                      fmt::format("no admin endpoint {} {}; the endpoints are listed at /admin/api/openapi.json",
-                                  std::string(bhttp::to_string(method)), path.substr(0, 200)));
+  if (!need && caller.role < admin::Role::Admin && !memberScoped) co_return noEndpoint();
   if (need && caller.role < *need && !memberScoped) {
     co_return refusal(
         403, "forbidden",
@@ -179,16 +178,8 @@ net::awaitable<http::Response> AdminGate::handle(const Snapshot& snap, upstream:
       http::Response was = co_await dispatch(get, object);
       if (was.result_int() == 200) before = auditBody(was);
     } else if (constexpr std::string_view kUpstream = "/upstream-keys/"; object.starts_with(kUpstream)) {
-      // An upstream key has no GET of its own: its entry in the list, as enable/disable/probe show it.
-      http::Request list{bhttp::verb::get, "/admin/api/upstream-keys", 11};
-      http::Response was = co_await dispatch(list, "/upstream-keys");
-      const json::value all = was.result_int() == 200 ? auditBody(was) : json::value(nullptr);
-      const std::string_view ref = std::string_view(object).substr(kUpstream.size());
-      if (const auto* data = all.is_object() ? all.as_object().if_contains("data") : nullptr; data && data->is_array())
-        for (const auto& k : data->as_array())
-          if (const auto* r = k.is_object() ? k.as_object().if_contains("ref") : nullptr;
-              r && r->is_string() && r->as_string() == ref)
-            before = k;
+      // An upstream key has no GET of its own: its entry as GET /upstream-keys lists it.
+      before = LiveAdmin::upstreamKeyStatus(snap, std::string_view(object).substr(kUpstream.size()));
     }
   }
   http::Response res = co_await dispatch(req, path);

@@ -73,6 +73,14 @@ json::object keyStatus(const routing::Channel& ch, const routing::UpstreamKey& k
                       {"channel_error_ewma", ch.health->latency.errors.load(std::memory_order_relaxed)}};
 }
 
+// The upstream key `ref` names, with its channel; both null when none does.
+std::pair<const routing::Channel*, const routing::UpstreamKey*> findKey(const Snapshot& snap, std::string_view ref) {
+  for (const auto& c : snap.router->channels())
+    for (const auto& k : c->keys)
+      if (k.ref == ref) return {c.get(), &k};
+  return {nullptr, nullptr};
+}
+
 }  // namespace
 
 LiveAdmin::LiveAdmin(Host host) : host_(std::move(host)) {}
@@ -277,14 +285,7 @@ net::awaitable<std::optional<http::Response>> LiveAdmin::handle(const Snapshot& 
   if (action != "enable" && action != "disable" && action != "probe")
     co_return adminError(404, "no admin endpoint " + path);
   if (!post) co_return adminError(405, "/admin/api/upstream-keys/{ref}/" + action + " takes POST");
-  const routing::Channel* ch = nullptr;
-  const routing::UpstreamKey* key = nullptr;
-  for (const auto& c : snap.router->channels())
-    for (const auto& k : c->keys)
-      if (k.ref == ref) {
-        ch = c.get();
-        key = &k;
-      }
+  const auto [ch, key] = findKey(snap, ref);
   if (!key)
     co_return adminError(404, "no upstream key with ref \"" + ref + "\" (GET /admin/api/upstream-keys lists them)",
                          "ref");
@@ -329,6 +330,11 @@ net::awaitable<std::optional<http::Response>> LiveAdmin::handle(const Snapshot& 
     key->health->enable();
   }
   co_return adminJson(200, keyStatus(*ch, *key));
+}
+
+json::value LiveAdmin::upstreamKeyStatus(const Snapshot& snap, std::string_view ref) {
+  const auto [ch, key] = findKey(snap, ref);
+  return key ? json::value(keyStatus(*ch, *key)) : json::value(nullptr);
 }
 
 }  // namespace sluice::gateway

@@ -6,11 +6,13 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <boost/json/value.hpp>
 
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "http/Server.hpp"
@@ -46,6 +48,8 @@ class LiveAdmin {
   // `pool`: the calling worker's, for a key's probe.
   boost::asio::awaitable<std::optional<http::Response>> handle(const Snapshot& snap, upstream::Pool& pool,
                                                                const http::Request& req, const std::string& path);
+  // An upstream key as GET /upstream-keys lists it (masked), or null when `ref` names none.
+  static boost::json::value upstreamKeyStatus(const Snapshot& snap, std::string_view ref);
 
  private:
   // Runs blocking store work on the admin's own store thread (never a worker's).

@@ -60,6 +60,21 @@ double sigmoid(double z) {
   return 1.0 / (1.0 + std::exp(-z));
 }
 
+// A stage-2 row's logit under coefficients b (the row ends with its constant 1).
+double linear(const std::vector<double>& b, const std::vector<double>& row) {
+  double z = 0;
+  for (std::size_t a = 0; a < b.size(); ++a) z += b[a] * row[a];
+  return z;
+}
+
+// Logs the 10th, 50th, 90th and 99th percentiles of `v` (sorted here) under `what`.
+void logQuantiles(std::ostream& log, const std::string& what, std::vector<double>& v) {
+  if (v.empty()) return;
+  std::sort(v.begin(), v.end());
+  log << "  " << what << " quantiles 10/50/90/99: " << v[v.size() / 10] << " " << v[v.size() / 2] << " "
+      << v[v.size() * 9 / 10] << " " << v[v.size() * 99 / 100] << "\n";
+}
+
 // The logit the runtime computes (windowed, InjectionFeatures.hpp), with the float weights.
 double windowedLogit(const FloatModel& m, std::string_view text, unsigned bits) {
   const unsigned shift = 64 - bits;
@@ -440,8 +455,7 @@ std::vector<double> fitStage2(const std::vector<std::vector<double>>& x, const s
   auto loss = [&](const std::vector<double>& b) {
     double l = 0;
     for (std::size_t i = 0; i < x.size(); ++i) {
-      double z = 0;
-      for (std::size_t a = 0; a < b.size(); ++a) z += b[a] * x[i][a];
+      const double z = linear(b, x[i]);
       l += weight[i] * (z > 0 ? std::log1p(std::exp(-z)) + (1 - y[i]) * z : std::log1p(std::exp(z)) - y[i] * z);
     }
     for (double v : b) l += 0.5e-2 * v * v;
@@ -454,8 +468,7 @@ std::vector<double> fitStage2(const std::vector<std::vector<double>>& x, const s
   for (int iter = 0; iter < 30; ++iter) {
     std::vector<double> g(p, 0.0), h(p * p, 0.0);
     for (std::size_t i = 0; i < x.size(); ++i) {
-      double z = 0;
-      for (std::size_t a = 0; a < p; ++a) z += beta[a] * x[i][a];
+      const double z = linear(beta, x[i]);
       const double q = 1.0 / (1.0 + std::exp(-z));
       const double wi = weight[i];
       for (std::size_t a = 0; a < p; ++a) {
@@ -574,9 +587,7 @@ InjectionModel trainStacked(const std::vector<LabelledText>& samples, const Feat
   std::vector<std::pair<double, int>> oof;
   std::vector<double> cal;
   for (std::size_t i = 0; i < x.size(); ++i) {
-    double z = 0;
-    for (std::size_t a = 0; a < beta.size(); ++a) z += beta[a] * x[i][a];
-    const double p = sigmoid(z);
+    const double p = sigmoid(linear(beta, x[i]));
     oof.emplace_back(p, y[i]);
     if (calibration[i]) cal.push_back(p);
   }
@@ -586,8 +597,7 @@ InjectionModel trainStacked(const std::vector<LabelledText>& samples, const Feat
     std::vector<std::pair<double, int>> docOof;
     doc->beta = fitStage2(docX, docY, docW, true);
     for (std::size_t i = 0; i < docX.size(); ++i) {
-      double z = 0;
-      for (std::size_t a = 0; a < doc->beta.size(); ++a) z += doc->beta[a] * docX[i][a];
+      const double z = linear(doc->beta, docX[i]);
       docOof.emplace_back(sigmoid(z), docY[i]);
       if (docY[i] == 0) plain.push_back(oof[docAt[i]].first), stacked.push_back(sigmoid(z));
     }
@@ -597,9 +607,7 @@ InjectionModel trainStacked(const std::vector<LabelledText>& samples, const Feat
     doc->user_beta = fitStage2(userX, userY, userW, true);
     std::vector<double> everyday;
     for (std::size_t i = 0; i < userX.size(); ++i) {
-      double z = 0;
-      for (std::size_t a = 0; a < doc->user_beta.size(); ++a) z += doc->user_beta[a] * userX[i][a];
-      if (userCal[i]) everyday.push_back(sigmoid(z));
+      if (userCal[i]) everyday.push_back(sigmoid(linear(doc->user_beta, userX[i])));
     }
     doc->user_threshold = everyday.empty() ? 0.5 : budgetThreshold(everyday, o.fpr_budget > 0 ? o.fpr_budget : 0.025);
     if (log) {
@@ -748,18 +756,15 @@ std::vector<SourceResult> leaveOneSourceOut(const std::vector<LabelledText>& sam
       if (!r.document) {
         r.doc_plain.add(samples[i].label, score >= d.threshold());
         r.doc_stacked.add(samples[i].label, score >= d.threshold());
-        double z = 0;
-        for (std::size_t a = 0; a < dc.user_beta.size(); ++a) z += dc.user_beta[a] * row[a];
-        r.split.add(samples[i].label, sigmoid(z) >= dc.user_threshold);
+        r.split.add(samples[i].label, sigmoid(linear(dc.user_beta, row)) >= dc.user_threshold);
         continue;
       }
       r.doc_plain.add(samples[i].label, score >= dc.plain_threshold);
-      double z = 0;
-      for (std::size_t a = 0; a < dc.beta.size(); ++a) z += dc.beta[a] * row[a];
-      r.doc_stacked.add(samples[i].label, sigmoid(z) >= dc.threshold);
-      r.split.add(samples[i].label, sigmoid(z) >= dc.threshold);
+      const double stacked = sigmoid(linear(dc.beta, row));
+      r.doc_stacked.add(samples[i].label, stacked >= dc.threshold);
+      r.split.add(samples[i].label, stacked >= dc.threshold);
       quant[0][samples[i].label].push_back(score);
-      quant[1][samples[i].label].push_back(sigmoid(z));
+      quant[1][samples[i].label].push_back(stacked);
     }
     r.doc_model = r.metrics;
     r.doc_model_threshold = r.threshold;
@@ -783,13 +788,7 @@ std::vector<SourceResult> leaveOneSourceOut(const std::vector<LabelledText>& sam
         r.doc_model.add(samples[i].label, p >= dd.threshold());
         v[samples[i].label].push_back(p);
       }
-      for (int l = 0; l < 2 && log; ++l) {
-        if (v[l].empty()) continue;
-        std::sort(v[l].begin(), v[l].end());
-        *log << "  doc model" << (l ? " attacks" : " benign") << " quantiles 10/50/90/99: " << v[l][v[l].size() / 10]
-             << " " << v[l][v[l].size() / 2] << " " << v[l][v[l].size() * 9 / 10] << " " << v[l][v[l].size() * 99 / 100]
-             << "\n";
-      }
+      for (int l = 0; l < 2 && log; ++l) logQuantiles(*log, l ? "doc model attacks" : "doc model benign", v[l]);
       if (log)
         *log << "loso " << source << " doc model: trained on " << docRows.size() << ", threshold "
              << r.doc_model_threshold << ", tp " << r.doc_model.tp << " fp " << r.doc_model.fp << " tn "
@@ -797,14 +796,8 @@ std::vector<SourceResult> leaveOneSourceOut(const std::vector<LabelledText>& sam
     }
     if (log && r.document)
       for (int k = 0; k < 2; ++k)
-        for (int l = 0; l < 2; ++l) {
-          auto& v = quant[k][l];
-          if (v.empty()) continue;
-          std::sort(v.begin(), v.end());
-          *log << "  " << (k ? "stacked" : "plain") << (l ? " attacks" : " benign")
-               << " quantiles 10/50/90/99: " << v[v.size() / 10] << " " << v[v.size() / 2] << " "
-               << v[v.size() * 9 / 10] << " " << v[v.size() * 99 / 100] << "\n";
-        }
+        for (int l = 0; l < 2; ++l)
+          logQuantiles(*log, std::string(k ? "stacked" : "plain") + (l ? " attacks" : " benign"), quant[k][l]);
     if (log)
       *log << "loso " << source << ": " << test.size() << " texts, trained on " << rows.size() << ", threshold "
            << r.threshold << ", tp " << r.metrics.tp << " fp " << r.metrics.fp << " tn " << r.metrics.tn << " fn "

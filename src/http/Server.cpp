@@ -1,5 +1,6 @@
 #include "http/Server.hpp"
 #include "core/Ascii.hpp"
+#include "core/SendNow.hpp"
 
 #include "http/ServerTls.hpp"
 #include "http/HeadReader.hpp"
@@ -262,21 +263,14 @@ net::awaitable<bool> Responder::writeRaw(std::string_view data, bool last) {
     std::tie(ec, n) = co_await net::async_write(*tls_, std::span(bufs.data(), nb), kTuple);
     stream_.expires_never();
   } else {
-    // A stream's chunk nearly always fits in the socket's send buffer: it is written here, one
-    // sendmsg, without arming the write timer or a trip through the scheduler (at a thousand
-    // streams this is a tenth of the gateway's CPU). What does not fit waits, under the timeout.
-    auto& sock = stream_.socket();
-    std::size_t total = 0;
-    for (std::size_t i = 0; i < nb; ++i) total += bufs[i].size();
-    n = sock.write_some(std::span(bufs.data(), nb), ec);
-    if (ec && (ec == net::error::would_block || ec == net::error::try_again)) ec = {};
-    if (!ec && n < total) {
-      std::size_t skip = n;
-      std::size_t first = 0;
-      while (skip >= bufs[first].size()) skip -= bufs[first++].size();
-      bufs[first] += skip;
+    // Written here (core/SendNow.hpp), without arming the write timer or a trip through the
+    // scheduler (at a thousand streams this is a tenth of the gateway's CPU). What does not fit
+    // waits, under the timeout.
+    std::span<net::const_buffer> rest(bufs.data(), nb);
+    n = sendNow(stream_.socket(), rest, ec);
+    if (!ec && !rest.empty()) {
       stream_.expires_after(write_timeout_);
-      auto [e, m] = co_await net::async_write(stream_, std::span(bufs.data() + first, nb - first), kTuple);
+      auto [e, m] = co_await net::async_write(stream_, rest, kTuple);
       stream_.expires_never();
       ec = e;
       n += m;

@@ -1,5 +1,6 @@
 #include "upstream/Client.hpp"
 
+#include "core/SendNow.hpp"
 #include "core/SocketDrained.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <span>
 #include <tuple>
 
 #include <openssl/ssl.h>
@@ -160,41 +162,28 @@ net::awaitable<beast::error_code> Connection::write(bhttp::request<bhttp::string
 net::awaitable<beast::error_code> Connection::writeRaw(std::string_view head, std::string_view body,
                                                        Millis timeout) {
   std::array<net::const_buffer, 2> bufs{net::buffer(head), net::buffer(body)};
-  beast::error_code ec;
   if (auto* s = std::get_if<0>(&stream_)) {
-    // A request nearly always fits in the socket's send buffer: one sendmsg here, without arming
-    // the stream's write timer or a trip through the scheduler. What does not fit waits, under
-    // the timeout.
-    std::size_t n = s->socket().write_some(bufs, ec);
-    if (ec && (ec == net::error::would_block || ec == net::error::try_again)) ec = {};
-    if (ec) co_return ec;
-    if (n == head.size() + body.size()) co_return ec;
-    if (n >= head.size()) {
-      bufs = {net::buffer(body.substr(n - head.size())), net::const_buffer()};
-    } else {
-      bufs[0] = net::buffer(head.substr(n));
-    }
+    beast::error_code ec;
+    // Written here (core/SendNow.hpp), without arming the stream's write timer or a trip through
+    // the scheduler. What does not fit waits, under the timeout.
+    std::span<net::const_buffer> rest(bufs);
+    sendNow(s->socket(), rest, ec);
+    if (ec || rest.empty()) co_return ec;
     s->expires_after(timeout);
-    auto [e, m] = co_await net::async_write(*s, bufs, kTuple);
+    auto [e, m] = co_await net::async_write(*s, rest, kTuple);
     s->expires_never();
     co_return e;
   }
   tcpStream().expires_after(timeout);
-  {
-    auto [e, n] = co_await net::async_write(std::get<1>(stream_), bufs, kTuple);
-    ec = e;
-  }
-  co_return ec;
+  auto [e, n] = co_await net::async_write(std::get<1>(stream_), bufs, kTuple);
+  co_return e;
 }
 
 net::awaitable<beast::error_code> Connection::readHeader(ResponseParser& p, Millis timeout) {
   if (auto* s = std::get_if<0>(&stream_)) {
     // As async_read_header, without its composed operation and the stream's per-read timer:
     // raw reads under readBody's deadline, and the parser run on what they brought.
-    struct Disarm {
-      Connection* c;
-      ~Disarm() { c->disarmDeadline(); }
-    } disarm{this};
+    const DeadlineScope scope{this};
     armDeadline(timeout);
     for (;;) {
       if (buffer_.size() != 0) {
@@ -222,11 +211,7 @@ net::awaitable<beast::error_code> Connection::readHeader(ResponseParser& p, Mill
     }
   }
   tcpStream().expires_after(timeout);
-  beast::error_code ec;
-  {
-    auto [e, n] = co_await bhttp::async_read_header(std::get<1>(stream_), buffer_, p, kTuple);
-    ec = e;
-  }
+  auto [ec, n] = co_await bhttp::async_read_header(std::get<1>(stream_), buffer_, p, kTuple);
   tcpStream().expires_never();  // the body's reads are under readBody's own deadline
   co_return ec;
 }
@@ -243,10 +228,7 @@ net::awaitable<std::pair<beast::error_code, std::string_view>> Connection::readB
                                                                                   Millis timeout) {
   char* const scratch = reinterpret_cast<char*>(threadScratch<BodyScratchTag, kBodyScratch>());
   bool armed = false;  // one deadline for the whole call, as many reads as it takes
-  struct Disarm {
-    Connection* c;
-    ~Disarm() { c->disarmDeadline(); }
-  } disarm{this};  // however the call returns, no read waits any more
+  const DeadlineScope scope{this};  // however the call returns, no read waits any more
   for (;;) {
     // Decode what is buffered: no I/O, so nothing else runs on this thread meanwhile.
     if (buffer_.size() != 0 && !p.is_done()) {

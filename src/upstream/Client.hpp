@@ -88,6 +88,11 @@ class Connection {
   // (beast::error::timeout) once a deadline has passed with the read still waiting.
   void armDeadline(Millis timeout);
   void disarmDeadline() { due_ = Clock::time_point::max(); }
+  // Disarms the read deadline however the read that armed it returns.
+  struct DeadlineScope {
+    Connection* c;
+    ~DeadlineScope() { c->disarmDeadline(); }
+  };
   void watch();
   std::variant<beast::tcp_stream, beast::ssl_stream<beast::tcp_stream>> stream_;
   beast::flat_buffer buffer_;
