@@ -15,11 +15,12 @@ const channels = () => [{ name: 'm', url: mock.url, models: ['mock-*'] }];
 
 // Polls /metrics until `name` reads `want` (up to a minute: a loaded machine must not fail this).
 async function gaugeBecomes(gw, name, want, what) {
-  const v = await waitFor(async () => {
+  // waitFor stops on a truthy answer: the reading is boxed, or a wanted 0 would wait it all out.
+  const got = await waitFor(async () => {
     const now = metricValue(await metrics(gw), name);
-    return now === want ? now : null;
+    return now === want ? { now } : null;
   }, 60000, 200);
-  assert.equal(v, want, `${name} never became ${want} ${what}`);
+  assert.equal(got?.now, want, `${name} never became ${want} ${what}`);
 }
 
 before(async () => { mock = await startMock([]); });
