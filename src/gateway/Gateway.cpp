@@ -560,6 +560,11 @@ class Gateway {
         out += "# HELP sluice_mcp_streams_open GET /mcp streams open (server-to-client notifications).\n";
         out += "# TYPE sluice_mcp_streams_open gauge\n";
         out += "sluice_mcp_streams_open " + std::to_string(mcp_endpoint_->openStreams()) + "\n";
+        out += "# HELP sluice_connections_open Client connections open, by the worker thread serving them.\n";
+        out += "# TYPE sluice_connections_open gauge\n";
+        const std::vector<int> open = server_->openConnections();
+        for (std::size_t i = 0; i < open.size(); ++i)
+          out += fmt::format("sluice_connections_open{{worker=\"{}\"}} {}\n", i, open[i]);
       });
       co_await r.send(std::move(res));
       co_return true;

@@ -22,10 +22,12 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <spdlog/spdlog.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <array>
 #include <charconv>
+#include <ctime>
 #include <optional>
 #include <list>
 #include <span>
@@ -329,6 +331,11 @@ struct Server::Worker {
   std::list<Conn> conns;  // touched only on this worker's thread
   int open = 0;           // connections it serves, under Server::balance_mu_
   std::thread thread;
+  // Its thread's CPU clock and what Server::sampleBusy() last read, under Server::balance_mu_.
+  std::optional<clockid_t> cpu_clock;
+  std::chrono::steady_clock::time_point sampled_at{};
+  std::chrono::nanoseconds cpu_at{0};
+  double busy = 0;  // the share of a core its thread used between the last two samples
 };
 
 Server::Server(int workers, ServerLimits limits, Handler handler)
@@ -369,10 +376,12 @@ tcp::endpoint Server::listen(const std::string& host, std::uint16_t port, const 
   return ep;
 }
 
-std::size_t Server::activeConnections() const {
-  std::size_t n = 0;
-  for (const auto& w : workers_) n += w->conns.size();  // approximate across threads; for metrics
-  return n;
+std::vector<int> Server::openConnections() {
+  const std::lock_guard lock(balance_mu_);
+  std::vector<int> open;
+  open.reserve(workers_.size());
+  for (const auto& w : workers_) open.push_back(w->open);
+  return open;
 }
 
 void Server::run() {
@@ -389,6 +398,11 @@ void Server::run() {
       }
       if (on_worker_exit_) on_worker_exit_(wp->index);
     });
+    clockid_t clock{};
+    if (pthread_getcpuclockid(w->thread.native_handle(), &clock) == 0) {
+      const std::lock_guard lock(balance_mu_);
+      w->cpu_clock = clock;
+    }
   }
   for (auto& w : workers_) w->thread.join();
 }
@@ -470,8 +484,32 @@ net::awaitable<void> Server::acceptLoop(Worker& w, Listener& l) {
   }
 }
 
+// The share of a core `w`'s thread used since the last sample (taken at most every 100 ms, when a
+// connection is placed): its thread's CPU clock over the time between two samples.
+void Server::sampleBusy(Worker& w, std::chrono::steady_clock::time_point now) {
+  if (!w.cpu_clock || now - w.sampled_at < std::chrono::milliseconds(100)) return;
+  timespec ts{};
+  if (clock_gettime(*w.cpu_clock, &ts) != 0) return;
+  const std::chrono::nanoseconds cpu = std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+  if (w.sampled_at != std::chrono::steady_clock::time_point{})
+    w.busy = std::chrono::duration<double>(cpu - w.cpu_at) / (now - w.sampled_at);
+  w.cpu_at = cpu;
+  w.sampled_at = now;
+}
+
 Server::Worker& Server::pickWorker(Worker& self) {
   const std::lock_guard lock(balance_mu_);
+  const auto now = std::chrono::steady_clock::now();
+  // Packed while light: the first worker (in order) under kPackConnections and under half a core
+  // takes the connection, so a light load wakes one thread, not all of them.
+  for (auto& w : workers_) {
+    sampleBusy(*w, now);
+    if (w->open < kPackConnections && w->busy < kPackBusy) {
+      ++w->open;
+      return *w;
+    }
+  }
+  // Past that, spread: the fewest open connections (`self` on a tie).
   Worker* best = &self;
   for (auto& w : workers_)
     if (w->open < best->open) best = w.get();
