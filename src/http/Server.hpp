@@ -6,9 +6,8 @@
 // connections and under kPackBusy of a core, so one thread wakes for the events of many streams
 // instead of every thread for a few each (at 50 and 200 streams, a quarter less CPU a request);
 // past that, the worker with the fewest open connections (the one that accepted it on a tie).
-// A listener speaks plain
-// HTTP or terminates TLS itself. Enforces header/body size limits and the header-read (and
-// handshake) deadline; drains in-flight requests on stop().
+// A listener speaks plain HTTP or terminates TLS itself. Enforces header/body size limits and the
+// header-read (and handshake) deadline; drains in-flight requests on stop().
 // Thread-safety: listen() and run() from the owning thread; stop() from any thread.
 #pragma once
 #include "http/HostPort.hpp"
