@@ -72,9 +72,9 @@ constexpr std::array<std::string_view, 5> kRuleKeys = {"name", "pattern", "actio
 constexpr std::array<std::string_view, 5> kScreeningKeys = {"action", "threshold", "deny", "model", "scope"};
 constexpr std::array<std::string_view, 5> kGuardrailKeys = {"url", "timeout", "on_failure", "review_response",
                                                             "headers"};
-constexpr std::array<std::string_view, 9> kServerKeys = {
-    "listen",         "workers",           "max_body_bytes", "max_header_bytes",
-    "header_timeout", "keepalive_timeout", "shutdown_grace", "trusted_proxies", "tls"};
+constexpr std::array<std::string_view, 10> kServerKeys = {
+    "listen",         "workers",           "max_body_bytes", "max_header_bytes", "header_timeout",
+    "keepalive_timeout", "shutdown_grace", "trusted_proxies", "tls",             "pack_connections"};
 constexpr std::array<std::string_view, 2> kServerTlsKeys = {"cert", "key"};
 constexpr std::array<std::string_view, 1> kAdminKeys = {"listen"};
 constexpr std::array<std::string_view, 2> kAuthKeys = {"master_key", "oidc"};
@@ -827,6 +827,8 @@ class Loader {
         }
       } else if (key == "workers") {
         s.workers = static_cast<int>(integer(v, path, 0, 1024));
+      } else if (key == "pack_connections") {
+        s.pack_connections = static_cast<int>(integer(v, path, 0, 1'000'000));
       } else if (key == "max_body_bytes") {
         s.max_body_bytes = bytes(v, path, std::uint64_t{1} << 40);
       } else if (key == "max_header_bytes") {
@@ -1614,6 +1616,7 @@ std::string describeConfig(const Config& c) {
   e << YAML::Key << "server" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "listen" << YAML::Value << c.server.listen;
   e << YAML::Key << "workers" << YAML::Value << c.server.workers;
+  e << YAML::Key << "pack_connections" << YAML::Value << c.server.pack_connections;
   e << YAML::Key << "max_body_bytes" << YAML::Value << formatByteSize(c.server.max_body_bytes);
   e << YAML::Key << "max_header_bytes" << YAML::Value << formatByteSize(c.server.max_header_bytes);
   e << YAML::Key << "header_timeout" << YAML::Value << formatDuration(c.server.header_timeout);

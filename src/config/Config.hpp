@@ -34,6 +34,7 @@ struct ServerTlsConfig {
 struct ServerConfig {
   std::string listen = "127.0.0.1:8080";  // host:port; port 0 picks a free one
   int workers = 0;                         // 0 = one per core
+  int pack_connections = 0;                // >0: the first worker takes new connections up to this many (http/Server.hpp)
   std::uint64_t max_body_bytes = 32ull << 20;  // 413 past it
   std::size_t max_header_bytes = 64u * 1024;    // 431 past it
   Millis header_timeout{10'000};   // whole request header must arrive within this once started

@@ -152,6 +152,7 @@ class Gateway {
     limits.max_body_bytes = s.max_body_bytes;
     limits.max_header_bytes = s.max_header_bytes;
     limits.header_timeout = s.header_timeout;
+    limits.pack_connections = s.pack_connections;
     limits.keepalive_timeout = s.keepalive_timeout;
     server_ = std::make_unique<http::Server>(s.workers, limits,
                                              [this](http::Request& req, http::Responder& r) { return handle(req, r); });

@@ -499,14 +499,16 @@ void Server::sampleBusy(Worker& w, std::chrono::steady_clock::time_point now) {
 
 Server::Worker& Server::pickWorker(Worker& self) {
   const std::lock_guard lock(balance_mu_);
-  const auto now = std::chrono::steady_clock::now();
-  // Packed while light: the first worker (in order) under kPackConnections and under half a core
-  // takes the connection, so a light load wakes one thread, not all of them.
-  for (auto& w : workers_) {
-    sampleBusy(*w, now);
-    if (w->open < kPackConnections && w->busy < kPackBusy) {
-      ++w->open;
-      return *w;
+  // Packed while light (server.pack_connections): the first worker (in order) under that many
+  // connections and under half a core takes the connection, so a light load wakes one thread.
+  if (limits_.pack_connections > 0) {
+    const auto now = std::chrono::steady_clock::now();
+    for (auto& w : workers_) {
+      sampleBusy(*w, now);
+      if (w->open < limits_.pack_connections && w->busy < kPackBusy) {
+        ++w->open;
+        return *w;
+      }
     }
   }
   // Past that, spread: the fewest open connections (`self` on a tie).

@@ -2,10 +2,12 @@
 // SO_REUSEPORT acceptor per listener, one coroutine per connection. Where a connection is served
 // is chosen at accept, not left to the kernel's hash (which would split a burst unevenly and
 // differently each time, and every worker's upstream pool would grow to the largest share it ever
-// saw): while the load is light it is packed on the first worker under kPackConnections open
-// connections and under kPackBusy of a core, so one thread wakes for the events of many streams
-// instead of every thread for a few each (at 50 and 200 streams, a quarter less CPU a request);
-// past that, the worker with the fewest open connections (the one that accepted it on a tie).
+// saw): the worker with the fewest open connections (the one that accepted it on a tie). With
+// ServerLimits::pack_connections (server.pack_connections) set, a light load is packed first: the
+// first worker under that many open connections and under kPackBusy of a core takes it, so one
+// thread wakes for the events of many streams instead of every thread for a few each (at 50 and
+// 200 streams, a quarter less CPU a request). Off by default: a connection stays on its worker,
+// so a burst of busy connections packed on one thread would keep the other cores idle.
 // A listener speaks plain HTTP or terminates TLS itself. Enforces header/body size limits and the
 // header-read (and handshake) deadline; drains in-flight requests on stop().
 // Thread-safety: listen() and run() from the owning thread; stop() from any thread.
@@ -55,6 +57,7 @@ struct ServerLimits {
   std::chrono::milliseconds keepalive_timeout{75'000};
   std::chrono::milliseconds body_timeout{60'000};
   std::chrono::milliseconds write_timeout{60'000};
+  int pack_connections = 0;  // server.pack_connections: 0 spreads every connection (the header's rule)
 };
 
 // What a listener speaks and how its connections are told apart by the handler.
@@ -210,7 +213,6 @@ class Server {
   // coroutine gives it back when it ends (Leave in Server.cpp).
   Worker& pickWorker(Worker& self);
   void sampleBusy(Worker& w, std::chrono::steady_clock::time_point now);
-  static constexpr int kPackConnections = 256;
   static constexpr double kPackBusy = 0.5;
   net::awaitable<void> serveConnection(Worker& w, int tag, tcp::socket socket);
   net::awaitable<void> serveTlsConnection(Worker& w, int tag, std::shared_ptr<ServerTls> tls, tcp::socket socket);

@@ -78,10 +78,20 @@ async function openIdle(gw, n, sockets) {
 
 const openOn = async (gw, worker) => metricValue(await metrics(gw), 'sluice_connections_open', { worker });
 
-test('two workers, a light load: every connection is served by the first worker', async () => {
+test('two workers by default: connections are spread, the fewest open first', async () => {
+  const gw = await startGateway({ channels: [{ name: 'a', url: 'http://127.0.0.1:9', models: ['*'] }], server: { workers: 2 } });
+  started.push(gw);
+  const idle = [];
+  after(() => { for (const s of idle) s.destroy(); });
+  await openIdle(gw, 40, idle);
+  const [w0, w1] = [await openOn(gw, 0), await openOn(gw, 1)];
+  assert.ok(Math.abs(w0 - w1) <= 2, `an even split (${w0} and ${w1})`);
+});
+
+test('two workers, pack_connections, a light load: every connection is served by the first worker', async () => {
   // One thread woken for the events of every stream, not two for half each: at 50 and 200
   // streams a quarter less CPU a request (bench/BENCHMARKS.md).
-  const gw = await startGateway({ channels: [{ name: 'a', url: 'http://127.0.0.1:9', models: ['*'] }], server: { workers: 2 } });
+  const gw = await startGateway({ channels: [{ name: 'a', url: 'http://127.0.0.1:9', models: ['*'] }], server: { workers: 2, pack_connections: 256 } });
   started.push(gw);
   const idle = [];
   after(() => { for (const s of idle) s.destroy(); });
@@ -90,8 +100,8 @@ test('two workers, a light load: every connection is served by the first worker'
   assert.equal(await openOn(gw, 1), 0, 'the second worker serves none');
 });
 
-test('two workers, past 256 connections on the first: new ones go to the other', async () => {
-  const gw = await startGateway({ channels: [{ name: 'a', url: 'http://127.0.0.1:9', models: ['*'] }], server: { workers: 2 } });
+test('two workers, pack_connections: 256: past 256 connections on the first, new ones go to the other', async () => {
+  const gw = await startGateway({ channels: [{ name: 'a', url: 'http://127.0.0.1:9', models: ['*'] }], server: { workers: 2, pack_connections: 256 } });
   started.push(gw);
   const idle = [];
   after(() => { for (const s of idle) s.destroy(); });
@@ -105,9 +115,9 @@ test('two workers, past 256 connections on the first: new ones go to the other',
     'closed connections are no longer counted');
 });
 
-test('two workers: a second burst on the same client connections reuses both pools, none opened anew', async () => {
+test('two workers, pack_connections: 256: a second burst on the same client connections reuses both pools, none opened anew', async () => {
   const m = await startMock(); started.push(m);
-  const gw = await startGateway({ channels: [{ name: 'a', url: m.url, keys: ['k'], models: ['*'] }], server: { workers: 2 } });
+  const gw = await startGateway({ channels: [{ name: 'a', url: m.url, keys: ['k'], models: ['*'] }], server: { workers: 2, pack_connections: 256 } });
   started.push(gw);
   const clients = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: Infinity });
   after(() => clients.destroy());

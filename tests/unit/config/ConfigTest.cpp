@@ -77,6 +77,7 @@ TEST(ConfigDefaults, EmptyDocumentGivesDefaults) {
     const auto c = parse(text);
     EXPECT_EQ(c->server.listen, "127.0.0.1:8080") << text;
     EXPECT_EQ(c->server.workers, 0);
+    EXPECT_EQ(c->server.pack_connections, 0);
     EXPECT_EQ(c->server.max_body_bytes, 32u << 20);
     EXPECT_EQ(c->server.max_header_bytes, 64u * 1024);
     EXPECT_EQ(c->server.header_timeout, milliseconds(10'000));
@@ -156,6 +157,7 @@ TEST(ConfigParse, EveryFieldSet) {
   const auto c = parse(R"(server:
   listen: "[::1]:0"
   workers: 4
+  pack_connections: 128
   max_body_bytes: 1MB
   max_header_bytes: 16KiB
   header_timeout: 2s
@@ -186,6 +188,7 @@ channels:
 )");
   EXPECT_EQ(c->server.listen, "[::1]:0");
   EXPECT_EQ(c->server.workers, 4);
+  EXPECT_EQ(c->server.pack_connections, 128);
   EXPECT_EQ(c->server.max_body_bytes, 1'000'000u);
   EXPECT_EQ(c->server.max_header_bytes, 16u * 1024);
   EXPECT_EQ(c->server.header_timeout, milliseconds(2'000));
@@ -210,11 +213,11 @@ channels:
   EXPECT_EQ(c->channels[0].weight, 0);
   EXPECT_EQ(c->channels[0].headers.at("anthropic-beta"), "tools-2024");
   EXPECT_EQ(c->channels[0].headers.at("X-Extra"), "1");
-  EXPECT_EQ(c->channels[0].line, 19);
+  EXPECT_EQ(c->channels[0].line, 20);
   EXPECT_EQ(c->channels[1].name, "local.mock_1");
   EXPECT_EQ(c->channels[1].type, ChannelType::Mock);
   EXPECT_TRUE(c->channels[1].keys.empty());
-  EXPECT_EQ(c->channels[1].line, 27);
+  EXPECT_EQ(c->channels[1].line, 28);
 }
 
 TEST(ConfigParse, ChannelTypesRoundTrip) {
@@ -520,6 +523,9 @@ TEST(ConfigErrors, WrongTypeNamesPathValueAndLine) {
   f = failure("server:\n  workers: [1, 2]\n");
   EXPECT_EQ(f.what, "t.yaml:2:12: server.workers: expected an integer, got a list");
 
+  f = failure("server:\n  pack_connections: -1\n");
+  EXPECT_NE(f.what.find("server.pack_connections"), std::string::npos) << f.what;
+
   f = failure("server: 8080\n");
   EXPECT_EQ(f.what, "t.yaml:1:9: server: expected a mapping, got \"8080\"");
 
@@ -557,7 +563,7 @@ TEST(ConfigErrors, UnknownKeysListTheValidOnes) {
   EXPECT_EQ(f.what,
             "t.yaml:3:3: unknown key \"listn\" in server (did you mean \"listen\"?); valid keys: listen, "
             "workers, max_body_bytes, max_header_bytes, header_timeout, keepalive_timeout, shutdown_grace, "
-            "trusted_proxies, tls");
+            "trusted_proxies, tls, pack_connections");
 }
 
 TEST(ConfigTrustedProxies, ParsedOnceIntoCidrsAndShownBack) {
