@@ -443,8 +443,9 @@ class Gateway {
     }
     const auto& after = *next->cfg;
     configureTracing(after.telemetry);
-    if (before->server.listen != after.server.listen || before->server.workers != after.server.workers)
-      spdlog::warn("reload: server.listen and server.workers take effect only after a restart");
+    if (before->server.listen != after.server.listen || before->server.workers != after.server.workers ||
+        before->server.pack_connections != after.server.pack_connections)
+      spdlog::warn("reload: server.listen, server.workers and server.pack_connections take effect only after a restart");
     if (before->redis.url != after.redis.url || before->store.url != after.store.url)
       spdlog::warn("reload: store.url and redis.url take effect only after a restart");
     if (before->admin.listen != after.admin.listen)
