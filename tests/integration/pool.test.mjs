@@ -78,12 +78,18 @@ async function openIdle(gw, n, sockets) {
 
 const openOn = async (gw, worker) => metricValue(await metrics(gw), 'sluice_connections_open', { worker });
 
-test('two workers by default: connections are spread, the fewest open first', async () => {
-  const gw = await startGateway({ channels: [{ name: 'a', url: 'http://127.0.0.1:9', models: ['*'] }], server: { workers: 2 } });
+// A two-worker gateway (no provider reached) with n idle client connections open on it.
+async function idleGateway(server, n) {
+  const gw = await startGateway({ channels: [{ name: 'a', url: 'http://127.0.0.1:9', models: ['*'] }], server: { workers: 2, ...server } });
   started.push(gw);
   const idle = [];
   after(() => { for (const s of idle) s.destroy(); });
-  await openIdle(gw, 40, idle);
+  await openIdle(gw, n, idle);
+  return { gw, idle };
+}
+
+test('two workers by default: connections are spread, the fewest open first', async () => {
+  const { gw } = await idleGateway({}, 40);
   const [w0, w1] = [await openOn(gw, 0), await openOn(gw, 1)];
   assert.ok(Math.abs(w0 - w1) <= 2, `an even split (${w0} and ${w1})`);
 });
@@ -91,21 +97,13 @@ test('two workers by default: connections are spread, the fewest open first', as
 test('two workers, pack_connections, a light load: every connection is served by the first worker', async () => {
   // One thread woken for the events of every stream, not two for half each: at 50 and 200
   // streams a quarter less CPU a request (bench/BENCHMARKS.md).
-  const gw = await startGateway({ channels: [{ name: 'a', url: 'http://127.0.0.1:9', models: ['*'] }], server: { workers: 2, pack_connections: 256 } });
-  started.push(gw);
-  const idle = [];
-  after(() => { for (const s of idle) s.destroy(); });
-  await openIdle(gw, 40, idle);
+  const { gw } = await idleGateway({ pack_connections: 256 }, 40);
   assert.ok(await openOn(gw, 0) >= 40, 'the first worker serves them');
   assert.equal(await openOn(gw, 1), 0, 'the second worker serves none');
 });
 
 test('two workers, pack_connections: 256: past 256 connections on the first, new ones go to the other', async () => {
-  const gw = await startGateway({ channels: [{ name: 'a', url: 'http://127.0.0.1:9', models: ['*'] }], server: { workers: 2, pack_connections: 256 } });
-  started.push(gw);
-  const idle = [];
-  after(() => { for (const s of idle) s.destroy(); });
-  await openIdle(gw, 400, idle);
+  const { gw, idle } = await idleGateway({ pack_connections: 256 }, 400);
   const [w0, w1] = [await openOn(gw, 0), await openOn(gw, 1)];
   assert.ok(w0 + w1 >= 400, `every connection counted (${w0} + ${w1})`);
   // Packed up to 256 (fewer if the first worker was busy), then spread evenly.
@@ -113,6 +111,28 @@ test('two workers, pack_connections: 256: past 256 connections on the first, new
   for (const s of idle) s.destroy();
   assert.ok(await waitFor(async () => (await openOn(gw, 0)) + (await openOn(gw, 1)) <= 2),
     'closed connections are no longer counted');
+});
+
+test('two workers: a burst on new client connections reuses both pools, none opened anew', async () => {
+  const m = await startMock(); started.push(m);
+  // Each worker has its own pool. The kernel's SO_REUSEPORT hash would split each burst's new
+  // client connections differently (104/96, then 97/103: the second worker opens 7 more); the
+  // server hands each connection to the worker with fewer open ones, so both bursts split 100/100.
+  const gw = await startGateway({ channels: [{ name: 'a', url: m.url, keys: ['k'], models: ['*'] }], server: { workers: 2 } });
+  started.push(gw);
+  const first = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+  const second = new http.Agent({ keepAlive: true, maxSockets: Infinity });  // 200 new connections
+  after(() => { first.destroy(); second.destroy(); });
+  const before = (await m.stats()).connections_accepted;
+  await burst(gw, 200, 1500, first);
+  const warm = (await m.stats()).connections_accepted;
+  assert.equal(warm - before, 200, 'the first burst ran its 200 streams at once');
+  // The first burst's 200 client connections stay open (idle, 100 on each worker): the second
+  // burst's 200 new ones are split evenly beside them, and each worker's 100 streams find its
+  // 100 idle upstream connections.
+  await burst(gw, 200, 400, second);
+  const after2 = (await m.stats()).connections_accepted;
+  assert.equal(after2 - warm, 0, 'the warm pools served the second burst on new client connections');
 });
 
 test('two workers, pack_connections: 256: a second burst on the same client connections reuses both pools, none opened anew', async () => {
