@@ -171,17 +171,24 @@ PY
   done
 }
 
-# wait_backfill NAME SECONDS: until the gateway's log says the rollup backfill is done; prints
-# the seconds it took from the call.
-wait_backfill() {
-  local name=$1 secs=$2 t i
+# wait_log NAME PATTERN COUNT SECONDS: until the gateway's log has COUNT lines matching PATTERN
+# (the rollup backfill's "done", the three search indexes' "built"); prints the seconds it took
+# from the call.
+wait_log() {
+  local name=$1 pattern=$2 n=$3 secs=$4 t i
   t=$(date +%s.%N)
   for ((i = 0; i < secs * 10; i++)); do
-    grep -q "rollup backfill: done" "$WORK/$name.log" && break
+    (($(grep -c -- "$pattern" "$WORK/$name.log") >= n)) && break
     sleep 0.1
   done
-  grep -q "rollup backfill: done" "$WORK/$name.log" || die "$name: the rollup backfill did not finish in ${secs}s"
+  (($(grep -c -- "$pattern" "$WORK/$name.log") >= n)) || die "$name: no $n lines '$pattern' in ${secs}s"
   awk -v a="$(date +%s.%N)" -v b="$t" 'BEGIN { printf "%.1f", a - b }'
+}
+wait_backfill() { wait_log "$1" "rollup backfill: done" 1 "$2"; }
+wait_indexes() { wait_log "$1" "search index .*: built in" 3 "$2"; }
+# index_builds NAME: "request_logs_model_time 3.1 s, ..." from the gateway's log.
+index_builds() {
+  sed -n 's/.*search index \([a-z_]*\): built in \([0-9.]*\) s.*/\1 \2 s/p' "$WORK/$1.log" | paste -sd ',' | sed 's/,/, /g'
 }
 
 stop_pid() {
@@ -217,6 +224,8 @@ if [[ ${1:-} == --postgres-part ]]; then
   log "  listening after ${START_S}s"
   time_queries pg_during_backfill "$PG_PID" "$PORT_A"
   meta pg_backfill_s "$(wait_backfill pg_after 3600)"
+  wait_indexes pg_after 3600 >/dev/null
+  meta pg_index_builds "$(index_builds pg_after)"
   time_queries pg_after "$PG_PID" "$PORT_A"
   stop_pid "$PG_PID"
   exit 0
@@ -254,6 +263,8 @@ time_queries during_backfill "$AFTER_PID" "$PORT_A"
 BACKFILL_S=$(wait_backfill after 1800)
 meta sqlite_backfill_s "$BACKFILL_S"
 log "  backfill done ${BACKFILL_S}s after the first queries"
+wait_indexes after 1800 >/dev/null
+meta sqlite_index_builds "$(index_builds after)"
 time_queries after "$AFTER_PID" "$PORT_A"
 meta sqlite_usage_hourly_rows "$(sqlite3 "$DB" 'SELECT COUNT(*) FROM usage_hourly' 2>/dev/null || echo '?')"
 stop_pid "$AFTER_PID"
@@ -286,20 +297,22 @@ L.append(f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} at comm
 L.append("")
 L.append("```")
 L.append(f"BENCH_ONLY=store_scale{' BEFORE=' + before if before else ''} STORE_SCALE_ROWS={meta.get('sqlite_rows')}"
-         f"{' STORE_SCALE_POSTGRES=1' if 'pg_rows' in meta else ''} bash bench/run.sh")
+         f"{' STORE_SCALE_POSTGRES=1 STORE_SCALE_PG_ROWS=' + meta['pg_rows'] if 'pg_rows' in meta else ''} bash bench/run.sh")
 L.append("```")
 L.append("")
 if "sqlite_rows" in meta:
   L.append(f"SQLite: {int(meta.get('sqlite_rows', 0)):,} rows over 30 days ({meta.get('sqlite_db_mb')} MB file, filled "
-         f"in {meta.get('sqlite_fill_s')} s by one SQL statement). The branch's gateway opened it (migration 6: "
-         f"rollup tables and the model/channel/status indexes) and listened after {meta.get('sqlite_start_s')} s; "
+         f"in {meta.get('sqlite_fill_s')} s by one SQL statement). The branch's gateway opened it (the migrations "
+         f"from version 5: the rollup tables among them) and listened after {meta.get('sqlite_start_s')} s; "
          f"the background backfill finished {meta.get('sqlite_backfill_s')} s after the first queries "
-         f"({meta.get('sqlite_usage_hourly_rows')} rollup rows).")
+         f"({meta.get('sqlite_usage_hourly_rows')} rollup rows). The search indexes, built one after another in the "
+         f"background from the start (the gateway's log): {meta.get('sqlite_index_builds')}.")
 if "pg_rows" in meta:
     L.append("")
     L.append(f"PostgreSQL: {int(meta['pg_rows']):,} rows (filled in {meta.get('pg_fill_s')} s by the server); the "
-             f"gateway listened after {meta.get('pg_start_s')} s (migration 6) and the backfill finished "
-             f"{meta.get('pg_backfill_s')} s after the first queries.")
+             f"gateway listened after {meta.get('pg_start_s')} s (the migrations from version 5) and the backfill "
+             f"finished {meta.get('pg_backfill_s')} s after the first queries. The search indexes, built "
+             f"CONCURRENTLY one after another in the background from the start: {meta.get('pg_index_builds')}.")
 L.append("")
 L.append(f"Each query {runs} times through the gateway's HTTP API (master key); first (cold) and median; RSS: the "
          "highest VmRSS sampled every 5 ms while the queries ran, and VmHWM (peak since start) after them. "
@@ -307,8 +320,8 @@ L.append(f"Each query {runs} times through the gateway's HTTP API (master key); 
 L.append("")
 L.append("| store | phase | query | first ms | median ms | rows | RSS max MB | VmHWM MB | target |")
 L.append("|---|---|---|---:|---:|---:|---:|---:|---|")
-names = {"before": "before (raw rows, " + (before or "") + ")", "during_backfill": "after, backfill running",
-         "after": "after (rollups)"}
+names = {"before": "before (raw rows, " + (before or "") + ")",
+         "during_backfill": "after, backfill and index builds running", "after": "after (rollups, indexes)"}
 for r in q:
     store = "PostgreSQL" if r["label"].startswith("pg_") else "SQLite"
     phase = names.get(r["label"].removeprefix("pg_"), r["label"])

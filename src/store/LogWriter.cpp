@@ -12,6 +12,7 @@ LogWriter::LogWriter(StoreFactory factory, Options options) : factory_(std::move
   opt_.retry_initial = std::max(opt_.retry_initial, std::chrono::milliseconds(1));
   opt_.retention_interval = std::max(opt_.retention_interval, std::chrono::milliseconds(1));
   thread_ = std::thread([this] { run(); });
+  index_thread_ = std::thread([this] { buildIndexes(); });
 }
 
 LogWriter::~LogWriter() {
@@ -53,6 +54,7 @@ bool LogWriter::enqueue(LogRecord&& record) {
 
 bool LogWriter::drain(std::chrono::milliseconds deadline) {
   if (!drained_) {
+    stopIndexes();  // first: a SQLite build would keep the writer from writing what is queued
     {
       std::lock_guard lk(mu_);
       stopping_ = true;
@@ -93,6 +95,12 @@ void LogWriter::run() {
       // its steps.
       const auto now = Clock::now();
       const bool busy = sweep_before_ms_ || (backfill_pending_ && now >= next_backfill_);
+      // A SQLite index build holds the write lock: records (and the sweep and the backfill)
+      // wait, the queue's bound absorbing them, until it ends.
+      if (index_blocks_writes_.load(std::memory_order_acquire) && !stopping_) {
+        cv_.wait_for(lk, opt_.flush_interval, [&] { return stopping_; });
+        continue;
+      }
       if (!busy) {
         auto wait = opt_.flush_interval;
         if (backfill_pending_)
@@ -163,6 +171,7 @@ Store& LogWriter::store() {
   if (!store_) {
     store_ = factory_();
     if (!store_) throw StoreError(StoreErrc::Unavailable, "store factory returned no store");
+    opened_.store(true, std::memory_order_relaxed);
   }
   return *store_;
 }
@@ -263,6 +272,112 @@ void LogWriter::backfillStep() {
     }
     next_backfill_ = now + opt_.retry_max;
   }
+}
+
+bool LogWriter::indexWait(std::chrono::milliseconds d) {
+  std::unique_lock lk(index_mu_);
+  return !index_cv_.wait_for(lk, d, [&] { return index_stop_; });
+}
+
+void LogWriter::stopIndexes() {
+  if (!index_thread_.joinable()) return;
+  std::unique_lock lk(index_mu_);
+  index_stop_ = true;
+  index_cv_.notify_all();
+  // Cancel until the thread is out: a cancel that lands just before the build's statement
+  // starts does nothing, so it is sent again.
+  while (!index_done_) {
+    if (index_cancel_) index_cancel_();
+    index_cv_.wait_for(lk, std::chrono::milliseconds(100), [&] { return index_done_; });
+  }
+  lk.unlock();
+  index_thread_.join();
+}
+
+void LogWriter::buildIndexes() {
+  // Another instance's build takes minutes on a large log: look again now and then.
+  constexpr std::chrono::seconds kBusyRetry{30};
+  auto backoff = opt_.retry_initial;
+  bool told_busy = false;
+  std::unique_ptr<Store> s;  // this thread's own connection, kept across attempts
+  for (;;) {
+    {
+      std::lock_guard lk(index_mu_);
+      if (index_stop_) break;
+    }
+    // After the writer has opened the store once: while the database is down at start, one
+    // thread retrying is enough.
+    if (!opened_.load(std::memory_order_relaxed)) {
+      if (!indexWait(opt_.flush_interval)) break;
+      continue;
+    }
+    try {
+      if (!s) s = factory_();
+      if (!s) throw StoreError(StoreErrc::Unavailable, "store factory returned no store");
+      const std::vector<std::string> missing = s->missingDeferredIndexes();
+      if (missing.empty()) break;
+      const bool blocks = s->indexBuildsBlockWriters();
+      bool busy = false;
+      for (std::size_t i = 0; i < missing.size() && !busy; ++i) {
+        {
+          std::lock_guard lk(index_mu_);
+          if (index_stop_) break;
+          index_cancel_ = s->canceller();
+        }
+        spdlog::info(
+            "search index {}: building it ({} of {}, in the background{}); until it is built, log searches that "
+            "would use it read more rows",
+            missing[i], i + 1, missing.size(), blocks ? "; request logs wait in the queue meanwhile" : "");
+        const auto t0 = Clock::now();
+        if (blocks) index_blocks_writes_.store(true, std::memory_order_release);
+        bool built = false;
+        try {
+          built = s->buildDeferredIndex(missing[i]);
+        } catch (...) {
+          index_blocks_writes_.store(false, std::memory_order_release);
+          std::lock_guard lk(index_mu_);
+          index_cancel_ = nullptr;
+          throw;
+        }
+        index_blocks_writes_.store(false, std::memory_order_release);
+        cv_.notify_all();
+        {
+          std::lock_guard lk(index_mu_);
+          index_cancel_ = nullptr;
+        }
+        if (!built) {
+          busy = true;
+          if (!told_busy)
+            spdlog::info("search indexes: another instance is building them; looking again every {} s",
+                         kBusyRetry.count());
+          told_busy = true;
+        } else {
+          spdlog::info("search index {}: built in {:.1f} s", missing[i],
+                       std::chrono::duration<double>(Clock::now() - t0).count());
+        }
+      }
+      backoff = opt_.retry_initial;
+      if (busy && !indexWait(kBusyRetry)) break;
+    } catch (const std::exception& e) {
+      {
+        std::lock_guard lk(index_mu_);
+        if (index_stop_) break;  // cut off by drain(): undone, built again at the next start
+      }
+      auto* se = dynamic_cast<const StoreError*>(&e);
+      if (!se || se->transient()) s.reset();  // reconnect on the next attempt
+      if (se && !se->transient()) {
+        spdlog::warn("search indexes: {} (trying again in {} s)", e.what(),
+                     std::chrono::duration_cast<std::chrono::seconds>(opt_.retry_max).count());
+        backoff = opt_.retry_max;
+      }
+      if (!indexWait(backoff)) break;
+      backoff = std::min(backoff * 2, opt_.retry_max);
+    }
+  }
+  s.reset();
+  std::lock_guard lk(index_mu_);
+  index_done_ = true;
+  index_cv_.notify_all();
 }
 
 bool LogWriter::tryInsert(std::span<const LogRecord> records, bool& transient) {

@@ -6,7 +6,11 @@
 // deletes rows older than that, at start and every retention_interval, one chunk between
 // batches so that inserts never wait behind a long sweep. Likewise, after an upgrade, it
 // folds the rows that predate the usage rollups into them, one hour per step between
-// batches, logging its progress (Store::backfillRollups).
+// batches, logging its progress (Store::backfillRollups). A second thread, with a connection
+// of its own, builds the deferred search indexes the database lacks (store/Migrations.hpp),
+// one at a time, once the writer has opened the store: on PostgreSQL beside the inserts; on SQLite a
+// build holds the write lock, so the writer leaves its records in the queue until it ends.
+// drain() cuts a build under way short (it is undone and done again at the next start).
 // When the database is unreachable the writer keeps what it took, backs off, reopens the store
 // through the factory and retries; the queue absorbs records meanwhile. A record the database
 // refuses outright (not a transient error) is retried alone and, if refused again, counted as
@@ -97,6 +101,12 @@ class LogWriter {
   void retentionStep();
   // One backfill step while the rollups still miss old rows. Errors postpone it.
   void backfillStep();
+  // The index thread: builds the missing deferred indexes, then ends. Errors postpone it.
+  void buildIndexes();
+  // Waits up to `d` on the index thread unless drain() stops it; false: stopped.
+  bool indexWait(std::chrono::milliseconds d);
+  // Stops the index thread, cancelling a build under way, and joins it.
+  void stopIndexes();
   bool pastDeadline() const;
   // Waits up to `d` unless stopping pushes the deadline earlier.
   void sleepFor(std::chrono::milliseconds d);
@@ -132,6 +142,16 @@ class LogWriter {
   std::atomic<bool> connected_{false};
   bool drained_ = false;
   std::thread thread_;
+
+  // Deferred index builds (buildIndexes), under index_mu_ but the atomic.
+  std::mutex index_mu_;
+  std::condition_variable index_cv_;
+  std::function<void()> index_cancel_;  // the building store's canceller while a build runs
+  bool index_stop_ = false;
+  bool index_done_ = false;
+  std::atomic<bool> index_blocks_writes_{false};  // a SQLite build holds the write lock
+  std::atomic<bool> opened_{false};               // the writer has opened the store once
+  std::thread index_thread_;
 };
 
 }  // namespace sluice::store

@@ -5,6 +5,7 @@
 // Thread-safety: one thread at a time, like the Store that owns it.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -65,6 +66,10 @@ class SqlConnection {
   virtual std::int64_t execute(const std::string& sql, std::span<const SqlParam> params) = 0;
   // Opens a write transaction that serializes with other writers' (SQLite: BEGIN IMMEDIATE).
   virtual void beginWrite() = 0;
+  // A function that makes the statement under way on this connection fail soon (SQLite:
+  // sqlite3_interrupt; PostgreSQL: a cancel request). Callable from any thread, any number of
+  // times, while the connection lives; does nothing when no statement runs.
+  virtual std::function<void()> canceller() = 0;
 };
 
 // Opens a connection for a store URL (see Store::open). Throws StoreError.

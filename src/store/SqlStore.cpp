@@ -341,6 +341,78 @@ void SqlStore::migrate() {
   tx.commit();
 }
 
+// ---- deferred indexes ----
+
+namespace {
+// Any fixed 64-bit number, apart from kMigrationLockId: one instance at a time builds the
+// deferred indexes of a PostgreSQL database (held for the session, across the build).
+constexpr std::int64_t kIndexBuildLockId = 0x51C3'0002;
+
+std::span<const DeferredIndex> deferredIndexesFor(Dialect d) {
+  return d == Dialect::Sqlite ? sqliteDeferredIndexes() : postgresDeferredIndexes();
+}
+}  // namespace
+
+std::vector<std::string> SqlStore::missingDeferredIndexes() {
+  std::vector<std::string> out;
+  const bool pg = conn_->dialect() == Dialect::Postgres;
+  for (const DeferredIndex& ix : deferredIndexesFor(conn_->dialect())) {
+    P p[] = {P::text(ix.name)};
+    // PostgreSQL: an index that a cut-off CONCURRENTLY build left behind is there but
+    // invalid (never used by queries); so is one another instance is building right now.
+    auto rows = conn_->query(pg ? "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
+                                  "WHERE c.relname = ? AND c.relnamespace = current_schema()::regnamespace"
+                                : "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?",
+                             p);
+    if (!rows->next() || (pg && !rows->getBool(0))) out.emplace_back(ix.name);
+  }
+  return out;
+}
+
+bool SqlStore::buildDeferredIndex(const std::string& name) {
+  const auto all = deferredIndexesFor(conn_->dialect());
+  const auto ix = std::find_if(all.begin(), all.end(), [&](const DeferredIndex& d) { return name == d.name; });
+  if (ix == all.end()) throw StoreError(StoreErrc::InvalidData, "no deferred index named '" + name + "'");
+  if (conn_->dialect() == Dialect::Sqlite) {
+    conn_->execScript(std::string("CREATE INDEX IF NOT EXISTS ") + ix->name + " ON " + ix->on);
+    return true;
+  }
+  {
+    P lock[] = {P::integer(kIndexBuildLockId)};
+    auto rows = conn_->query("SELECT pg_try_advisory_lock(?)", lock);
+    if (!rows->next() || !rows->getBool(0)) return false;
+  }
+  auto unlock = [&] {
+    P lock[] = {P::integer(kIndexBuildLockId)};
+    conn_->query("SELECT pg_advisory_unlock(?)", lock)->next();
+  };
+  try {
+    // Holding the lock, an invalid index is no other instance's build under way: it is what a
+    // cut-off build left, and IF NOT EXISTS would keep it.
+    const auto missing = missingDeferredIndexes();
+    if (std::find(missing.begin(), missing.end(), name) != missing.end()) {
+      conn_->execScript("DROP INDEX CONCURRENTLY IF EXISTS " + name);
+      conn_->execScript(std::string("CREATE INDEX CONCURRENTLY IF NOT EXISTS ") + ix->name + " ON " + ix->on);
+    }
+    unlock();
+  } catch (...) {
+    try {
+      unlock();
+    } catch (...) {  // a lost session released it
+    }
+    throw;
+  }
+  return true;
+}
+
+bool SqlStore::indexBuildsBlockWriters() const {
+  return conn_->dialect() == Dialect::Sqlite;
+}
+
+std::function<void()> SqlStore::canceller() {
+  return conn_->canceller();
+}
+
 // ---- subscription credentials ----
 
 namespace {

@@ -24,6 +24,10 @@ class SqlStore final : public Store {
   StatsResult stats(const StatsQuery& query) override;
   std::int64_t deleteLogsBefore(std::int64_t unix_ms, std::int64_t max_rows) override;
   RollupBackfill backfillRollups() override;
+  std::vector<std::string> missingDeferredIndexes() override;
+  bool buildDeferredIndex(const std::string& name) override;
+  bool indexBuildsBlockWriters() const override;
+  std::function<void()> canceller() override;
   std::map<std::int64_t, KeySpend> spendByKey(std::int64_t day_start_ms, std::int64_t month_start_ms) override;
   std::map<std::int64_t, KeyRequests> requestsByKey(std::int64_t day_start_ms, std::int64_t month_start_ms) override;
   std::string controlPlaneStamp() override;

@@ -42,6 +42,19 @@ RollupBackfill Store::backfillRollups() {
   return {};
 }
 
+std::vector<std::string> Store::missingDeferredIndexes() {
+  return {};
+}
+bool Store::buildDeferredIndex(const std::string&) {
+  return true;
+}
+bool Store::indexBuildsBlockWriters() const {
+  return false;
+}
+std::function<void()> Store::canceller() {
+  return [] {};
+}
+
 std::map<std::int64_t, KeyRequests> Store::requestsByKey(std::int64_t, std::int64_t) {
   unsupported("requestsByKey");
 }

@@ -7,6 +7,7 @@
 // checks that they parse (a bad one is StoreErrc::InvalidData).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -435,6 +436,18 @@ class Store {
   // transaction (safe to run from several instances at once: each hour is folded once).
   // A store without rollups (a test fake) is always done.
   virtual RollupBackfill backfillRollups();
+  // The deferred indexes (store/Migrations.hpp) this database lacks, in build order: absent,
+  // or left invalid by a build that was cut off. A store without them (a test fake): none.
+  virtual std::vector<std::string> missingDeferredIndexes();
+  // Builds one of them; takes as long as the table is large (minutes at tens of millions of
+  // rows). SQLite holds the write lock meanwhile (indexBuildsBlockWriters); PostgreSQL builds
+  // CONCURRENTLY, beside inserts, and only one instance at a time: false when another holds
+  // the build (try again later). Idempotent; a build cut off (canceller) is undone.
+  virtual bool buildDeferredIndex(const std::string& name);
+  // True when an index build keeps other connections from writing until it ends (SQLite).
+  virtual bool indexBuildsBlockWriters() const;
+  // See SqlConnection::canceller: interrupts this store's statement under way from another thread.
+  virtual std::function<void()> canceller();
   // Spend per virtual key id (keys with no spend may be absent). insertLogs adds each row's
   // cost_usd to its key's total in the same transaction.
   virtual std::map<std::int64_t, KeySpend> spendByKey(std::int64_t day_start_ms, std::int64_t month_start_ms) = 0;

@@ -8,6 +8,7 @@ namespace sluice::store {
 // Every libpq function Sluice calls.
 // clang-format off
 #define SLUICE_LIBPQ_FUNCTIONS(X) \
+  X(PQcancel) \
   X(PQclear) \
   X(PQcmdTuples) \
   X(PQconnectdbParams) \
@@ -17,7 +18,9 @@ namespace sluice::store {
   X(PQexec) \
   X(PQexecPrepared) \
   X(PQfinish) \
+  X(PQfreeCancel) \
   X(PQfreemem) \
+  X(PQgetCancel) \
   X(PQgetisnull) \
   X(PQgetlength) \
   X(PQgetvalue) \

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -136,8 +138,12 @@ class PostgresConnection final : public SqlConnection {
       throw StoreError(StoreErrc::Unavailable, msg);
     }
     libpq().PQsetNoticeProcessor(conn_, ignoreNotice, nullptr);
+    cancel_->renew(conn_);
   }
-  ~PostgresConnection() override { libpq().PQfinish(conn_); }
+  ~PostgresConnection() override {
+    cancel_->renew(nullptr);
+    libpq().PQfinish(conn_);
+  }
 
   Dialect dialect() const override { return Dialect::Postgres; }
 
@@ -163,7 +169,32 @@ class PostgresConnection final : public SqlConnection {
 
   void beginWrite() override { execScript("BEGIN"); }
 
+  std::function<void()> canceller() override {
+    return [c = cancel_] { c->cancel(); };
+  }
+
  private:
+  // The cancel request's target: the session's backend, renewed when the session is (under
+  // the lock, on the connection's thread), cleared when the connection closes. PQcancel is
+  // thread-safe; the lock keeps the PGcancel alive while another thread uses it.
+  struct Cancel {
+    std::mutex mu;
+    PGcancel* handle = nullptr;
+    void renew(PGconn* conn) {
+      std::lock_guard lk(mu);
+      if (handle) libpq().PQfreeCancel(handle);
+      handle = conn ? libpq().PQgetCancel(conn) : nullptr;
+    }
+    void cancel() {
+      std::lock_guard lk(mu);
+      char err[256];
+      if (handle) libpq().PQcancel(handle, err, sizeof err);
+    }
+    ~Cancel() {
+      if (handle) libpq().PQfreeCancel(handle);
+    }
+  };
+
   void ensureConnected() {
     if (libpq().PQstatus(conn_) == CONNECTION_OK) return;
     prepared_.clear();
@@ -172,6 +203,7 @@ class PostgresConnection final : public SqlConnection {
       throw StoreError(StoreErrc::Unavailable,
                        "postgres: cannot reconnect to " + redacted_ + ": " + trimmed(libpq().PQerrorMessage(conn_)));
     libpq().PQsetNoticeProcessor(conn_, ignoreNotice, nullptr);
+    cancel_->renew(conn_);
   }
 
   Result check(Result r, std::string_view what) {
@@ -266,6 +298,7 @@ class PostgresConnection final : public SqlConnection {
   }
 
   PGconn* conn_ = nullptr;
+  std::shared_ptr<Cancel> cancel_ = std::make_shared<Cancel>();
   std::string redacted_;
   std::unordered_map<std::string, std::string> prepared_;  // SQL -> statement name
   std::uint64_t statement_seq_ = 0;

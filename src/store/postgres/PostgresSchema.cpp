@@ -132,8 +132,7 @@ CREATE TABLE gateway_settings (
 CREATE TRIGGER gateway_settings_cp AFTER INSERT OR UPDATE OR DELETE ON gateway_settings
   FOR EACH ROW EXECUTE FUNCTION sluice_bump_control_plane_version();
 )sql"},
-    // See the SQLite migration 6. The indexes end in id too: the log search orders by
-    // (time_ms, id) and PostgreSQL's index entries do not carry it implicitly.
+    // See the SQLite migration 6: its search indexes are kPostgresDeferredIndexes now.
     {6, "usage rollups per hour and day, log search indexes", R"sql(
 CREATE TABLE usage_hourly (
   hour_ms        BIGINT NOT NULL,
@@ -170,9 +169,6 @@ CREATE TABLE rollup_state (
 INSERT INTO rollup_state (id, backfill_max_id, backfill_before_ms) VALUES (1,
   COALESCE((SELECT MAX(id) FROM request_logs), 0),
   ((SELECT MAX(time_ms) FROM request_logs) / 3600000 + 1) * 3600000);
-CREATE INDEX request_logs_model_time ON request_logs (model, time_ms, id);
-CREATE INDEX request_logs_channel_time ON request_logs (channel, time_ms, id);
-CREATE INDEX request_logs_status_time ON request_logs (status, time_ms, id);
 )sql"},
     // See the SQLite migration 7.
     {7, "cache write and reasoning token counts", R"sql(
@@ -305,10 +301,23 @@ ALTER TABLE request_logs ADD COLUMN screening TEXT NOT NULL DEFAULT '';
 )sql"},
 };
 
+// Built after start-up (LogWriter) with CREATE INDEX CONCURRENTLY, which lets the log writer
+// insert meanwhile. They end in id too: the log search orders by (time_ms, id) and
+// PostgreSQL's index entries do not carry it implicitly.
+constexpr DeferredIndex kPostgresDeferredIndexes[] = {
+    {"request_logs_model_time", "request_logs (model, time_ms, id)"},
+    {"request_logs_channel_time", "request_logs (channel, time_ms, id)"},
+    {"request_logs_status_time", "request_logs (status, time_ms, id)"},
+};
+
 }  // namespace
 
 std::span<const Migration> postgresMigrations() {
   return kPostgresMigrations;
+}
+
+std::span<const DeferredIndex> postgresDeferredIndexes() {
+  return kPostgresDeferredIndexes;
 }
 
 }  // namespace sluice::store

@@ -3,6 +3,8 @@
 #include <sqlite3.h>
 
 #include <charconv>
+#include <memory>
+#include <mutex>
 #include <string_view>
 #include <unordered_map>
 
@@ -96,6 +98,7 @@ class SqliteConnection final : public SqlConnection {
       db_ = nullptr;
       throw StoreError(StoreErrc::Unavailable, msg);
     }
+    interrupt_->db = db_;
     sqlite3_extended_result_codes(db_, 1);
     sqlite3_busy_timeout(db_, busy_timeout_ms);
     try {
@@ -107,12 +110,14 @@ class SqliteConnection final : public SqlConnection {
           "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
           "PRAGMA wal_autocheckpoint=4000;");
     } catch (...) {
+      detachInterrupt();
       sqlite3_close(db_);
       db_ = nullptr;
       throw;
     }
   }
   ~SqliteConnection() override {
+    detachInterrupt();
     for (auto& [sql, st] : cache_) sqlite3_finalize(st);
     sqlite3_close(db_);
   }
@@ -151,7 +156,24 @@ class SqliteConnection final : public SqlConnection {
 
   void beginWrite() override { execScript("BEGIN IMMEDIATE"); }
 
+  std::function<void()> canceller() override {
+    return [i = interrupt_] {
+      std::lock_guard lk(i->mu);
+      if (i->db) sqlite3_interrupt(i->db);
+    };
+  }
+
  private:
+  // sqlite3_interrupt is thread-safe while the handle is open; the lock keeps it open.
+  struct Interrupt {
+    std::mutex mu;
+    sqlite3* db = nullptr;
+  };
+  void detachInterrupt() {
+    std::lock_guard lk(interrupt_->mu);
+    interrupt_->db = nullptr;
+  }
+
   sqlite3_stmt* prepare(const std::string& sql) {
     auto it = cache_.find(sql);
     if (it != cache_.end()) return it->second;
@@ -198,6 +220,7 @@ class SqliteConnection final : public SqlConnection {
   }
 
   sqlite3* db_ = nullptr;
+  std::shared_ptr<Interrupt> interrupt_ = std::make_shared<Interrupt>();
   std::unordered_map<std::string, sqlite3_stmt*> cache_;
 };
 

@@ -80,6 +80,9 @@ class FakeConnection final : public SqlConnection {
   }
   std::int64_t execute(const std::string&, std::span<const SqlParam>) override { return 0; }
   void beginWrite() override {}
+  std::function<void()> canceller() override {
+    return [] {};
+  }
 
  private:
   struct OneRow final : SqlRows {

@@ -3,6 +3,7 @@
 // Both backends (see StoreTestSupport.hpp).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -449,15 +450,110 @@ TEST_P(UsageRollupTest, TheLogWriterBackfillsAnUpgradedDatabase) {
   for (int i = 0; i < 50; ++i) expectSameUsage(*store, *raw, randomQuery(rng));
 }
 
+// The search indexes are not built inside the migration (over a large log that held the
+// start-up for minutes): the log writer builds them after start-up, while it writes.
+TEST_P(UsageRollupTest, TheLogWriterBuildsTheSearchIndexesAfterTheMigration) {
+  migrateTo(*db_, 5);
+  std::mt19937_64 rng(13);
+  auto raw = openSqlConnection(db_->url());
+  insertWithoutRollups(*raw, randomRows(rng, 3000, kT0, 2 * kDay));
+  const std::string url = db_->url();
+  auto store = Store::open(url);
+  store->migrate();
+  const std::vector<std::string> all = {"request_logs_model_time", "request_logs_channel_time",
+                                        "request_logs_status_time"};
+  EXPECT_EQ(store->missingDeferredIndexes(), all) << "the migration built them";
+  {
+    LogWriter w([url] { return Store::open(url); });
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(w.enqueue(testing::sampleLog(kT0 + i, "live")));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!store->missingDeferredIndexes().empty()) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the indexes were not built";
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_TRUE(w.drain(std::chrono::seconds(30)));
+    EXPECT_EQ(w.stats().written, 100u);
+  }
+  EXPECT_EQ(count(*raw, "SELECT COUNT(*) FROM request_logs"), 3100);
+  // Idempotent: building one that exists changes nothing.
+  EXPECT_TRUE(store->buildDeferredIndex("request_logs_model_time"));
+  EXPECT_TRUE(store->missingDeferredIndexes().empty());
+  EXPECT_THROW(store->buildDeferredIndex("request_logs_model_time; DROP TABLE request_logs"), StoreError);
+}
+
+// A statement under way is cut short from another thread (how drain() stops an index build).
+TEST_P(UsageRollupTest, TheCancellerStopsAStatementUnderWay) {
+  auto c = openSqlConnection(db_->url());
+  auto cancel = c->canceller();
+  cancel();  // nothing under way: nothing happens
+  std::atomic<bool> done{false};
+  std::string error;
+  std::thread t([&] {
+    try {
+      // PostgreSQL: a long sleep; SQLite: a long loop of its own.
+      const std::string sql = GetParam() == Backend::Postgres
+                                  ? "SELECT pg_sleep(600)"
+                                  : "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < "
+                                    "10000000000) SELECT COUNT(*) FROM n";
+      c->query(sql, {})->next();
+    } catch (const StoreError& e) {
+      error = e.what();
+    }
+    done = true;
+  });
+  while (!done) {  // sent until it lands: one sent before the statement starts does nothing
+    cancel();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  t.join();
+  EXPECT_FALSE(error.empty()) << "the statement ran to its end";
+  EXPECT_EQ(c->query("SELECT 1", {})->next(), true) << "the connection is usable after a cancel";
+}
+
+// PostgreSQL: only one instance builds at a time, and an index a cut-off CONCURRENTLY build
+// left invalid is dropped and built again.
+TEST(DeferredIndexes, PostgresBuildsOneAtATimeAndReplacesAnInvalidIndex) {
+  testing::requireBackend(Backend::Postgres);
+  if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
+  TestDatabase db(Backend::Postgres);
+  auto store = Store::open(db.url());
+  store->migrate();
+  auto raw = openSqlConnection(db.url());
+  store->insertLogs(std::vector<LogRecord>{testing::sampleLog(kT0, "a"), testing::sampleLog(kT0 + 1, "b")});
+  // Another instance's build under way: it holds the lock.
+  auto other = openSqlConnection(db.url());
+  SqlParam lock[] = {SqlParam::integer(0x51C3'0002)};
+  other->query("SELECT pg_advisory_lock(?)", lock)->next();
+  EXPECT_FALSE(store->buildDeferredIndex("request_logs_model_time"));
+  other->query("SELECT pg_advisory_unlock(?)", lock)->next();
+  // A build that failed half-way leaves its name behind, invalid (here: a unique index over
+  // duplicates, which fails after the catalog entry is made).
+  try {
+    raw->execScript("CREATE UNIQUE INDEX CONCURRENTLY request_logs_model_time ON request_logs (channel)");
+  } catch (const StoreError&) {
+  }
+  EXPECT_EQ(count(*raw, "SELECT COUNT(*) FROM pg_class WHERE relname = 'request_logs_model_time'"), 1);
+  auto missing = store->missingDeferredIndexes();
+  ASSERT_EQ(missing.size(), 3u);
+  EXPECT_EQ(missing[0], "request_logs_model_time") << "an invalid index counts as missing";
+  for (const auto& name : missing) EXPECT_TRUE(store->buildDeferredIndex(name));
+  EXPECT_TRUE(store->missingDeferredIndexes().empty());
+  EXPECT_EQ(count(*raw,
+                  "SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'request_logs_model_time' AND indexdef LIKE "
+                  "'%(model, time_ms, id)%' AND indexdef NOT LIKE '%UNIQUE%'"),
+            1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, UsageRollupTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),
                          testing::backendName);
 
 // A log search for a model (or channel, or status) that no row has is an index lookup, not a
-// walk of the whole time index.
+// walk of the whole time index (once the deferred indexes are built).
 TEST(LogSearchIndexes, FiltersOnModelChannelAndStatusHaveAnIndex) {
   TestDatabase db(Backend::Sqlite);
   auto store = Store::open(db.url());
   store->migrate();
+  for (const auto& name : store->missingDeferredIndexes()) EXPECT_TRUE(store->buildDeferredIndex(name));
   auto c = openSqlConnection(db.url());
   auto plan = [&](const std::string& where) {
     auto rows = c->query(
