@@ -1,7 +1,7 @@
 // Test harness: starts real `sluice mock` and `sluice serve` processes on free loopback ports
 // and stops them after the test. Every wait has a deadline.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { once } from 'node:events';
@@ -9,8 +9,15 @@ import { once } from 'node:events';
 export const BIN = resolve(process.env.SLUICE_BIN || 'build/sluice');
 export const MASTER = 'sk-test-master-key-0123456789';
 const children = new Set();
+const tempDirs = [];
 
-process.on('exit', () => { for (const c of children) { try { c.kill('SIGKILL'); } catch {} } });
+// At exit: kill what is still running, then remove the test's temporary directories (a run of
+// the suites made some 600; SLUICE_TEST_KEEP_TMP=1 keeps them to look at).
+process.on('exit', () => {
+  for (const c of children) { try { c.kill('SIGKILL'); } catch {} }
+  if (process.env.SLUICE_TEST_KEEP_TMP) return;
+  for (const d of tempDirs) { try { rmSync(d, { recursive: true, force: true }); } catch {} }
+});
 
 function waitForLine(proc, re, what, ms = 15000) {
   return new Promise((resolveP, reject) => {
@@ -56,7 +63,7 @@ export async function startMock(args = []) {
   };
 }
 
-export function tempDir() { return mkdtempSync(join(tmpdir(), 'sluice-test-')); }
+export function tempDir() { const d = mkdtempSync(join(tmpdir(), 'sluice-test-')); tempDirs.push(d); return d; }
 
 // channels: [{name, url (mock url), keys, models, priority, weight, type, region, limits: {rpm, tpm, ...}}];
 // `extra`: YAML text appended at the top level (pricing:, redis:, ...).
