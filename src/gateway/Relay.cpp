@@ -1014,7 +1014,16 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
       if (o.held.capacity() != 0) std::string().swap(o.held);
       // `got` is valid until this loop's first suspension (Connection::readBody): everything
       // that reads it (the filter, the log, the stages) runs before anything is written.
-      std::tie(ec, got) = co_await conn->readBody(parser, deadline.cap(wait));
+      // readBody's parts, inline: no coroutine frame a chunk.
+      std::optional<upstream::Connection::BodyPiece> piece = conn->bufferedBody(parser);
+      if (!piece) {
+        const auto scope = conn->deadline(deadline.cap(wait));
+        while (!piece) {
+          auto [rec_ec, n] = co_await conn->readSome();
+          piece = conn->afterRead(parser, rec_ec, n);
+        }
+      }
+      std::tie(ec, got) = *piece;
     }
     out.clear();
     // One allocation for a read that found several events, not a doubling per event appended
@@ -1049,7 +1058,8 @@ boost::asio::awaitable<Attempt> Relay::relayStream(const routing::Pick& p, int a
       }
       if (!out.empty() && rec.ttfb_ms < 0) rec.ttfb_ms = msSince(ctx.start);
       if (a.first_byte_ms < 0) a.first_byte_ms = msSince(a.started);
-      bool written = last ? co_await r.writeLastChunk(out) : co_await r.writeChunk(out);
+      const std::optional<bool> now = r.writeChunkNow(out, last);
+      bool written = now ? *now : co_await r.writeChunkLater(out, last);
       // A large piece (reads that found several events waiting) is not kept between reads: a
       // thousand open streams would each hold their largest one.
       if (out.capacity() > kKeptPiece) std::string().swap(out);

@@ -225,6 +225,26 @@ net::awaitable<bool> Responder::beginStream(int status, std::string_view reason,
   co_return true;
 }
 
+std::size_t Responder::chunkBuffers(std::string_view data, bool last, ChunkBuffers& c) {
+  static constexpr std::string_view kCrlf = "\r\n";
+  static constexpr std::string_view kLast = "0\r\n\r\n";
+  std::size_t nb = 0;
+  // What writeChunkNow could not write goes first; then a held-back header.
+  if (!unsent_.empty()) c.bufs[nb++] = net::buffer(unsent_);
+  if (header_pending_) c.bufs[nb++] = net::buffer(pending_header_);
+  if (!data.empty()) {
+    auto [p, ec] = std::to_chars(c.size_line, c.size_line + 16, data.size(), 16);
+    auto len = static_cast<std::size_t>(p - c.size_line);
+    c.size_line[len++] = '\r';
+    c.size_line[len++] = '\n';
+    c.bufs[nb++] = net::buffer(c.size_line, len);
+    c.bufs[nb++] = net::buffer(data);
+    c.bufs[nb++] = net::buffer(kCrlf);
+  }
+  if (last) c.bufs[nb++] = net::buffer(kLast);
+  return nb;
+}
+
 net::awaitable<bool> Responder::writeRaw(std::string_view data, bool last) {
   if (aborted_ || finished_) co_return false;
   if (sink_ != nullptr) {
@@ -238,25 +258,9 @@ net::awaitable<bool> Responder::writeRaw(std::string_view data, bool last) {
     bytes_sent_ += data.size();
     co_return ok;
   }
-  char sizeLine[24];
-  std::size_t sizeLen = 0;
-  if (!data.empty()) {
-    auto [p, ec] = std::to_chars(sizeLine, sizeLine + 16, data.size(), 16);
-    sizeLen = static_cast<std::size_t>(p - sizeLine);
-    sizeLine[sizeLen++] = '\r';
-    sizeLine[sizeLen++] = '\n';
-  }
-  static constexpr std::string_view kCrlf = "\r\n";
-  static constexpr std::string_view kLast = "0\r\n\r\n";
-  std::array<net::const_buffer, 5> bufs;
-  std::size_t nb = 0;
-  if (header_pending_) bufs[nb++] = net::buffer(pending_header_);
-  if (!data.empty()) {
-    bufs[nb++] = net::buffer(sizeLine, sizeLen);
-    bufs[nb++] = net::buffer(data);
-    bufs[nb++] = net::buffer(kCrlf);
-  }
-  if (last) bufs[nb++] = net::buffer(kLast);
+  ChunkBuffers c;
+  const std::size_t nb = chunkBuffers(data, last, c);
+  auto& bufs = c.bufs;
   if (nb == 0) co_return true;
   beast::error_code ec;
   std::size_t n = 0;
@@ -280,6 +284,7 @@ net::awaitable<bool> Responder::writeRaw(std::string_view data, bool last) {
   }
   bytes_sent_ += n;
   header_pending_ = false;
+  unsent_.clear();
   if (ec) {
     aborted_ = true;
     co_return false;
@@ -291,6 +296,49 @@ net::awaitable<bool> Responder::writeRaw(std::string_view data, bool last) {
 namespace {
 net::awaitable<bool> ready(bool v) { co_return v; }
 }  // namespace
+
+std::optional<bool> Responder::writeChunkNow(std::string_view data, bool last) {
+  if (aborted_ || finished_) return false;
+  if (data.empty() && !last) return true;
+  if (tls_ != nullptr || sink_ != nullptr) return std::nullopt;
+  ChunkBuffers c;
+  const std::size_t nb = chunkBuffers(data, last, c);
+  auto& bufs = c.bufs;
+  beast::error_code ec;
+  std::span<net::const_buffer> rest(bufs.data(), nb);
+  bytes_sent_ += sendNow(stream_.socket(), rest, ec);
+  header_pending_ = false;
+  if (ec) {
+    aborted_ = true;
+    return false;
+  }
+  if (!rest.empty()) {  // the send buffer is full: the rest waits in writeChunkLater
+    std::string tail;   // (rest may point into unsent_ itself)
+    for (const auto& b : rest) tail.append(static_cast<const char*>(b.data()), b.size());
+    unsent_ = std::move(tail);
+    unsent_last_ = last;
+    return std::nullopt;
+  }
+  unsent_.clear();
+  if (last) finished_ = true;
+  return true;
+}
+
+net::awaitable<bool> Responder::writeChunkLater(std::string_view data, bool last) {
+  if (unsent_.empty()) co_return co_await writeRaw(data, last);
+  const std::string rest = std::move(unsent_);
+  unsent_.clear();
+  stream_.expires_after(write_timeout_);
+  auto [ec, n] = co_await net::async_write(stream_, net::buffer(rest), kTuple);
+  stream_.expires_never();
+  bytes_sent_ += n;
+  if (ec) {
+    aborted_ = true;
+    co_return false;
+  }
+  if (unsent_last_) finished_ = true;
+  co_return true;
+}
 
 // Not coroutines themselves: each hands back writeRaw's, so a chunk costs one coroutine frame
 // and one resumption, not two (a stream writes one per upstream chunk).
@@ -325,7 +373,11 @@ struct Server::Worker {
     bool idle;
   };
   int index = 0;
-  net::io_context ioc{1};
+  // One thread runs it, and every socket and timer made on it is used on that thread only (a
+  // connection handed over from another worker's acceptor is assigned there, then used only
+  // here): so the reactor's per-descriptor lock, taken several times a read, is not needed.
+  // Posting from other threads (a reload's snapshot, stop()) stays locked.
+  net::io_context ioc{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   net::executor_work_guard<net::io_context::executor_type> guard{ioc.get_executor()};
   std::vector<std::unique_ptr<Listener>> listeners;  // stable addresses: accept loops hold them
   std::list<Conn> conns;  // touched only on this worker's thread

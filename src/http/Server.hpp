@@ -20,6 +20,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -120,6 +121,13 @@ class Responder {
   // The last chunk and the stream's end in one write.
   net::awaitable<bool> writeLastChunk(std::string_view data);
   net::awaitable<bool> endStream();
+  // Without a coroutine: writes the chunk (and the stream's end when `last`) now when the
+  // connection is plain HTTP and its socket takes it all (a stream's chunk nearly always fits).
+  // True: written; false: the client is gone. Nullopt: not done yet (TLS, a sink, a full send
+  // buffer), and the caller co_awaits writeChunkLater with the same arguments, which writes what
+  // is left. Saves a stream one coroutine frame and one resumption a chunk.
+  std::optional<bool> writeChunkNow(std::string_view data, bool last);
+  net::awaitable<bool> writeChunkLater(std::string_view data, bool last);
   // Sends a held-back stream header now, without a chunk.
   net::awaitable<bool> flushHeader();
   // Ends the exchange without the terminating chunk, so the client sees a broken stream.
@@ -149,6 +157,13 @@ class Responder {
 
  private:
   net::awaitable<bool> writeRaw(std::string_view data, bool last);
+  // The buffers of a chunk (and of the end when `last`), after what is unsent and a held-back
+  // header; returns how many.
+  struct ChunkBuffers {
+    char size_line[24];
+    std::array<net::const_buffer, 6> bufs;
+  };
+  std::size_t chunkBuffers(std::string_view data, bool last, ChunkBuffers& c);
 
   beast::tcp_stream& stream_;
   TlsStream* tls_ = nullptr;  // writes branch on this rather than through a virtual stream
@@ -164,6 +179,8 @@ class Responder {
   bool keep_alive_ = true;
   bool header_pending_ = false;
   std::string pending_header_;
+  std::string unsent_;  // what writeChunkNow could not write: writeChunkLater's to write
+  bool unsent_last_ = false;
   std::uint64_t bytes_sent_ = 0;
 };
 

@@ -226,59 +226,67 @@ struct BodyScratchTag;
 
 net::awaitable<std::pair<beast::error_code, std::string_view>> Connection::readBody(ResponseParser& p,
                                                                                   Millis timeout) {
-  char* const scratch = reinterpret_cast<char*>(threadScratch<BodyScratchTag, kBodyScratch>());
-  bool armed = false;  // one deadline for the whole call, as many reads as it takes
-  const DeadlineScope scope{this};  // however the call returns, no read waits any more
-  for (;;) {
-    // Decode what is buffered: no I/O, so nothing else runs on this thread meanwhile.
-    if (buffer_.size() != 0 && !p.is_done()) {
-      auto& body = p.get().body();
-      body.data = scratch;
-      body.size = kBodyScratch;
-      beast::error_code ec;
-      while (!p.is_done() && buffer_.size() != 0 && body.size != 0) {
-        const std::size_t used = p.put(buffer_.data(), ec);
-        buffer_.consume(used);
-        if (ec && ec == bhttp::error::need_buffer) ec = {};
-        if (ec || used == 0) break;
-      }
-      const std::size_t got = kBodyScratch - body.size;
-      body.data = nullptr;  // nothing points at the scratch once this returns
-      body.size = 0;
-      if (ec && ec == bhttp::error::need_more) ec = {};
-      if (ec) co_return std::pair{ec, std::string_view(scratch, got)};
-      if (got != 0 || p.is_done()) co_return std::pair{beast::error_code{}, std::string_view(scratch, got)};
-    }
-    if (p.is_done()) co_return std::pair{beast::error_code{}, std::string_view{}};
-    // Then wait for more raw bytes. What the parser could not use yet (a chunk-size line split
-    // across reads) stays; the buffer grows past it, but never beyond 64 KiB of undecodable bytes.
-    if (buffer_.size() >= 64u * 1024)
-      co_return std::pair{beast::error_code(bhttp::error::buffer_overflow), std::string_view{}};
-    const std::size_t room = std::max<std::size_t>(512, buffer_.capacity() - buffer_.size());
-    if (!armed) armDeadline(timeout);
-    armed = true;
-    beast::error_code ec;
-    std::size_t n = 0;
-    if (auto* s = std::get_if<0>(&stream_)) {
-      // The socket itself: the stream's per-read timer is what the deadline replaces.
-      std::tie(ec, n) = co_await s->socket().async_read_some(buffer_.prepare(room), kTuple);
-      // A short read emptied the socket: the next waits for the kernel's event instead of a recv
-      // that can only answer EAGAIN, unless the provider's end may be pending (core/SocketDrained.hpp).
-      if (!ec) socket_drained::afterRead(s->socket(), room, n);
-    } else {
-      std::tie(ec, n) = co_await std::get<1>(stream_).async_read_some(buffer_.prepare(room), kTuple);
-    }
-    buffer_.commit(n);
-    // (Each test of ec against a code constructs one: the usual empty ec skips them.)
-    if (ec && ec == net::error::operation_aborted && timed_out_) ec = beast::error::timeout;
-    if (ec && ec == net::error::eof) {
-      // As Beast's own read: a body delimited by the end of the connection ends here (no error);
-      // any other is cut short (partial_message).
-      p.put_eof(ec);
-      co_return std::pair{ec, std::string_view{}};
-    }
-    if (ec) co_return std::pair{ec, std::string_view{}};
+  std::optional<BodyPiece> piece = bufferedBody(p);
+  if (piece) co_return *piece;
+  const DeadlineScope scope = deadline(timeout);  // one for the whole call, as many reads as it takes
+  while (!piece) {
+    auto [ec, n] = co_await readSome();
+    piece = afterRead(p, ec, n);
   }
+  co_return *piece;
+}
+
+std::optional<Connection::BodyPiece> Connection::bufferedBody(ResponseParser& p) {
+  // Decode what is buffered: no I/O, so nothing else runs on this thread meanwhile.
+  if (buffer_.size() != 0 && !p.is_done()) {
+    char* const scratch = reinterpret_cast<char*>(threadScratch<BodyScratchTag, kBodyScratch>());
+    auto& body = p.get().body();
+    body.data = scratch;
+    body.size = kBodyScratch;
+    beast::error_code ec;
+    while (!p.is_done() && buffer_.size() != 0 && body.size != 0) {
+      const std::size_t used = p.put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec && ec == bhttp::error::need_buffer) ec = {};
+      if (ec || used == 0) break;
+    }
+    const std::size_t got = kBodyScratch - body.size;
+    body.data = nullptr;  // nothing points at the scratch once this returns
+    body.size = 0;
+    if (ec && ec == bhttp::error::need_more) ec = {};
+    if (ec) return BodyPiece{ec, std::string_view(scratch, got)};
+    if (got != 0 || p.is_done()) return BodyPiece{beast::error_code{}, std::string_view(scratch, got)};
+  }
+  if (p.is_done()) return BodyPiece{beast::error_code{}, std::string_view{}};
+  // Then more raw bytes are needed. What the parser could not use yet (a chunk-size line split
+  // across reads) stays; the buffer grows past it, but never beyond 64 KiB of undecodable bytes.
+  if (buffer_.size() >= 64u * 1024) return BodyPiece{beast::error_code(bhttp::error::buffer_overflow), {}};
+  return std::nullopt;
+}
+
+net::awaitable<std::tuple<beast::error_code, std::size_t>> Connection::readSome() {
+  room_ = std::max<std::size_t>(512, buffer_.capacity() - buffer_.size());
+  // The socket itself: the stream's per-read timer is what the deadline replaces.
+  if (auto* s = std::get_if<0>(&stream_)) return s->socket().async_read_some(buffer_.prepare(room_), kTuple);
+  return std::get<1>(stream_).async_read_some(buffer_.prepare(room_), kTuple);
+}
+
+std::optional<Connection::BodyPiece> Connection::afterRead(ResponseParser& p, beast::error_code ec, std::size_t n) {
+  // A short read emptied the socket: the next waits for the kernel's event instead of a recv
+  // that can only answer EAGAIN, unless the provider's end may be pending (core/SocketDrained.hpp).
+  if (!ec)
+    if (auto* s = std::get_if<0>(&stream_)) socket_drained::afterRead(s->socket(), room_, n);
+  buffer_.commit(n);
+  // (Each test of ec against a code constructs one: the usual empty ec skips them.)
+  if (ec && ec == net::error::operation_aborted && timed_out_) ec = beast::error::timeout;
+  if (ec && ec == net::error::eof) {
+    // As Beast's own read: a body delimited by the end of the connection ends here (no error);
+    // any other is cut short (partial_message).
+    p.put_eof(ec);
+    return BodyPiece{ec, std::string_view{}};
+  }
+  if (ec) return BodyPiece{ec, std::string_view{}};
+  return bufferedBody(p);
 }
 
 void Connection::close() {

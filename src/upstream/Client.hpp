@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -64,6 +65,31 @@ class Connection {
   // bytes not yet decoded are kept per connection across a wait, so an open stream holds one
   // read buffer (kReadBuffer), not two.
   net::awaitable<std::pair<beast::error_code, std::string_view>> readBody(ResponseParser& p, Millis timeout);
+
+  // readBody in parts, for a stream's loop to run without a coroutine of its own (one frame and
+  // one resumption a chunk; bench/instructions.sh), with the same results and deadline:
+  //   auto piece = c.bufferedBody(p);
+  //   if (!piece) {
+  //     const auto scope = c.deadline(timeout);
+  //     while (!piece) { auto [ec, n] = co_await c.readSome(); piece = c.afterRead(p, ec, n); }
+  //   }
+  using BodyPiece = std::pair<beast::error_code, std::string_view>;
+  // Disarms the read deadline however the read that armed it returns.
+  struct DeadlineScope {
+    Connection* c;
+    ~DeadlineScope() { c->disarmDeadline(); }
+  };
+  // What the buffered bytes decode to, or nullopt when a read must come first.
+  std::optional<BodyPiece> bufferedBody(ResponseParser& p);
+  // Arms the deadline for the reads until the scope ends.
+  [[nodiscard]] DeadlineScope deadline(Millis timeout) {
+    armDeadline(timeout);
+    return DeadlineScope{this};
+  }
+  // The socket's (or the TLS layer's) read into the buffer: the operation's own awaitable.
+  net::awaitable<std::tuple<beast::error_code, std::size_t>> readSome();
+  // Takes readSome's answer: the piece it completes, or nullopt when another read must come.
+  std::optional<BodyPiece> afterRead(ResponseParser& p, beast::error_code ec, std::size_t n);
   void close();
   // False when the idle connection is known to be unusable.
   bool looksAlive();
@@ -88,11 +114,6 @@ class Connection {
   // (beast::error::timeout) once a deadline has passed with the read still waiting.
   void armDeadline(Millis timeout);
   void disarmDeadline() { due_ = Clock::time_point::max(); }
-  // Disarms the read deadline however the read that armed it returns.
-  struct DeadlineScope {
-    Connection* c;
-    ~DeadlineScope() { c->disarmDeadline(); }
-  };
   void watch();
   std::variant<beast::tcp_stream, beast::ssl_stream<beast::tcp_stream>> stream_;
   beast::flat_buffer buffer_;
@@ -104,6 +125,7 @@ class Connection {
   std::uint64_t watch_gen_ = 0;  // a wait from an earlier arming is stale
   bool watching_ = false;
   bool timed_out_ = false;
+  std::size_t room_ = 0;  // what the read under way asked for (readSome)
 };
 
 // The client TLS context, made on first use: loading the system trust store costs about a

@@ -181,13 +181,25 @@ test('a slow reader applies back-pressure: the gateway does not buffer the whole
   const gw = await gwP({ channels: [{ name: 'm', url: m.url }] });
   const res = await chat(gw, { ...msg, stream: true }, { headers: { 'x-mock-chunk-bytes': '2048' } });
   const reader = res.body.getReader();
-  await reader.read();
+  const first = await reader.read();
   await sleep(800);
   const mid = await m.stats();
   assert.equal(mid.streams_completed ?? 0, 0, 'upstream is held back by the slow client');
-  let n = 0;
-  for (;;) { const { done, value } = await reader.read(); if (done) break; n += value.length; }
+  let n = first.value.length;
+  const dec = new TextDecoder();
+  let text = dec.decode(first.value, { stream: true });
+  for (;;) { const { done, value } = await reader.read(); if (done) break; n += value.length; text += dec.decode(value, { stream: true }); }
   assert.ok(n > 20000 * 2048);
   const end = await m.stats();
   assert.equal(end.streams_completed, 1);
+  // What waited for the slow client went out whole and in order: every event is one JSON chunk.
+  const events = text.split('\n\n').filter((e) => e.length > 0);
+  assert.equal(events.at(-1), 'data: [DONE]');
+  let chunks = 0;
+  for (const e of events.slice(0, -1)) {
+    assert.ok(e.startsWith('data: '), `an event cut or joined: ${e.slice(0, 80)}`);
+    JSON.parse(e.slice(6));
+    chunks++;
+  }
+  assert.equal(chunks, 20002, 'the role chunk, 20000 pieces of content and the finish chunk');
 });
