@@ -107,6 +107,7 @@ void LogWriter::run() {
           wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(next_backfill_ - now) +
                                     std::chrono::milliseconds(1));
         cv_.wait_for(lk, wait, [&] { return stopping_ || queue_.size() >= opt_.batch_size; });
+        if (index_blocks_writes_.load(std::memory_order_acquire) && !stopping_) continue;  // began meanwhile
       }
       if (queue_.empty() && stopping_) break;
       bool due =
@@ -366,9 +367,13 @@ void LogWriter::buildIndexes() {
       auto* se = dynamic_cast<const StoreError*>(&e);
       if (!se || se->transient()) s.reset();  // reconnect on the next attempt
       if (se && !se->transient()) {
-        spdlog::warn("search indexes: {} (trying again in {} s)", e.what(),
-                     std::chrono::duration_cast<std::chrono::seconds>(opt_.retry_max).count());
-        backoff = opt_.retry_max;
+        // Refused (no CREATE privilege, say): the searches work without the index; say so,
+        // then try again rarely rather than every few seconds.
+        constexpr std::chrono::minutes kRefusedRetry{10};
+        spdlog::warn("search indexes: {} (log searches work without them, only slower; trying again in {} min)",
+                     e.what(), kRefusedRetry.count());
+        if (!indexWait(kRefusedRetry)) break;
+        continue;
       }
       if (!indexWait(backoff)) break;
       backoff = std::min(backoff * 2, opt_.retry_max);

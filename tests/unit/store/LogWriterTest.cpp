@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -323,6 +325,30 @@ INSTANTIATE_TEST_SUITE_P(Backends, LogWriterTest, ::testing::Values(Backend::Sql
 class PickyStore final : public Store {
  public:
   explicit PickyStore(std::atomic<int>& written) : written_(written) {}
+  // A deferred index to build: refused outright, or built (holding the writers, as SQLite's
+  // does) until cancelled.
+  struct Index {
+    bool refuse = false;
+    std::atomic<int> attempts{0};
+    std::atomic<bool> building{false};
+    std::atomic<bool> cancelled{false};
+  };
+  PickyStore(std::atomic<int>& written, Index& index) : written_(written), index_(&index) {}
+  std::vector<std::string> missingDeferredIndexes() override {
+    return index_ ? std::vector<std::string>{"request_logs_model_time"} : std::vector<std::string>{};
+  }
+  bool buildDeferredIndex(const std::string&) override {
+    ++index_->attempts;
+    if (index_->refuse) throw StoreError(StoreErrc::Internal, "permission denied for table request_logs");
+    index_->building = true;
+    while (!index_->cancelled) std::this_thread::sleep_for(1ms);
+    index_->building = false;
+    throw StoreError(StoreErrc::Unavailable, "canceling statement due to user request");
+  }
+  bool indexBuildsBlockWriters() const override { return true; }
+  std::function<void()> canceller() override {
+    return [i = index_] { i->cancelled = true; };
+  }
   void migrate() override {}
   int schemaVersion() override { return 0; }
   void insertLogs(std::span<const LogRecord> records) override {
@@ -359,7 +385,46 @@ class PickyStore final : public Store {
 
  private:
   std::atomic<int>& written_;
+  Index* index_ = nullptr;
 };
+
+// An index build that holds the writers: records wait in the queue meanwhile, and drain() cuts
+// the build short, then writes them all.
+TEST(LogWriter, DrainCancelsAnIndexBuildUnderWayAndWritesWhatWaited) {
+  std::atomic<int> written{0};
+  PickyStore::Index index;
+  LogWriter::Options opt;
+  opt.flush_interval = 10ms;
+  LogWriter w([&] { return std::make_unique<PickyStore>(written, index); }, opt);
+  ASSERT_TRUE(w.enqueue(sampleLog(kT0, "first")));  // the writer opens the store: the build starts
+  ASSERT_TRUE(eventually([&] { return index.building.load(); }, 10s));
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(w.enqueue(sampleLog(kT0, "during")));
+  std::this_thread::sleep_for(100ms);  // ten flush intervals: the writer leaves them queued
+  EXPECT_LE(written.load(), 1);
+  EXPECT_TRUE(w.drain(10s));
+  EXPECT_TRUE(index.cancelled.load());
+  EXPECT_EQ(written.load(), 6);
+  EXPECT_EQ(w.stats().written, 6u);
+}
+
+// A build the database refuses (no privilege) is said once and not tried again every few
+// seconds; drain() does not wait for the next try.
+TEST(LogWriter, AnIndexBuildTheDatabaseRefusesIsNotRetriedAtOnce) {
+  std::atomic<int> written{0};
+  PickyStore::Index index;
+  index.refuse = true;
+  LogWriter::Options opt;
+  opt.flush_interval = 10ms;
+  opt.retry_initial = 1ms;
+  opt.retry_max = 10ms;
+  LogWriter w([&] { return std::make_unique<PickyStore>(written, index); }, opt);
+  ASSERT_TRUE(w.enqueue(sampleLog(kT0, "one")));
+  ASSERT_TRUE(eventually([&] { return index.attempts.load() >= 1; }, 10s));
+  std::this_thread::sleep_for(300ms);  // thirty times retry_max
+  EXPECT_EQ(index.attempts.load(), 1);
+  EXPECT_TRUE(w.drain(10s));
+  EXPECT_EQ(written.load(), 1);
+}
 
 TEST(LogWriter, ARecordTheDatabaseRefusesIsSetAsideNotTheWholeBatch) {
   std::atomic<int> written{0};
