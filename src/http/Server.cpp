@@ -325,19 +325,12 @@ std::optional<bool> Responder::writeChunkNow(std::string_view data, bool last) {
 }
 
 net::awaitable<bool> Responder::writeChunkLater(std::string_view data, bool last) {
-  if (unsent_.empty()) co_return co_await writeRaw(data, last);
-  const std::string rest = std::move(unsent_);
-  unsent_.clear();
-  stream_.expires_after(write_timeout_);
-  auto [ec, n] = co_await net::async_write(stream_, net::buffer(rest), kTuple);
-  stream_.expires_never();
-  bytes_sent_ += n;
-  if (ec) {
-    aborted_ = true;
-    co_return false;
-  }
-  if (unsent_last_) finished_ = true;
-  co_return true;
+  if (unsent_.empty()) co_return co_await writeRaw(data, last);  // nothing went: all of it
+  // Part went: writeRaw sends the rest first (chunkBuffers), with nothing after it.
+  const bool ended = unsent_last_;
+  const bool ok = co_await writeRaw({}, false);
+  if (ok && ended) finished_ = true;
+  co_return ok;
 }
 
 // Not coroutines themselves: each hands back writeRaw's, so a chunk costs one coroutine frame

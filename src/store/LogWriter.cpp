@@ -331,20 +331,20 @@ void LogWriter::buildIndexes() {
             missing[i], i + 1, missing.size(), blocks ? "; request logs wait in the queue meanwhile" : "");
         const auto t0 = Clock::now();
         if (blocks) index_blocks_writes_.store(true, std::memory_order_release);
+        // However the build ends: the writer may write again, nothing is left to cancel.
+        struct BuildEnd {
+          LogWriter& w;
+          ~BuildEnd() {
+            w.index_blocks_writes_.store(false, std::memory_order_release);
+            w.cv_.notify_all();
+            const std::lock_guard lk(w.index_mu_);
+            w.index_cancel_ = nullptr;
+          }
+        };
         bool built = false;
-        try {
-          built = s->buildDeferredIndex(missing[i]);
-        } catch (...) {
-          index_blocks_writes_.store(false, std::memory_order_release);
-          std::lock_guard lk(index_mu_);
-          index_cancel_ = nullptr;
-          throw;
-        }
-        index_blocks_writes_.store(false, std::memory_order_release);
-        cv_.notify_all();
         {
-          std::lock_guard lk(index_mu_);
-          index_cancel_ = nullptr;
+          const BuildEnd end{*this};
+          built = s->buildDeferredIndex(missing[i]);
         }
         if (!built) {
           busy = true;

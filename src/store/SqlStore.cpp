@@ -353,19 +353,22 @@ std::span<const DeferredIndex> deferredIndexesFor(Dialect d) {
 }
 }  // namespace
 
+bool SqlStore::deferredIndexMissing(const char* name) {
+  const bool pg = conn_->dialect() == Dialect::Postgres;
+  P p[] = {P::text(name)};
+  // PostgreSQL: an index that a cut-off CONCURRENTLY build left behind is there but invalid
+  // (never used by queries); so is one another instance is building right now.
+  auto rows = conn_->query(pg ? "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
+                                "WHERE c.relname = ? AND c.relnamespace = current_schema()::regnamespace"
+                              : "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?",
+                           p);
+  return !rows->next() || (pg && !rows->getBool(0));
+}
+
 std::vector<std::string> SqlStore::missingDeferredIndexes() {
   std::vector<std::string> out;
-  const bool pg = conn_->dialect() == Dialect::Postgres;
-  for (const DeferredIndex& ix : deferredIndexesFor(conn_->dialect())) {
-    P p[] = {P::text(ix.name)};
-    // PostgreSQL: an index that a cut-off CONCURRENTLY build left behind is there but
-    // invalid (never used by queries); so is one another instance is building right now.
-    auto rows = conn_->query(pg ? "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
-                                  "WHERE c.relname = ? AND c.relnamespace = current_schema()::regnamespace"
-                                : "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?",
-                             p);
-    if (!rows->next() || (pg && !rows->getBool(0))) out.emplace_back(ix.name);
-  }
+  for (const DeferredIndex& ix : deferredIndexesFor(conn_->dialect()))
+    if (deferredIndexMissing(ix.name)) out.emplace_back(ix.name);
   return out;
 }
 
@@ -389,8 +392,7 @@ bool SqlStore::buildDeferredIndex(const std::string& name) {
   try {
     // Holding the lock, an invalid index is no other instance's build under way: it is what a
     // cut-off build left, and IF NOT EXISTS would keep it.
-    const auto missing = missingDeferredIndexes();
-    if (std::find(missing.begin(), missing.end(), name) != missing.end()) {
+    if (deferredIndexMissing(ix->name)) {
       conn_->execScript("DROP INDEX CONCURRENTLY IF EXISTS " + name);
       conn_->execScript(std::string("CREATE INDEX CONCURRENTLY IF NOT EXISTS ") + ix->name + " ON " + ix->on);
     }

@@ -107,6 +107,8 @@ class SqlStore final : public Store {
   static constexpr std::int64_t kDeleteChunk = 5000;
 
  private:
+  // A deferred index this database lacks (absent, or left invalid: see missingDeferredIndexes).
+  bool deferredIndexMissing(const char* name);
   std::int64_t insertReturningId(const std::string& sql, std::span<const SqlParam> params);
   // The INSERT for a power-of-two number of log rows, built once per row count.
   const std::string& insertSqlFor(std::size_t rows);

@@ -221,8 +221,27 @@ class UsageRollupTest : public ::testing::TestWithParam<Backend> {
     if (IsSkipped() || HasFatalFailure()) return;
     db_ = std::make_unique<TestDatabase>(GetParam());
   }
+  // The database as version 5 left it (before the rollups and the search indexes), holding n
+  // random rows from kT0 over span; a raw connection to it.
+  std::unique_ptr<SqlConnection> version5With(std::mt19937_64& rng, std::size_t n, std::int64_t span) {
+    migrateTo(*db_, 5);
+    auto raw = openSqlConnection(db_->url());
+    insertWithoutRollups(*raw, randomRows(rng, n, kT0, span));
+    return raw;
+  }
   std::unique_ptr<TestDatabase> db_;
 };
+
+// Polls `done` every 20 ms for up to a minute; false when it never held.
+template <class Pred>
+bool waitUntil(Pred done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
 
 TEST_P(UsageRollupTest, RollupAnswersEqualRawRowAnswersOnRandomData) {
   auto store = Store::open(db_->url());
@@ -287,10 +306,8 @@ TEST_P(UsageRollupTest, AGroupInBothTheEdgeRowsAndTheRollupsIsOneRow) {
 }
 
 TEST_P(UsageRollupTest, AnUpgradedDatabaseAnswersFromItsRowsWhileTheBackfillRuns) {
-  migrateTo(*db_, 5);
   std::mt19937_64 rng(7);
-  auto raw = openSqlConnection(db_->url());
-  insertWithoutRollups(*raw, randomRows(rng, 2000, kT0, 3 * kDay));
+  auto raw = version5With(rng, 2000, 3 * kDay);
 
   auto store = Store::open(db_->url());
   store->migrate();
@@ -376,10 +393,8 @@ TEST_P(UsageRollupTest, CacheWriteAndReasoningColumnsComeToAnExistingDatabase) {
 }
 
 TEST_P(UsageRollupTest, TwoStoresBackfillingAtOnceFoldEachHourOnce) {
-  migrateTo(*db_, 5);
   std::mt19937_64 rng(3);
-  auto raw = openSqlConnection(db_->url());
-  insertWithoutRollups(*raw, randomRows(rng, 1500, kT0, 2 * kDay));
+  auto raw = version5With(rng, 1500, 2 * kDay);
   Store::open(db_->url())->migrate();
   auto run = [&] {
     auto s = Store::open(db_->url());
@@ -430,19 +445,15 @@ TEST_P(UsageRollupTest, RetentionInSmallBatchesKeepsUsageEqualToTheRemainingRows
 
 // The log writer runs the backfill by itself, between its batches.
 TEST_P(UsageRollupTest, TheLogWriterBackfillsAnUpgradedDatabase) {
-  migrateTo(*db_, 5);
   std::mt19937_64 rng(5);
-  auto raw = openSqlConnection(db_->url());
-  insertWithoutRollups(*raw, randomRows(rng, 1000, kT0, 2 * kDay));
+  auto raw = version5With(rng, 1000, 2 * kDay);
   const std::string url = db_->url();
   Store::open(url)->migrate();  // as the gateway does before it starts the writer
   LogWriter w([url] { return Store::open(url); });
   ASSERT_TRUE(w.enqueue(testing::sampleLog(kT0 + kHour, "live")));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (count(*raw, "SELECT COUNT(*) FROM rollup_state WHERE backfill_before_ms IS NULL") == 0) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the backfill did not finish";
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  ASSERT_TRUE(waitUntil([&] {
+    return count(*raw, "SELECT COUNT(*) FROM rollup_state WHERE backfill_before_ms IS NULL") == 1;
+  })) << "the backfill did not finish";
   EXPECT_TRUE(w.drain(std::chrono::seconds(30)));
   EXPECT_EQ(count(*raw, "SELECT SUM(requests) FROM usage_hourly"), 1001);
   EXPECT_EQ(count(*raw, "SELECT SUM(requests) FROM usage_daily"), 1001);
@@ -453,10 +464,8 @@ TEST_P(UsageRollupTest, TheLogWriterBackfillsAnUpgradedDatabase) {
 // The search indexes are not built inside the migration (over a large log that held the
 // start-up for minutes): the log writer builds them after start-up, while it writes.
 TEST_P(UsageRollupTest, TheLogWriterBuildsTheSearchIndexesAfterTheMigration) {
-  migrateTo(*db_, 5);
   std::mt19937_64 rng(13);
-  auto raw = openSqlConnection(db_->url());
-  insertWithoutRollups(*raw, randomRows(rng, 3000, kT0, 2 * kDay));
+  auto raw = version5With(rng, 3000, 2 * kDay);
   const std::string url = db_->url();
   auto store = Store::open(url);
   store->migrate();
@@ -466,11 +475,7 @@ TEST_P(UsageRollupTest, TheLogWriterBuildsTheSearchIndexesAfterTheMigration) {
   {
     LogWriter w([url] { return Store::open(url); });
     for (int i = 0; i < 100; ++i) ASSERT_TRUE(w.enqueue(testing::sampleLog(kT0 + i, "live")));
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!store->missingDeferredIndexes().empty()) {
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the indexes were not built";
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    ASSERT_TRUE(waitUntil([&] { return store->missingDeferredIndexes().empty(); })) << "the indexes were not built";
     EXPECT_TRUE(w.drain(std::chrono::seconds(30)));
     EXPECT_EQ(w.stats().written, 100u);
   }
